@@ -1,0 +1,42 @@
+// Shared by every canopy kernel: GLSL version and extensions, the workgroup and subgroup size
+// specialization constants (ids 0 and 1, set by src/vk/pipeline.rs), buffer-reference views
+// of device memory, and the flattening of 2D dispatch grids (src/vk/recorder.rs grid_for).
+#ifndef CANOPY_PRELUDE
+#define CANOPY_PRELUDE
+
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_buffer_reference2 : require
+#extension GL_EXT_scalar_block_layout : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_atomic_int64 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
+layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;
+const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
+const uint SUBGROUPS_PER_WORKGROUP = WORKGROUP_SIZE / SUBGROUP_SIZE;
+
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer U32s { uint v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer F32s { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer U32x4s { uvec4 v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer U64s { uint64_t v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CoherentU32s { uint v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer CoherentU64s { uint64_t v[]; };
+
+// The workgroup's index in a dispatch that may be split into a 2D grid.
+uint flat_workgroup_id() {
+    return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+}
+
+// An element count: read from device memory when `count_address` is set (a count produced on
+// the GPU), else the count the host pushed.
+uint element_count(uint64_t count_address, uint host_count) {
+    return count_address != 0ul ? U32s(count_address).v[0] : host_count;
+}
+
+#endif

@@ -1,0 +1,3 @@
+//! CPU references: the oracle for every GPU kernel's tests and the baseline for benchmarks.
+
+pub mod prims;

@@ -1,0 +1,15 @@
+//! canopy: a portable Vulkan compute engine that rebuilds acceleration structures on the GPU
+//! every frame and uses them to render and query dynamic scenes headless.
+//!
+//! - [`vk`]: the Vulkan layer (context, buffers, pipelines, recording, timestamps).
+//! - [`prims`]: GPU primitives (reduce, scan, segmented reduce, compaction, radix sort,
+//!   multi-split, indirect-argument preparation), each with a CPU reference in [`cpu`].
+
+pub mod cpu;
+pub mod prims;
+pub mod vk;
+
+/// SPIR-V of every kernel under `glsl/`, compiled by build.rs.
+pub mod shaders {
+    include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
+}

@@ -1,0 +1,221 @@
+//! Buffers: named gpu-allocator allocations with device addresses, and blocking upload and
+//! readback through staging memory.
+
+use super::context::{Context, Shared};
+use super::error::{Error, Result, VkContext};
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use std::sync::Arc;
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// Device-local: every buffer the GPU reads or writes per frame.
+    Device,
+    /// Host-visible, written by the CPU: staging for uploads.
+    Upload,
+    /// Host-visible, read by the CPU: staging for readbacks.
+    Readback,
+}
+
+/// A Vulkan buffer with its memory and device address. Freed on drop.
+pub struct Buffer {
+    shared: Arc<Shared>,
+    raw: vk::Buffer,
+    allocation: Option<Allocation>,
+    size: u64,
+    address: u64,
+    name: String,
+}
+
+impl Buffer {
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// Device address of the first byte.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+    /// The Vulkan handle.
+    pub fn raw(&self) -> vk::Buffer {
+        self.raw
+    }
+    /// The allocation's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Mapped bytes of a host-visible buffer.
+    pub fn mapped(&self) -> Option<&[u8]> {
+        self.allocation.as_ref()?.mapped_slice()
+    }
+    /// Mapped bytes of a host-visible buffer, writable.
+    pub fn mapped_mut(&mut self) -> Option<&mut [u8]> {
+        self.allocation.as_mut()?.mapped_slice_mut()
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({}, {} bytes)", self.name, self.size)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(allocation) = self.allocation.take() {
+            let _ = self.shared.allocator.lock().unwrap().free(allocation);
+        }
+        unsafe { self.shared.device.destroy_buffer(self.raw, None) };
+    }
+}
+
+impl Context {
+    /// Allocates a named buffer usable as storage, transfer source/destination, and indirect
+    /// argument source. Zero-sized and oversized requests are errors.
+    pub fn create_buffer(&self, name: &str, size: u64, kind: MemoryKind) -> Result<Buffer> {
+        if size == 0 {
+            return Err(Error::InvalidInput(format!(
+                "buffer '{name}' has zero length"
+            )));
+        }
+        let heap_limit = self.caps().device_local_bytes.max(1);
+        if kind == MemoryKind::Device && size > heap_limit {
+            return Err(Error::OutOfDeviceMemory {
+                name: name.into(),
+                bytes: size,
+            });
+        }
+        let shared = &self.shared;
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(
+                vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::TRANSFER_SRC
+                    | vk::BufferUsageFlags::TRANSFER_DST
+                    | vk::BufferUsageFlags::INDIRECT_BUFFER
+                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
+            )
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        let raw = unsafe { shared.device.create_buffer(&info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+                Error::OutOfDeviceMemory {
+                    name: name.into(),
+                    bytes: size,
+                }
+            }
+            result => Error::Vulkan {
+                call: "vkCreateBuffer",
+                result,
+            },
+        })?;
+        let requirements = unsafe { shared.device.get_buffer_memory_requirements(raw) };
+        let location = match kind {
+            MemoryKind::Device => MemoryLocation::GpuOnly,
+            MemoryKind::Upload => MemoryLocation::CpuToGpu,
+            MemoryKind::Readback => MemoryLocation::GpuToCpu,
+        };
+        let allocation = shared
+            .allocator
+            .lock()
+            .unwrap()
+            .allocate(&AllocationCreateDesc {
+                name,
+                requirements,
+                location,
+                linear: true,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            });
+        let allocation = match allocation {
+            Ok(a) => a,
+            Err(e) => {
+                unsafe { shared.device.destroy_buffer(raw, None) };
+                return Err(match e {
+                    gpu_allocator::AllocationError::OutOfMemory => Error::OutOfDeviceMemory {
+                        name: name.into(),
+                        bytes: size,
+                    },
+                    other => Error::InvalidInput(format!("allocating '{name}': {other}")),
+                });
+            }
+        };
+        unsafe {
+            shared
+                .device
+                .bind_buffer_memory(raw, allocation.memory(), allocation.offset())
+        }
+        .call("vkBindBufferMemory")?;
+        let address = unsafe {
+            shared
+                .device
+                .get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
+        };
+        Ok(Buffer {
+            shared: shared.clone(),
+            raw,
+            allocation: Some(allocation),
+            size,
+            address,
+            name: name.into(),
+        })
+    }
+
+    /// Creates a device-local buffer holding `data`.
+    pub fn create_buffer_with<T: bytemuck::Pod>(&self, name: &str, data: &[T]) -> Result<Buffer> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        let buffer = self.create_buffer(name, bytes.len() as u64, MemoryKind::Device)?;
+        self.upload(&buffer, 0, data)?;
+        Ok(buffer)
+    }
+
+    /// Copies `data` into `buffer` at byte `offset` through a staging buffer and waits.
+    pub fn upload<T: bytemuck::Pod>(&self, buffer: &Buffer, offset: u64, data: &[T]) -> Result<()> {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        if offset + bytes.len() as u64 > buffer.size {
+            return Err(Error::InvalidInput(format!(
+                "upload of {} bytes at {offset} overruns '{}' ({} bytes)",
+                bytes.len(),
+                buffer.name,
+                buffer.size
+            )));
+        }
+        let mut staging =
+            self.create_buffer("staging upload", bytes.len() as u64, MemoryKind::Upload)?;
+        staging.mapped_mut().expect("upload buffers are mapped")[..bytes.len()]
+            .copy_from_slice(bytes);
+        self.submit_and_wait(|rec| {
+            rec.copy_buffer(&staging, 0, buffer, offset, bytes.len() as u64);
+            Ok(())
+        })
+    }
+
+    /// Reads `count` elements of `T` from `buffer` at byte `offset`, waiting for the copy.
+    pub fn download<T: bytemuck::Pod>(
+        &self,
+        buffer: &Buffer,
+        offset: u64,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()) as u64;
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        if offset + bytes > buffer.size {
+            return Err(Error::InvalidInput(format!(
+                "readback of {bytes} bytes at {offset} overruns '{}' ({} bytes)",
+                buffer.name, buffer.size
+            )));
+        }
+        let staging = self.create_buffer("staging readback", bytes, MemoryKind::Readback)?;
+        self.submit_and_wait(|rec| {
+            rec.copy_buffer(buffer, offset, &staging, 0, bytes);
+            Ok(())
+        })?;
+        let mapped = staging.mapped().expect("readback buffers are mapped");
+        Ok(bytemuck::pod_collect_to_vec(&mapped[..bytes as usize]))
+    }
+}

@@ -1,0 +1,147 @@
+//! Compute pipelines built from the SPIR-V that build.rs embeds, specialised per device.
+//!
+//! Every kernel uses one pipeline layout: a 128-byte push-constant block (buffer device
+//! addresses and sizes) and no descriptor sets. Specialization constant 0 is the workgroup
+//! size, 1 the subgroup size; kernels number their own constants from 2.
+
+use super::context::Context;
+use super::error::{Error, Result, VkContext};
+use ash::vk;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Bytes of push constants every kernel may use.
+pub const PUSH_CONSTANT_BYTES: u32 = 128;
+
+/// A compute kernel compiled into the binary.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    /// Path under `glsl/` without extension, e.g. `prims/scan`.
+    pub name: &'static str,
+    /// SPIR-V bytes.
+    pub spirv: &'static [u8],
+}
+
+/// A compute pipeline: a kernel specialised for a workgroup size and kernel constants.
+#[derive(Debug)]
+pub struct Pipeline {
+    pub(crate) raw: vk::Pipeline,
+    pub(crate) layout: vk::PipelineLayout,
+    /// Kernel name, for profiling and errors.
+    pub name: &'static str,
+    /// Invocations per workgroup.
+    pub workgroup_size: u32,
+}
+
+type PipelineKey = (&'static str, u32, Vec<u32>);
+
+pub(crate) struct PipelineCache {
+    layout: vk::PipelineLayout,
+    pipelines: Mutex<HashMap<PipelineKey, Arc<Pipeline>>>,
+}
+
+impl PipelineCache {
+    pub fn new(device: &ash::Device) -> Result<Self> {
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(PUSH_CONSTANT_BYTES)];
+        let layout = unsafe {
+            device.create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges),
+                None,
+            )
+        }
+        .call("vkCreatePipelineLayout")?;
+        Ok(Self {
+            layout,
+            pipelines: Mutex::default(),
+        })
+    }
+
+    pub unsafe fn destroy(&self, device: &ash::Device) {
+        for pipeline in self.pipelines.lock().unwrap().values() {
+            unsafe { device.destroy_pipeline(pipeline.raw, None) };
+        }
+        unsafe { device.destroy_pipeline_layout(self.layout, None) };
+    }
+}
+
+impl Context {
+    /// The pipeline of `kernel` with `workgroup_size` invocations and kernel constants
+    /// `constants` (ids 2, 3, ...), created on first use and cached.
+    pub fn pipeline(
+        &self,
+        kernel: &Kernel,
+        workgroup_size: u32,
+        constants: &[u32],
+    ) -> Result<Arc<Pipeline>> {
+        let caps = self.caps();
+        if workgroup_size == 0 || workgroup_size > caps.max_workgroup_size {
+            return Err(Error::MissingFeature {
+                device: caps.name.clone(),
+                what: format!(
+                    "workgroups of {workgroup_size} invocations for {}",
+                    kernel.name
+                ),
+            });
+        }
+        let cache = &self.shared.pipelines;
+        let key = (kernel.name, workgroup_size, constants.to_vec());
+        if let Some(p) = cache.pipelines.lock().unwrap().get(&key) {
+            return Ok(p.clone());
+        }
+        let device = &self.shared.device;
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(kernel.spirv))
+            .map_err(|e| Error::InvalidInput(format!("SPIR-V of {}: {e}", kernel.name)))?;
+        let module = unsafe {
+            device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None)
+        }
+        .call("vkCreateShaderModule")?;
+
+        let mut values = vec![workgroup_size, caps.subgroup_size];
+        values.extend_from_slice(constants);
+        let entries: Vec<vk::SpecializationMapEntry> = (0..values.len() as u32)
+            .map(|i| {
+                vk::SpecializationMapEntry::default()
+                    .constant_id(i)
+                    .offset(i * 4)
+                    .size(4)
+            })
+            .collect();
+        let spec = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(bytemuck::cast_slice(&values));
+        let mut required_size = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(caps.subgroup_size);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main")
+            .specialization_info(&spec);
+        // Full subgroups of exactly `subgroup_size` lanes, so the constant matches the hardware.
+        if caps.full_subgroups && workgroup_size % caps.subgroup_size == 0 {
+            stage = stage
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                .push_next(&mut required_size);
+        }
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(cache.layout);
+        let result = unsafe {
+            device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
+        };
+        unsafe { device.destroy_shader_module(module, None) };
+        let raw = result.map_err(|(_, result)| Error::Vulkan {
+            call: "vkCreateComputePipelines",
+            result,
+        })?[0];
+        let pipeline = Arc::new(Pipeline {
+            raw,
+            layout: cache.layout,
+            name: kernel.name,
+            workgroup_size,
+        });
+        cache.pipelines.lock().unwrap().insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}

@@ -1,0 +1,319 @@
+//! Command recording: dispatches (direct and indirect), named barriers, copies and fills,
+//! timestamp stages, and blocking submission for canopy's own device.
+
+use super::buffer::Buffer;
+use super::context::Context;
+use super::error::{Error, Result, VkContext};
+use super::pipeline::{PUSH_CONSTANT_BYTES, Pipeline};
+use super::profiler::Profiler;
+use ash::vk;
+use std::time::Duration;
+
+/// How long a blocking submission may run before canopy reports the GPU as hung.
+pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Splits a workgroup count into a 2D grid that respects the device's per-dimension limit.
+/// Kernels flatten it back with `flat_workgroup_id()` (glsl/common/prelude.glsl) and guard
+/// against the few extra groups the split may add.
+pub fn grid_for(groups: u32, max_per_dim: u32) -> [u32; 3] {
+    if groups <= max_per_dim {
+        [groups, 1, 1]
+    } else {
+        let y = groups.div_ceil(max_per_dim);
+        [groups.div_ceil(y), y, 1]
+    }
+}
+
+/// Records canopy's work into a command buffer: canopy's own, or one an application passes.
+pub struct Recorder<'a> {
+    ctx: &'a Context,
+    cmd: vk::CommandBuffer,
+    profiler: Option<&'a mut Profiler>,
+}
+
+impl<'a> Recorder<'a> {
+    /// Records into `cmd`, a command buffer in the recording state (the embedding path).
+    pub fn new(ctx: &'a Context, cmd: vk::CommandBuffer) -> Self {
+        Self {
+            ctx,
+            cmd,
+            profiler: None,
+        }
+    }
+
+    /// Records into `cmd` and writes stage timestamps into `profiler` (reset here).
+    pub fn with_profiler(ctx: &'a Context, cmd: vk::CommandBuffer, profiler: &'a mut Profiler) -> Self {
+        profiler.reset(ctx, cmd);
+        Self {
+            ctx,
+            cmd,
+            profiler: Some(profiler),
+        }
+    }
+
+    /// The context recorded for.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+
+    /// The command buffer recorded into.
+    pub fn command_buffer(&self) -> vk::CommandBuffer {
+        self.cmd
+    }
+
+    fn device(&self) -> &ash::Device {
+        &self.ctx.shared.device
+    }
+
+    fn bind<P: bytemuck::Pod>(&self, pipeline: &Pipeline, push: &P) {
+        let bytes = bytemuck::bytes_of(push);
+        assert!(
+            bytes.len() as u32 <= PUSH_CONSTANT_BYTES,
+            "push constants of {} exceed {PUSH_CONSTANT_BYTES} bytes",
+            pipeline.name
+        );
+        unsafe {
+            self.device()
+                .cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline.raw);
+            if !bytes.is_empty() {
+                self.device().cmd_push_constants(
+                    self.cmd,
+                    pipeline.layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    bytes,
+                );
+            }
+        }
+    }
+
+    /// Dispatches `groups` workgroups (split into a 2D grid when above the device limit).
+    pub fn dispatch<P: bytemuck::Pod>(&mut self, pipeline: &Pipeline, push: &P, groups: u32) {
+        if groups == 0 {
+            return;
+        }
+        self.bind(pipeline, push);
+        let [x, y, z] = grid_for(groups, self.ctx.caps().max_workgroup_count);
+        unsafe { self.device().cmd_dispatch(self.cmd, x, y, z) };
+    }
+
+    /// Dispatches with the `VkDispatchIndirectCommand` at `offset` in `args`, written on the GPU
+    /// (see `prims::indirect`).
+    pub fn dispatch_indirect<P: bytemuck::Pod>(
+        &mut self,
+        pipeline: &Pipeline,
+        push: &P,
+        args: &Buffer,
+        offset: u64,
+    ) {
+        self.bind(pipeline, push);
+        unsafe {
+            self.device()
+                .cmd_dispatch_indirect(self.cmd, args.raw(), offset)
+        };
+    }
+
+    fn memory_barrier(
+        &mut self,
+        src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+        dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    ) {
+        let barrier = [vk::MemoryBarrier2::default()
+            .src_stage_mask(src.0)
+            .src_access_mask(src.1)
+            .dst_stage_mask(dst.0)
+            .dst_access_mask(dst.1)];
+        let info = vk::DependencyInfo::default().memory_barriers(&barrier);
+        unsafe { self.device().cmd_pipeline_barrier2(self.cmd, &info) };
+    }
+
+    const COMPUTE_WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
+        vk::PipelineStageFlags2::COMPUTE_SHADER,
+        vk::AccessFlags2::SHADER_STORAGE_WRITE,
+    );
+    const COMPUTE_READ_WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
+        vk::PipelineStageFlags2::COMPUTE_SHADER,
+        vk::AccessFlags2::from_raw(
+            vk::AccessFlags2::SHADER_STORAGE_READ.as_raw()
+                | vk::AccessFlags2::SHADER_STORAGE_WRITE.as_raw(),
+        ),
+    );
+    const TRANSFER_WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
+        vk::PipelineStageFlags2::ALL_TRANSFER,
+        vk::AccessFlags2::TRANSFER_WRITE,
+    );
+    const TRANSFER_READ_WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
+        vk::PipelineStageFlags2::ALL_TRANSFER,
+        vk::AccessFlags2::from_raw(
+            vk::AccessFlags2::TRANSFER_READ.as_raw() | vk::AccessFlags2::TRANSFER_WRITE.as_raw(),
+        ),
+    );
+
+    /// Compute writes become visible to later compute reads and writes.
+    pub fn barrier_compute_to_compute(&mut self) {
+        self.memory_barrier(Self::COMPUTE_WRITE, Self::COMPUTE_READ_WRITE);
+    }
+
+    /// Compute writes become visible to later indirect-argument reads and compute work.
+    pub fn barrier_compute_to_indirect(&mut self) {
+        self.memory_barrier(
+            Self::COMPUTE_WRITE,
+            (
+                vk::PipelineStageFlags2::DRAW_INDIRECT | vk::PipelineStageFlags2::COMPUTE_SHADER,
+                vk::AccessFlags2::INDIRECT_COMMAND_READ
+                    | vk::AccessFlags2::SHADER_STORAGE_READ
+                    | vk::AccessFlags2::SHADER_STORAGE_WRITE,
+            ),
+        );
+    }
+
+    /// Transfer writes (fills, copies, uploads) become visible to compute.
+    pub fn barrier_transfer_to_compute(&mut self) {
+        self.memory_barrier(Self::TRANSFER_WRITE, Self::COMPUTE_READ_WRITE);
+    }
+
+    /// Compute writes become visible to transfers (readback copies), and transfers wait for
+    /// compute reads of the buffers they overwrite.
+    pub fn barrier_compute_to_transfer(&mut self) {
+        self.memory_barrier(
+            (
+                vk::PipelineStageFlags2::COMPUTE_SHADER,
+                vk::AccessFlags2::SHADER_STORAGE_WRITE | vk::AccessFlags2::SHADER_STORAGE_READ,
+            ),
+            Self::TRANSFER_READ_WRITE,
+        );
+    }
+
+    /// Transfers finish before later transfers touch the same memory.
+    pub fn barrier_transfer_to_transfer(&mut self) {
+        self.memory_barrier(Self::TRANSFER_WRITE, Self::TRANSFER_READ_WRITE);
+    }
+
+    /// Fills `size` bytes at `offset` (multiples of 4) with a repeated 32-bit `value`.
+    pub fn fill(&mut self, buffer: &Buffer, offset: u64, size: u64, value: u32) {
+        if size > 0 {
+            unsafe {
+                self.device()
+                    .cmd_fill_buffer(self.cmd, buffer.raw(), offset, size, value)
+            };
+        }
+    }
+
+    /// Writes a few bytes (at most 65536, a multiple of 4) inline in the command buffer.
+    pub fn update<T: bytemuck::Pod>(&mut self, buffer: &Buffer, offset: u64, data: &[T]) {
+        unsafe {
+            self.device().cmd_update_buffer(
+                self.cmd,
+                buffer.raw(),
+                offset,
+                bytemuck::cast_slice(data),
+            )
+        };
+    }
+
+    /// Copies `size` bytes between buffers.
+    pub fn copy_buffer(&mut self, src: &Buffer, src_offset: u64, dst: &Buffer, dst_offset: u64, size: u64) {
+        if size == 0 {
+            return;
+        }
+        let region = [vk::BufferCopy::default()
+            .src_offset(src_offset)
+            .dst_offset(dst_offset)
+            .size(size)];
+        unsafe {
+            self.device()
+                .cmd_copy_buffer(self.cmd, src.raw(), dst.raw(), &region)
+        };
+    }
+
+    /// Starts a named timestamp stage (no-op without a profiler).
+    pub fn begin_stage(&mut self, name: &str) {
+        if let Some(p) = self.profiler.as_deref_mut() {
+            p.begin(self.ctx, self.cmd, name);
+        }
+    }
+
+    /// Ends the innermost open stage.
+    pub fn end_stage(&mut self) {
+        if let Some(p) = self.profiler.as_deref_mut() {
+            p.end(self.ctx, self.cmd);
+        }
+    }
+}
+
+impl Context {
+    /// Records with `record` into a fresh command buffer, submits it and waits, reporting a
+    /// GPU that does not finish within [`SUBMIT_TIMEOUT`] as an error.
+    pub fn submit_and_wait(&self, record: impl FnOnce(&mut Recorder) -> Result<()>) -> Result<()> {
+        self.submit_inner(None, record)
+    }
+
+    /// As [`Context::submit_and_wait`], with stage timestamps written into `profiler`.
+    pub fn submit_profiled(
+        &self,
+        profiler: &mut Profiler,
+        record: impl FnOnce(&mut Recorder) -> Result<()>,
+    ) -> Result<()> {
+        self.submit_inner(Some(profiler), record)?;
+        Ok(())
+    }
+
+    fn submit_inner(
+        &self,
+        profiler: Option<&mut Profiler>,
+        record: impl FnOnce(&mut Recorder) -> Result<()>,
+    ) -> Result<()> {
+        let device = &self.shared.device;
+        let pool = self.shared.command_pool.lock().unwrap();
+        let cmd = unsafe {
+            device.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(*pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1),
+            )
+        }
+        .call("vkAllocateCommandBuffers")?[0];
+        let fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .call("vkCreateFence")?;
+        let result = (|| {
+            unsafe {
+                device.begin_command_buffer(
+                    cmd,
+                    &vk::CommandBufferBeginInfo::default()
+                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                )
+            }
+            .call("vkBeginCommandBuffer")?;
+            let mut rec = match profiler {
+                Some(p) => Recorder::with_profiler(self, cmd, p),
+                None => Recorder::new(self, cmd),
+            };
+            let recorded = record(&mut rec);
+            unsafe { device.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+            recorded?;
+            let cmds = [cmd];
+            let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+            unsafe { device.queue_submit(self.shared.queue, &submit, fence) }
+                .call("vkQueueSubmit")?;
+            match unsafe { device.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) } {
+                Ok(()) => Ok(()),
+                Err(vk::Result::TIMEOUT) => Err(Error::Vulkan {
+                    call: "vkWaitForFences (GPU work did not finish in time)",
+                    result: vk::Result::TIMEOUT,
+                }),
+                Err(result) => Err(Error::Vulkan {
+                    call: "vkWaitForFences",
+                    result,
+                }),
+            }
+        })();
+        unsafe {
+            if result.is_ok() {
+                device.free_command_buffers(*pool, &[cmd]);
+                device.destroy_fence(fence, None);
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,65 @@
+//! Shared test helpers: a validated context on the default device (lavapipe in CI), seeded
+//! random input, and the sizes every primitive is checked at.
+#![allow(dead_code)]
+
+use canopy::vk::{Context, ContextOptions, Validation};
+
+/// A context with the Khronos validation layer required (set `CANOPY_VALIDATION=off` to run
+/// without it where the layer is not installed).
+pub fn context() -> Context {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
+        Ok("off") => Validation::Off,
+        _ => Validation::Required,
+    };
+    Context::new(&ContextOptions {
+        device: None,
+        validation,
+    })
+    .expect("creating a Vulkan context (run tools/setup.sh)")
+}
+
+/// Fails the test when validation reported errors.
+pub fn assert_valid(ctx: &Context) {
+    if let Err(e) = ctx.check_validation() {
+        panic!("{e}");
+    }
+}
+
+/// SplitMix64: small, seeded, reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    }
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+    pub fn below(&mut self, n: u32) -> u32 {
+        ((self.next_u32() as u64 * n as u64) >> 32) as u32
+    }
+    pub fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
+    }
+    pub fn u32s(&mut self, n: usize) -> Vec<u32> {
+        (0..n).map(|_| self.next_u32()).collect()
+    }
+}
+
+/// The sizes each primitive is checked at: 1, 2, subgroup±1, workgroup±1, `tile`±1, 10^5, 10^6.
+pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
+    let sg = ctx.caps().subgroup_size;
+    let wg = canopy::prims::WORKGROUP_SIZE;
+    let mut v = vec![1, 2, sg - 1, sg, sg + 1, wg - 1, wg, wg + 1, tile - 1, tile, tile + 1, 100_000, 1_000_000];
+    v.sort();
+    v.dedup();
+    v
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the system packages canopy needs to build and to run on the CPU (Mesa lavapipe):
+# the Vulkan loader, lavapipe, the Khronos validation layer, and the shaderc/glslang/SPIRV-Tools
+# static libraries that build.rs links. Idempotent: packages already present are skipped.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(
+  libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  glslc libshaderc-dev glslang-dev spirv-tools pkg-config
+)
+
+if command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for pkg in "${DEBIAN_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "canopy setup: all system packages already installed"
+  else
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "canopy setup: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+else
+  cat <<'MSG'
+canopy setup: this system has no apt-get, so nothing was installed. Install by hand:
+  - a Vulkan 1.2+ loader and headers (libvulkan / vulkan-loader, vulkan-headers)
+  - a Vulkan driver; with no GPU, Mesa's lavapipe (mesa-vulkan-drivers / vulkan-swrast)
+  - the Khronos validation layer (vulkan-validation-layers) to run the tests with validation
+  - shaderc, glslang and SPIRV-Tools static libraries (shaderc, glslang, spirv-tools),
+    then point SHADERC_LIB_DIR at the folder holding libshaderc_combined.a or libshaderc.a
+  - or build shaderc from source: cargo build --features shaderc-from-source (needs cmake, a C++ compiler)
+MSG
+  exit 1
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "canopy setup: cargo not found; install Rust from https://rustup.rs" >&2
+  exit 1
+fi
