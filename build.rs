@@ -69,7 +69,10 @@ fn main() {
         let glsl_root_inc = glsl_root.clone();
         let included_inc = included.clone();
         options.set_include_callback(move |name, _kind, from, _depth| {
-            let from_dir = Path::new(from).parent().unwrap_or(Path::new("")).to_path_buf();
+            let from_dir = Path::new(from)
+                .parent()
+                .unwrap_or(Path::new(""))
+                .to_path_buf();
             let candidates = [from_dir.join(name), glsl_root_inc.join(name)];
             let path = candidates
                 .iter()
@@ -96,7 +99,10 @@ fn main() {
                 let name = const_name(relative);
                 let spv_path = out_dir.join(format!("{name}.spv"));
                 std::fs::write(&spv_path, artifact.as_binary_u8()).unwrap();
-                let label = relative.with_extension("").to_string_lossy().replace('\\', "/");
+                let label = relative
+                    .with_extension("")
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 writeln!(
                     generated,
                     "/// SPIR-V of `glsl/{}`.\npub const {name}: crate::vk::Kernel = crate::vk::Kernel {{ name: \"{label}\", spirv: include_bytes!(\"{}\") }};",

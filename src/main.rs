@@ -1,1 +1,91 @@
-fn main() {}
+//! `canopy`: the command line. Run with no subcommand it does its main job for now: describe
+//! the device (`info`), then check every GPU primitive against its CPU reference
+//! (`selfcheck`).
+
+mod cli;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "canopy",
+    version,
+    about = "A portable Vulkan compute engine: GPU-built acceleration structures"
+)]
+struct Args {
+    /// Vulkan device: an index from `canopy info` or a case-insensitive substring of its name.
+    /// Default: $CANOPY_DEVICE, else the best device by type (discrete > integrated > virtual > CPU).
+    #[arg(long, global = true, value_name = "INDEX|NAME")]
+    device: Option<String>,
+
+    /// Khronos validation layer: on when installed (auto), always (on; fails without the layer), or off.
+    #[arg(long, global = true, value_enum, default_value_t = ValidationArg::Auto)]
+    validation: ValidationArg,
+
+    /// More log output: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ValidationArg {
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the Vulkan devices and describe the selected one.
+    Info,
+    /// Run every GPU primitive on seeded random input against its CPU reference.
+    Selfcheck,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let level = match args.verbose {
+        0 => log::LevelFilter::Warn,
+        1 => log::LevelFilter::Info,
+        2 => log::LevelFilter::Debug,
+        _ => log::LevelFilter::Trace,
+    };
+    env_logger::Builder::new()
+        .filter_level(level)
+        .parse_env("RUST_LOG")
+        .init();
+    // A bug inside canopy reports as one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| eprintln!("error: internal error: {info}")));
+
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), cli::CliError> {
+    let options = canopy::vk::ContextOptions {
+        device: args.device.clone(),
+        validation: match args.validation {
+            ValidationArg::Auto => canopy::vk::Validation::IfAvailable,
+            ValidationArg::On => canopy::vk::Validation::Required,
+            ValidationArg::Off => canopy::vk::Validation::Off,
+        },
+    };
+    match args.command {
+        Some(Command::Info) => cli::info::run(&options).map(drop),
+        Some(Command::Selfcheck) => cli::selfcheck::run(&cli::context(&options)?),
+        None => {
+            let ctx = cli::info::run(&options)?;
+            println!();
+            cli::selfcheck::run(&ctx)
+        }
+    }
+}

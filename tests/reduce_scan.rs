@@ -13,14 +13,25 @@ use common::{Rng, assert_valid, context, sizes};
 fn run_reduce_u32(ctx: &Context, reduce: &Reduce, values: &[u32], indirect: bool) -> u32 {
     let input = ctx.create_buffer_with("input", values).unwrap();
     let output = ctx.create_buffer("output", 16, MemoryKind::Device).unwrap();
-    let count_buf = ctx.create_buffer_with("count", &[values.len() as u32]).unwrap();
+    let count_buf = ctx
+        .create_buffer_with("count", &[values.len() as u32])
+        .unwrap();
     ctx.submit_and_wait(|rec| {
         let count = if indirect {
-            Count::Device { buffer: &count_buf, offset: 0, max: values.len() as u32 }
+            Count::Device {
+                buffer: &count_buf,
+                offset: 0,
+                max: values.len() as u32,
+            }
         } else {
             Count::Host(values.len() as u32)
         };
-        reduce.record(rec, Slice::<u32>::whole(&input), Slice::whole(&output), count)
+        reduce.record(
+            rec,
+            Slice::<u32>::whole(&input),
+            Slice::whole(&output),
+            count,
+        )
     })
     .unwrap();
     ctx.download::<u32>(&output, 0, 1).unwrap()[0]
@@ -55,8 +66,15 @@ fn reduce_f32_matches_cpu() {
             let expected = cpu::prims::reduce_f32(&values, op);
             let bits: Vec<u32> = bytemuck::cast_slice(&values).to_vec();
             let got = f32::from_bits(run_reduce_u32(&ctx, &reduce, &bits, n % 2 == 0));
-            let tolerance = if op == ReduceOp::Add { 1e-3 * (n as f32).sqrt() * 1000.0 * 1e-3 + 1e-2 } else { 0.0 };
-            assert!((got - expected).abs() <= tolerance, "{op:?} n={n}: {got} vs {expected}");
+            let tolerance = if op == ReduceOp::Add {
+                1e-3 * (n as f32).sqrt() * 1000.0 * 1e-3 + 1e-2
+            } else {
+                0.0
+            };
+            assert!(
+                (got - expected).abs() <= tolerance,
+                "{op:?} n={n}: {got} vs {expected}"
+            );
         }
     }
     assert_valid(&ctx);
@@ -77,7 +95,12 @@ fn reduce_aabb_matches_cpu() {
         let input = ctx.create_buffer_with("boxes", &boxes).unwrap();
         let output = ctx.create_buffer("union", 32, MemoryKind::Device).unwrap();
         ctx.submit_and_wait(|rec| {
-            reduce.record(rec, Slice::<Aabb>::whole(&input), Slice::whole(&output), Count::Host(n))
+            reduce.record(
+                rec,
+                Slice::<Aabb>::whole(&input),
+                Slice::whole(&output),
+                Count::Host(n),
+            )
         })
         .unwrap();
         let got = ctx.download::<Aabb>(&output, 0, 1).unwrap()[0];
@@ -94,22 +117,45 @@ fn reduce_of_zero_device_count_is_identity() {
     let output = ctx.create_buffer_with("output", &[7u32]).unwrap();
     let zero = ctx.create_buffer_with("count", &[0u32]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = Count::Device { buffer: &zero, offset: 0, max: 2 };
-        reduce.record(rec, Slice::<u32>::whole(&input), Slice::whole(&output), count)
+        let count = Count::Device {
+            buffer: &zero,
+            offset: 0,
+            max: 2,
+        };
+        reduce.record(
+            rec,
+            Slice::<u32>::whole(&input),
+            Slice::whole(&output),
+            count,
+        )
     })
     .unwrap();
     assert_eq!(ctx.download::<u32>(&output, 0, 1).unwrap()[0], u32::MAX);
     assert_valid(&ctx);
 }
 
-fn run_scan(ctx: &Context, scan: &Scan, values: &[u32], indirect: bool, in_place: bool) -> Vec<u32> {
+fn run_scan(
+    ctx: &Context,
+    scan: &Scan,
+    values: &[u32],
+    indirect: bool,
+    in_place: bool,
+) -> Vec<u32> {
     let input = ctx.create_buffer_with("input", values).unwrap();
-    let output = ctx.create_buffer("output", 4 * values.len() as u64, MemoryKind::Device).unwrap();
-    let count_buf = ctx.create_buffer_with("count", &[values.len() as u32]).unwrap();
+    let output = ctx
+        .create_buffer("output", 4 * values.len() as u64, MemoryKind::Device)
+        .unwrap();
+    let count_buf = ctx
+        .create_buffer_with("count", &[values.len() as u32])
+        .unwrap();
     let out = if in_place { &input } else { &output };
     ctx.submit_and_wait(|rec| {
         let count = if indirect {
-            Count::Device { buffer: &count_buf, offset: 0, max: values.len() as u32 }
+            Count::Device {
+                buffer: &count_buf,
+                offset: 0,
+                max: values.len() as u32,
+            }
         } else {
             Count::Host(values.len() as u32)
         };
@@ -127,12 +173,19 @@ fn scan_matches_cpu() {
         let scan = Scan::new(&ctx, kind, 1_000_000).unwrap();
         for n in sizes(&ctx, TILE) {
             // Small values keep partial sums meaningful; large ones exercise wrap-around.
-            let values: Vec<u32> = if n % 2 == 0 { rng.u32s(n as usize) } else { (0..n).map(|_| rng.below(100)).collect() };
+            let values: Vec<u32> = if n % 2 == 0 {
+                rng.u32s(n as usize)
+            } else {
+                (0..n).map(|_| rng.below(100)).collect()
+            };
             let expected = cpu::prims::scan_u32(&values, kind == ScanKind::Inclusive);
             for indirect in [false, true] {
                 let got = run_scan(&ctx, &scan, &values, indirect, n % 3 == 0);
-                assert!(got == expected, "{kind:?} n={n} indirect={indirect}: first mismatch at {:?}",
-                    got.iter().zip(&expected).position(|(a, b)| a != b));
+                assert!(
+                    got == expected,
+                    "{kind:?} n={n} indirect={indirect}: first mismatch at {:?}",
+                    got.iter().zip(&expected).position(|(a, b)| a != b)
+                );
             }
         }
     }
@@ -145,11 +198,27 @@ fn zero_length_and_oversized_input_are_errors() {
     let scan = Scan::new(&ctx, ScanKind::Exclusive, 100).unwrap();
     let buf = ctx.create_buffer("b", 4096, MemoryKind::Device).unwrap();
     let small = ctx.create_buffer("small", 64, MemoryKind::Device).unwrap();
-    let r = ctx.submit_and_wait(|rec| scan.record(rec, Slice::whole(&buf), Slice::whole(&buf), Count::Host(0)));
+    let r = ctx.submit_and_wait(|rec| {
+        scan.record(rec, Slice::whole(&buf), Slice::whole(&buf), Count::Host(0))
+    });
     assert!(r.unwrap_err().to_string().contains("zero-length"));
-    let r = ctx.submit_and_wait(|rec| scan.record(rec, Slice::whole(&buf), Slice::whole(&buf), Count::Host(101)));
+    let r = ctx.submit_and_wait(|rec| {
+        scan.record(
+            rec,
+            Slice::whole(&buf),
+            Slice::whole(&buf),
+            Count::Host(101),
+        )
+    });
     assert!(r.unwrap_err().to_string().contains("capacity"));
-    let r = ctx.submit_and_wait(|rec| scan.record(rec, Slice::whole(&small), Slice::whole(&buf), Count::Host(50)));
+    let r = ctx.submit_and_wait(|rec| {
+        scan.record(
+            rec,
+            Slice::whole(&small),
+            Slice::whole(&buf),
+            Count::Host(50),
+        )
+    });
     assert!(r.unwrap_err().to_string().contains("do not fit"));
     assert!(ctx.create_buffer("empty", 0, MemoryKind::Device).is_err());
     assert_valid(&ctx);

@@ -37,3 +37,73 @@ pub fn scan_u32(values: &[u32], inclusive: bool) -> Vec<u32> {
         })
         .collect()
 }
+
+/// Stable sort of (key, value) pairs by key: the reference for the radix sort.
+pub fn sort_pairs<K: Ord + Copy>(keys: &[K], values: &[u32]) -> (Vec<K>, Vec<u32>) {
+    let mut pairs: Vec<(K, u32)> = keys.iter().copied().zip(values.iter().copied()).collect();
+    pairs.sort_by_key(|p| p.0);
+    pairs.into_iter().unzip()
+}
+
+/// Stable stream compaction: the `values` (or, when `None`, the indices) whose flag is nonzero,
+/// in their original order; the number kept is the length.
+pub fn compact_u32(values: Option<&[u32]>, flags: &[u32]) -> Vec<u32> {
+    flags
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f != 0)
+        .map(|(i, _)| values.map_or(i as u32, |v| v[i]))
+        .collect()
+}
+
+/// Segmented reduction of u32 values: `out[ids[i]]` combined with `values[i]` for every `i`
+/// with `ids[i] < segments` (others ignored), starting from the identity (sums wrap).
+pub fn segmented_reduce_u32(
+    values: &[u32],
+    ids: &[u32],
+    segments: usize,
+    op: ReduceOp,
+) -> Vec<u32> {
+    let identity = reduce_u32(&[], op);
+    let mut out = vec![identity; segments];
+    for (&v, &id) in values.iter().zip(ids) {
+        if let Some(o) = out.get_mut(id as usize) {
+            *o = reduce_u32(&[*o, v], op);
+        }
+    }
+    out
+}
+
+/// Segmented reduction of f32 values, as [`segmented_reduce_u32`]. Sums are accumulated in f64
+/// (the GPU's order may differ by rounding); min and max follow the order of
+/// [`crate::prims::segmented_reduce::encode_ordered`] (-0 below +0, NaNs by sign beyond the
+/// infinities), exactly as the GPU does. Empty segments are 0, +inf or -inf.
+pub fn segmented_reduce_f32(
+    values: &[f32],
+    ids: &[u32],
+    segments: usize,
+    op: ReduceOp,
+) -> Vec<f32> {
+    use crate::prims::segmented_reduce::{decode_ordered, encode_ordered};
+    match op {
+        ReduceOp::Add => {
+            let mut sums = vec![0f64; segments];
+            for (&v, &id) in values.iter().zip(ids) {
+                if let Some(s) = sums.get_mut(id as usize) {
+                    *s += v as f64;
+                }
+            }
+            sums.into_iter().map(|s| s as f32).collect()
+        }
+        ReduceOp::Min | ReduceOp::Max => {
+            let encoded: Vec<u32> = values.iter().map(|&v| encode_ordered(v)).collect();
+            let mut out = vec![encode_ordered(reduce_f32(&[], op)); segments];
+            for (&e, &id) in encoded.iter().zip(ids) {
+                if let Some(o) = out.get_mut(id as usize) {
+                    *o = reduce_u32(&[*o, e], op);
+                }
+            }
+            out.into_iter().map(decode_ordered).collect()
+        }
+    }
+}

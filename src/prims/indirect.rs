@@ -40,7 +40,11 @@ impl IndirectArgs {
     /// `slots` argument slots, named after their user.
     pub fn new(ctx: &Context, name: &str, slots: u32) -> Result<Self> {
         Ok(Self {
-            pipeline: ctx.pipeline(&shaders::PRIMS_PREPARE_INDIRECT, 32.min(ctx.caps().max_workgroup_size), &[])?,
+            pipeline: ctx.pipeline(
+                &shaders::PRIMS_PREPARE_INDIRECT,
+                32.min(ctx.caps().max_workgroup_size),
+                &[],
+            )?,
             args: ctx.create_buffer(
                 &format!("{name} indirect args"),
                 SLOT_BYTES * slots as u64,
@@ -92,7 +96,14 @@ impl IndirectArgs {
         match *count {
             Count::Host(n) => Groups::Direct(n.div_ceil(elements_per_group).max(min_groups)),
             Count::Device { max, .. } => {
-                self.record(rec, slot, count.push().0, max, elements_per_group, min_groups);
+                self.record(
+                    rec,
+                    slot,
+                    count.push().0,
+                    max,
+                    elements_per_group,
+                    min_groups,
+                );
                 Groups::Indirect(&self.args, slot as u64 * SLOT_BYTES)
             }
         }

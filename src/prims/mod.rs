@@ -115,7 +115,7 @@ impl<'a, T> Slice<'a, T> {
                 self.buffer.name()
             )));
         }
-        if self.address() % align != 0 {
+        if !self.address().is_multiple_of(align) {
             return Err(Error::InvalidInput(format!(
                 "{what}: '{}' at offset {} is not {align}-byte aligned",
                 self.buffer.name(),
@@ -155,7 +155,9 @@ impl Recorder<'_> {
     ) {
         match *groups {
             Groups::Direct(n) => self.dispatch(pipeline, push, n),
-            Groups::Indirect(buffer, offset) => self.dispatch_indirect(pipeline, push, buffer, offset),
+            Groups::Indirect(buffer, offset) => {
+                self.dispatch_indirect(pipeline, push, buffer, offset)
+            }
         }
     }
 }

@@ -115,9 +115,20 @@ impl Reduce {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_REDUCE,
             WORKGROUP_SIZE,
-            &[op as u32, (ty == ScalarType::F32) as u32, ITEMS_PER_INVOCATION],
+            &[
+                op as u32,
+                (ty == ScalarType::F32) as u32,
+                ITEMS_PER_INVOCATION,
+            ],
         )?;
-        Self::with(ctx, pipeline, Kind::Scalar, WORKGROUP_SIZE * ITEMS_PER_INVOCATION, 4, capacity)
+        Self::with(
+            ctx,
+            pipeline,
+            Kind::Scalar,
+            WORKGROUP_SIZE * ITEMS_PER_INVOCATION,
+            4,
+            capacity,
+        )
     }
 
     /// The union of [`Aabb`]s.
@@ -131,10 +142,21 @@ impl Reduce {
         Self::with(ctx, pipeline, Kind::Aabb, tile, 32, capacity)
     }
 
-    fn with(ctx: &Context, pipeline: Arc<Pipeline>, kind: Kind, tile: u32, partial_bytes: u64, capacity: u32) -> Result<Self> {
+    fn with(
+        ctx: &Context,
+        pipeline: Arc<Pipeline>,
+        kind: Kind,
+        tile: u32,
+        partial_bytes: u64,
+        capacity: u32,
+    ) -> Result<Self> {
         let tiles = capacity.div_ceil(tile).max(1) as u64;
         // The counter occupies the first partial slot's space (slots start at index 1).
-        let scratch = ctx.create_buffer("reduce scratch", partial_bytes * (tiles + 1), MemoryKind::Device)?;
+        let scratch = ctx.create_buffer(
+            "reduce scratch",
+            partial_bytes * (tiles + 1),
+            MemoryKind::Device,
+        )?;
         ctx.submit_and_wait(|rec| {
             rec.fill(&scratch, 0, 4, 0);
             Ok(())

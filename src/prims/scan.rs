@@ -73,7 +73,13 @@ impl Scan {
 
     /// Records the scan of `count` elements of `input` into `output` (both 16-byte aligned;
     /// they may be the same slice).
-    pub fn record(&self, rec: &mut Recorder, input: Slice<u32>, output: Slice<u32>, count: Count) -> Result<()> {
+    pub fn record(
+        &self,
+        rec: &mut Recorder,
+        input: Slice<u32>,
+        output: Slice<u32>,
+        count: Count,
+    ) -> Result<()> {
         check_count("scan", &count, self.capacity)?;
         input.check("scan input", count.max() as u64, 16)?;
         output.check("scan output", count.max() as u64, 16)?;

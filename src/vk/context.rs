@@ -98,7 +98,6 @@ pub(crate) struct ValidationLog {
 pub(crate) struct Shared {
     pub entry: ash::Entry,
     pub instance: ash::Instance,
-    pub physical_device: vk::PhysicalDevice,
     pub device: ash::Device,
     pub queue: vk::Queue,
     pub queue_family: u32,
@@ -137,7 +136,9 @@ unsafe extern "system" fn debug_callback(
         if data.p_message.is_null() {
             String::from("(no message)")
         } else {
-            CStr::from_ptr(data.p_message).to_string_lossy().into_owned()
+            CStr::from_ptr(data.p_message)
+                .to_string_lossy()
+                .into_owned()
         }
     };
     if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
@@ -173,7 +174,10 @@ pub fn list_devices() -> Result<Vec<(String, vk::PhysicalDeviceType)>> {
     let entry = load_entry()?;
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
     let instance = unsafe {
-        entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)
+        entry.create_instance(
+            &vk::InstanceCreateInfo::default().application_info(&app),
+            None,
+        )
     }
     .map_err(|e| Error::NoDevice(format!("vkCreateInstance failed: {e}")))?;
     let result = unsafe { instance.enumerate_physical_devices() }
@@ -195,7 +199,10 @@ pub fn list_devices() -> Result<Vec<(String, vk::PhysicalDeviceType)>> {
 fn read_caps(
     instance: &ash::Instance,
     pd: vk::PhysicalDevice,
-) -> (DeviceCaps, vk::PhysicalDeviceSubgroupSizeControlFeatures<'static>) {
+) -> (
+    DeviceCaps,
+    vk::PhysicalDeviceSubgroupSizeControlFeatures<'static>,
+) {
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
@@ -485,7 +492,6 @@ impl Context {
             shared: Arc::new(Shared {
                 entry: parts.entry,
                 instance: parts.instance,
-                physical_device: parts.physical_device,
                 device: parts.device,
                 queue: parts.queue,
                 queue_family: parts.queue_family,
@@ -606,7 +612,9 @@ fn pick_device(instance: &ash::Instance, options: &ContextOptions) -> Result<vk:
 impl Drop for Shared {
     fn drop(&mut self) {
         unsafe {
-            let _ = self.device.device_wait_idle();
+            if self.owned {
+                let _ = self.device.device_wait_idle();
+            }
             self.pipelines.destroy(&self.device);
             self.device
                 .destroy_command_pool(*self.command_pool.get_mut().unwrap(), None);

@@ -119,7 +119,7 @@ impl Context {
             .name(c"main")
             .specialization_info(&spec);
         // Full subgroups of exactly `subgroup_size` lanes, so the constant matches the hardware.
-        if caps.full_subgroups && workgroup_size % caps.subgroup_size == 0 {
+        if caps.full_subgroups && workgroup_size.is_multiple_of(caps.subgroup_size) {
             stage = stage
                 .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
                 .push_next(&mut required_size);
@@ -127,9 +127,8 @@ impl Context {
         let info = vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(cache.layout);
-        let result = unsafe {
-            device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None)
-        };
+        let result =
+            unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
         unsafe { device.destroy_shader_module(module, None) };
         let raw = result.map_err(|(_, result)| Error::Vulkan {
             call: "vkCreateComputePipelines",
@@ -141,7 +140,11 @@ impl Context {
             name: kernel.name,
             workgroup_size,
         });
-        cache.pipelines.lock().unwrap().insert(key, pipeline.clone());
+        cache
+            .pipelines
+            .lock()
+            .unwrap()
+            .insert(key, pipeline.clone());
         Ok(pipeline)
     }
 }

@@ -39,7 +39,10 @@ impl Profiler {
     }
 
     pub(crate) fn reset(&mut self, ctx: &Context, cmd: vk::CommandBuffer) {
-        unsafe { ctx.device().cmd_reset_query_pool(cmd, self.pool, 0, self.capacity) };
+        unsafe {
+            ctx.device()
+                .cmd_reset_query_pool(cmd, self.pool, 0, self.capacity)
+        };
         self.used = 0;
         self.stages.clear();
         self.open.clear();
@@ -105,7 +108,11 @@ impl Profiler {
 
     /// Milliseconds of the first stage called `name`.
     pub fn stage_ms(&self, name: &str) -> Result<Option<f64>> {
-        Ok(self.results()?.into_iter().find(|s| s.0 == name).map(|s| s.1))
+        Ok(self
+            .results()?
+            .into_iter()
+            .find(|s| s.0 == name)
+            .map(|s| s.1))
     }
 }
 

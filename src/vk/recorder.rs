@@ -42,7 +42,11 @@ impl<'a> Recorder<'a> {
     }
 
     /// Records into `cmd` and writes stage timestamps into `profiler` (reset here).
-    pub fn with_profiler(ctx: &'a Context, cmd: vk::CommandBuffer, profiler: &'a mut Profiler) -> Self {
+    pub fn with_profiler(
+        ctx: &'a Context,
+        cmd: vk::CommandBuffer,
+        profiler: &'a mut Profiler,
+    ) -> Self {
         profiler.reset(ctx, cmd);
         Self {
             ctx,
@@ -212,7 +216,14 @@ impl<'a> Recorder<'a> {
     }
 
     /// Copies `size` bytes between buffers.
-    pub fn copy_buffer(&mut self, src: &Buffer, src_offset: u64, dst: &Buffer, dst_offset: u64, size: u64) {
+    pub fn copy_buffer(
+        &mut self,
+        src: &Buffer,
+        src_offset: u64,
+        dst: &Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
         if size == 0 {
             return;
         }
@@ -296,7 +307,9 @@ impl Context {
             let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
             unsafe { device.queue_submit(self.shared.queue, &submit, fence) }
                 .call("vkQueueSubmit")?;
-            match unsafe { device.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64) } {
+            match unsafe {
+                device.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64)
+            } {
                 Ok(()) => Ok(()),
                 Err(vk::Result::TIMEOUT) => Err(Error::Vulkan {
                     call: "vkWaitForFences (GPU work did not finish in time)",

@@ -58,7 +58,21 @@ impl Rng {
 pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
     let sg = ctx.caps().subgroup_size;
     let wg = canopy::prims::WORKGROUP_SIZE;
-    let mut v = vec![1, 2, sg - 1, sg, sg + 1, wg - 1, wg, wg + 1, tile - 1, tile, tile + 1, 100_000, 1_000_000];
+    let mut v = vec![
+        1,
+        2,
+        sg - 1,
+        sg,
+        sg + 1,
+        wg - 1,
+        wg,
+        wg + 1,
+        tile - 1,
+        tile,
+        tile + 1,
+        100_000,
+        1_000_000,
+    ];
     v.sort();
     v.dedup();
     v

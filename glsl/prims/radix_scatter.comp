@@ -1,0 +1,151 @@
+#version 460
+// Second step of one pass of a stable LSD radix sort (8-bit digits): each workgroup takes a
+// tile of keys (the same tiles as radix_upsweep.comp) and
+//  1. ranks its keys stably by digit: each subgroup walks its contiguous stretch in rounds of
+//     one key per lane, finds the lanes holding the same digit with 8 ballots (a "match"), and
+//     counts into its own 256-bin histogram row in shared memory;
+//  2. scans those rows across subgroups (per digit) and across digits (the tile's local order);
+//  3. reads where each digit's keys of this tile start in the output from the scanned
+//     digit-major count table (upsweep + prims/scan.comp);
+//  4. reorders the tile in shared memory by digit, then writes it out, so invocations write
+//     runs of consecutive addresses.
+// Keys are KEY_WORDS u32 words; values are u32 and travel with their keys. Workgroups never
+// wait for each other, so the sort is correct on any scheduler.
+// Example, digit = key & 255, one tile: keys [0x102 0x001 0x202 0x001] -> [0x001 0x001 0x102 0x202].
+#include "../common/prelude.glsl"
+#include "../common/workgroup_scan.glsl"
+#include "../common/radix.glsl"
+
+layout(constant_id = 2) const uint KEY_WORDS = 1;
+layout(constant_id = 3) const uint KEYS_PER_INVOCATION = 8;
+const uint TILE = WORKGROUP_SIZE * KEYS_PER_INVOCATION;
+const uint DIGITS_PER_INVOCATION = (RADIX_BINS + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
+const uint INVALID_DIGIT = 0xffffffffu;
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t keys_in_address;
+    uint64_t keys_out_address;
+    uint64_t values_in_address;
+    uint64_t values_out_address;
+    uint64_t table_address;     // scanned table[digit * tile_stride + tile]
+    uint64_t count_address;
+    uint host_count;
+    uint shift;                 // bit position of this pass's digit
+    uint tile_stride;
+} pc;
+
+shared uint subgroup_histograms[SUBGROUPS_PER_WORKGROUP * RADIX_BINS];
+shared uint digit_tile_start[RADIX_BINS];
+shared uint digit_global_offset[RADIX_BINS];
+shared uint staging[TILE];
+
+void main() {
+    uint n = element_count(pc.count_address, pc.host_count);
+    uint tile = flat_workgroup_id();
+    if (tile * TILE >= n) {
+        return;
+    }
+    U32s keys_in = U32s(pc.keys_in_address);
+    uint digit_word = pc.shift / 32;
+
+    for (uint i = gl_LocalInvocationIndex; i < SUBGROUPS_PER_WORKGROUP * RADIX_BINS; i += WORKGROUP_SIZE) {
+        subgroup_histograms[i] = 0;
+    }
+    barrier();
+
+    // 1. Stable rank within the subgroup's stretch.
+    uint row = gl_SubgroupID * RADIX_BINS;
+    uint stretch = tile * TILE + gl_SubgroupID * gl_SubgroupSize * KEYS_PER_INVOCATION;
+    uint digits[KEYS_PER_INVOCATION];
+    uint ranks[KEYS_PER_INVOCATION];
+    [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+        uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
+        bool valid = i < n;
+        uint digit = valid ? radix_digit(keys_in.v[i * KEY_WORDS + digit_word], pc.shift) : INVALID_DIGIT;
+        uvec4 peers = subgroupBallot(valid);
+        [[unroll]] for (uint b = 0; b < RADIX_BITS; ++b) {
+            bool bit = ((digit >> b) & 1u) != 0;
+            uvec4 set = subgroupBallot(bit);
+            peers &= bit ? set : ~set;
+        }
+        uint rank_among_peers = subgroupBallotExclusiveBitCount(peers);
+        uint before = valid ? subgroup_histograms[row + digit] : 0;
+        subgroupBarrier();
+        if (valid && rank_among_peers == 0) {
+            subgroup_histograms[row + digit] = before + subgroupBallotBitCount(peers);
+        }
+        subgroupBarrier();
+        digits[k] = digit;
+        ranks[k] = before + rank_among_peers;
+    }
+    barrier();
+
+    // 2. Per digit: exclusive scan over subgroups, then over digits (tile-local order).
+    uint my_digits_total = 0;
+    uint digit_totals[DIGITS_PER_INVOCATION];
+    [[unroll]] for (uint j = 0; j < DIGITS_PER_INVOCATION; ++j) {
+        uint digit = gl_LocalInvocationIndex * DIGITS_PER_INVOCATION + j;
+        uint total = 0;
+        if (digit < RADIX_BINS) {
+            for (uint s = 0; s < gl_NumSubgroups; ++s) {
+                uint c = subgroup_histograms[s * RADIX_BINS + digit];
+                subgroup_histograms[s * RADIX_BINS + digit] = total;
+                total += c;
+            }
+        }
+        digit_totals[j] = total;
+        my_digits_total += total;
+    }
+    uint ignored;
+    uint running = workgroup_exclusive_add(my_digits_total, ignored);
+
+    // 3. Where this tile's keys of each digit start in the output.
+    U32s table = U32s(pc.table_address);
+    [[unroll]] for (uint j = 0; j < DIGITS_PER_INVOCATION; ++j) {
+        uint digit = gl_LocalInvocationIndex * DIGITS_PER_INVOCATION + j;
+        if (digit < RADIX_BINS) {
+            digit_tile_start[digit] = running;
+            digit_global_offset[digit] = table.v[digit * pc.tile_stride + tile] - running;
+            running += digit_totals[j];
+        }
+    }
+    barrier();
+
+    // 4. Reorder through shared memory, one key word (then the values) at a time.
+    uint local_positions[KEYS_PER_INVOCATION];
+    [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+        uint digit = digits[k];
+        local_positions[k] = digit == INVALID_DIGIT ? INVALID_DIGIT
+            : digit_tile_start[digit] + subgroup_histograms[row + digit] + ranks[k];
+    }
+    uint tile_count = min(TILE, n - tile * TILE);
+    uint destinations[KEYS_PER_INVOCATION];
+    U32s keys_out = U32s(pc.keys_out_address);
+    for (uint w = 0; w <= KEY_WORDS; ++w) {
+        // w == 0: the digit's word (sets destinations); then the other key words; then values.
+        bool is_value = w == KEY_WORDS;
+        uint word = w == 0 ? digit_word : (w <= digit_word ? w - 1 : w);
+        [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+            if (local_positions[k] != INVALID_DIGIT) {
+                uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
+                staging[local_positions[k]] = is_value ? U32s(pc.values_in_address).v[i] : keys_in.v[i * KEY_WORDS + word];
+            }
+        }
+        barrier();
+        [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+            uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
+            if (local < tile_count) {
+                uint v = staging[local];
+                if (w == 0) {
+                    destinations[k] = digit_global_offset[radix_digit(v, pc.shift)] + local;
+                }
+                if (is_value) {
+                    U32s(pc.values_out_address).v[destinations[k]] = v;
+                } else {
+                    keys_out.v[destinations[k] * KEY_WORDS + word] = v;
+                }
+            }
+        }
+        barrier();
+    }
+}

@@ -1,0 +1,284 @@
+//! Every struct the GPU sees is written twice: `#[repr(C)]` in Rust and a block or struct in
+//! GLSL. These tests read the layout the GLSL compiler actually produced back out of each
+//! kernel's SPIR-V (tests/common/spirv.rs) and compare it with the Rust definition: the
+//! push-constant block of every kernel, and structs shared through buffers (`Aabb`).
+//!
+//! Adding a kernel: one entry in `push_constant_layouts` (the coverage test fails until there
+//! is one). Adding a shared struct: one entry in `shared_struct_layouts`. No GPU needed.
+
+#[path = "common/spirv.rs"]
+mod spirv;
+
+use canopy::prims::indirect::PreparePush;
+use canopy::prims::reduce::{Aabb, ReducePush};
+use canopy::prims::scan::ScanPush;
+use canopy::shaders;
+use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
+use spirv::{Module, StructLayout};
+
+/// The layout Rust gives the fields a GLSL block mirrors.
+struct RustLayout {
+    name: &'static str,
+    offsets: Vec<u32>,
+    sizes: Vec<u32>,
+    size: u32,
+}
+
+/// `rust_layout!(Type { field, ... })`: offsets and sizes of the listed fields, in the order the
+/// GLSL declares its members. Trailing Rust padding that the GLSL leaves out is not listed.
+macro_rules! rust_layout {
+    ($ty:ty { $($field:ident),* $(,)? }) => {{
+        let zero: $ty = bytemuck::Zeroable::zeroed();
+        RustLayout {
+            name: stringify!($ty),
+            offsets: vec![$(std::mem::offset_of!($ty, $field) as u32),*],
+            sizes: vec![$(std::mem::size_of_val(&zero.$field) as u32),*],
+            size: std::mem::size_of::<$ty>() as u32,
+        }
+    }};
+}
+
+/// What a kernel's push-constant block must look like.
+enum Expected {
+    /// The Rust struct the host pushes.
+    Rust(RustLayout),
+    /// No Rust struct yet: the GLSL member offsets, written out.
+    GlslOffsets(&'static [u32]),
+}
+
+/// One entry per kernel: its push-constant block and the Rust struct pushed to it.
+fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
+    use Expected::*;
+    let scan = || {
+        rust_layout!(ScanPush {
+            input_address,
+            output_address,
+            count_address,
+            scratch_address,
+            host_count
+        })
+    };
+    let reduce = || {
+        rust_layout!(ReducePush {
+            input_address,
+            output_address,
+            count_address,
+            scratch_address,
+            host_count
+        })
+    };
+    vec![
+        (shaders::PRIMS_SCAN, Rust(scan())),
+        (shaders::PRIMS_REDUCE, Rust(reduce())),
+        (shaders::PRIMS_REDUCE_AABB, Rust(reduce())),
+        (
+            shaders::PRIMS_PREPARE_INDIRECT,
+            Rust(rust_layout!(PreparePush {
+                count_address,
+                args_address,
+                overflow_address,
+                elements_per_group,
+                min_groups,
+                max_count,
+                max_groups_per_dim,
+            })),
+        ),
+        // {u64 src_address, u64 dst_address, u32 vector_count}; no Rust struct yet.
+        (shaders::PRIMS_COPY, GlslOffsets(&[0, 8, 16])),
+    ]
+}
+
+/// A struct shared with GLSL through buffers.
+struct SharedStruct {
+    /// A kernel declaring it.
+    kernel: Kernel,
+    /// Its GLSL name.
+    name: &'static str,
+    /// Its GLSL member types, to find it in release builds (which drop names).
+    shape: &'static [&'static str],
+    /// The Rust mirror.
+    rust: RustLayout,
+    /// The member offsets, written out.
+    offsets: &'static [u32],
+}
+
+/// One entry per struct shared with GLSL through buffers.
+fn shared_struct_layouts() -> Vec<SharedStruct> {
+    vec![SharedStruct {
+        kernel: shaders::PRIMS_REDUCE_AABB,
+        name: "Aabb",
+        shape: &["vec3<f32>", "u32", "vec3<f32>", "u32"],
+        rust: rust_layout!(Aabb {
+            min,
+            pad0,
+            max,
+            pad1
+        }),
+        offsets: &[0, 12, 16, 28],
+    }]
+}
+
+/// Differences between a GLSL struct and its Rust mirror, each a line naming `what`.
+fn compare(what: &str, glsl: &StructLayout, rust: &RustLayout) -> Vec<String> {
+    let mut problems = Vec::new();
+    if glsl.offsets != rust.offsets {
+        problems.push(format!(
+            "{what}: GLSL member offsets {:?} != {} field offsets {:?}",
+            glsl.offsets, rust.name, rust.offsets
+        ));
+    }
+    let glsl_sizes: Vec<u32> = glsl.sizes.iter().map(|s| s.unwrap_or(0)).collect();
+    if glsl_sizes != rust.sizes {
+        problems.push(format!(
+            "{what}: GLSL member sizes {:?} ({:?}) != {} field sizes {:?}",
+            glsl_sizes, glsl.shape, rust.name, rust.sizes
+        ));
+    }
+    match glsl.end() {
+        Some(end) if rust.size >= end => {}
+        end => problems.push(format!(
+            "{what}: {} is {} bytes but the GLSL block spans {end:?}",
+            rust.name, rust.size
+        )),
+    }
+    problems
+}
+
+#[test]
+fn push_constants_match_rust() {
+    let mut problems = Vec::new();
+    for (kernel, expected) in push_constant_layouts() {
+        let what = format!("push constants of glsl/{}.comp", kernel.name);
+        let Some(glsl) = Module::parse(kernel.spirv).push_constants() else {
+            problems.push(format!("{what}: no push-constant block found"));
+            continue;
+        };
+        match &expected {
+            Expected::Rust(rust) => {
+                problems.extend(compare(&what, &glsl, rust));
+                if rust.size > PUSH_CONSTANT_BYTES {
+                    problems.push(format!(
+                        "{what}: {} is {} bytes, over the {PUSH_CONSTANT_BYTES}-byte push range",
+                        rust.name, rust.size
+                    ));
+                }
+            }
+            Expected::GlslOffsets(offsets) => {
+                if glsl.offsets != *offsets {
+                    problems.push(format!(
+                        "{what}: offsets {:?}, expected {offsets:?}",
+                        glsl.offsets
+                    ));
+                }
+            }
+        }
+        if glsl.end().is_none_or(|end| end > PUSH_CONSTANT_BYTES) {
+            problems.push(format!(
+                "{what}: spans {:?} bytes, over the {PUSH_CONSTANT_BYTES}-byte push range",
+                glsl.end()
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "layout mismatches:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn shared_structs_match_rust() {
+    let mut problems = Vec::new();
+    for SharedStruct {
+        kernel,
+        name,
+        shape,
+        rust,
+        offsets,
+    } in shared_struct_layouts()
+    {
+        let what = format!("struct {name} in glsl/{}.comp", kernel.name);
+        let module = Module::parse(kernel.spirv);
+        let found = module.structs_named(name, shape);
+        if found.is_empty() {
+            problems.push(format!(
+                "{what}: not found in a buffer (by name, or as {shape:?})"
+            ));
+        }
+        if rust.offsets != offsets {
+            problems.push(format!(
+                "{what}: {} offsets {:?}, expected {offsets:?}",
+                rust.name, rust.offsets
+            ));
+        }
+        for glsl in &found {
+            if glsl
+                .shape
+                .iter()
+                .map(String::as_str)
+                .ne(shape.iter().copied())
+            {
+                problems.push(format!(
+                    "{what}: member types {:?}, expected {shape:?}",
+                    glsl.shape
+                ));
+            }
+            problems.extend(compare(&what, glsl, &rust));
+            for stride in module.strides_of_arrays_of(glsl.id) {
+                if stride != rust.size {
+                    problems.push(format!(
+                        "{what}: arrays of it have a stride of {stride} bytes, {} is {}",
+                        rust.name, rust.size
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "layout mismatches:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn aabb_is_32_bytes() {
+    assert_eq!(std::mem::size_of::<Aabb>(), 32);
+    assert_eq!(std::mem::align_of::<Aabb>(), 4);
+}
+
+fn kernel_files(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            kernel_files(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "comp") {
+            let relative = path.strip_prefix(root).unwrap().with_extension("");
+            out.push(relative.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+#[test]
+fn every_kernel_has_a_push_constant_entry() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("glsl");
+    let mut files = Vec::new();
+    kernel_files(&root, &root, &mut files);
+    let listed: Vec<&str> = push_constant_layouts()
+        .iter()
+        .map(|(k, _)| k.name)
+        .collect();
+    let mut missing: Vec<&String> = files
+        .iter()
+        .filter(|f| !listed.contains(&f.as_str()))
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "kernels without an entry in push_constant_layouts() (tests/layout.rs): {missing:?}"
+    );
+    let mut unique = listed.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), listed.len(), "a kernel is listed twice");
+}
