@@ -107,3 +107,17 @@ pub fn segmented_reduce_f32(
         }
     }
 }
+
+/// Multi-split reference: elements grouped by bin, stable, and the start of each bin
+/// (`bins + 1` entries, the last the number of elements with an id below `bins`).
+pub fn multisplit(bin_ids: &[u32], values: &[u32], bins: u32) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    let (ids, vals) = sort_pairs(bin_ids, values);
+    let mut starts = vec![0u32; bins as usize + 1];
+    for &id in bin_ids.iter().filter(|&&id| id < bins) {
+        starts[id as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    (ids, vals, starts)
+}
