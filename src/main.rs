@@ -44,6 +44,15 @@ enum Command {
     Info,
     /// Run every GPU primitive on seeded random input against its CPU reference.
     Selfcheck,
+    /// Time canopy's GPU work with GPU timestamps.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Every primitive over a range of sizes, against the device-local copy bandwidth.
+    Prims(cli::bench::PrimsArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +91,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
     match args.command {
         Some(Command::Info) => cli::info::run(&options).map(drop),
         Some(Command::Selfcheck) => cli::selfcheck::run(&cli::context(&options)?),
+        Some(Command::Bench(BenchCommand::Prims(ref bench))) => {
+            cli::bench::run(&cli::context(&options)?, bench)
+        }
         None => {
             let ctx = cli::info::run(&options)?;
             println!();

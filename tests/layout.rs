@@ -9,9 +9,13 @@
 #[path = "common/spirv.rs"]
 mod spirv;
 
+use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
+use canopy::prims::multisplit::BinHistogramPush;
+use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
 use canopy::prims::reduce::{Aabb, ReducePush};
 use canopy::prims::scan::ScanPush;
+use canopy::prims::segmented_reduce::SegmentedReducePush;
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
@@ -83,7 +87,68 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 max_groups_per_dim,
             })),
         ),
-        // {u64 src_address, u64 dst_address, u32 vector_count}; no Rust struct yet.
+        (
+            shaders::PRIMS_RADIX_UPSWEEP,
+            Rust(rust_layout!(UpsweepPush {
+                keys_address,
+                table_address,
+                count_address,
+                host_count,
+                shift,
+                tile_stride
+            })),
+        ),
+        (
+            shaders::PRIMS_RADIX_SCATTER,
+            Rust(rust_layout!(ScatterPush {
+                keys_in_address,
+                keys_out_address,
+                values_in_address,
+                values_out_address,
+                table_address,
+                count_address,
+                host_count,
+                shift,
+                tile_stride
+            })),
+        ),
+        (
+            shaders::PRIMS_BIN_HISTOGRAM,
+            Rust(rust_layout!(BinHistogramPush {
+                bin_ids_address,
+                counts_address,
+                count_address,
+                host_count,
+                bins
+            })),
+        ),
+        (
+            shaders::PRIMS_COMPACT,
+            Rust(rust_layout!(CompactPush {
+                values_address,
+                flags_address,
+                output_address,
+                kept_count_address,
+                count_address,
+                scratch_address,
+                host_count,
+                max_count
+            })),
+        ),
+        (
+            shaders::PRIMS_SEGMENTED_REDUCE,
+            Rust(rust_layout!(SegmentedReducePush {
+                values_address,
+                ids_address,
+                output_address,
+                count_address,
+                host_count,
+                max_count,
+                segments,
+                pad
+            })),
+        ),
+        // {u64 src_address, u64 dst_address, u32 vector_count}: the bench's copy (src/cli/bench.rs).
         (shaders::PRIMS_COPY, GlslOffsets(&[0, 8, 16])),
     ]
 }

@@ -6,20 +6,23 @@
 //
 // Each element's output position is the number of kept elements before it: an exclusive prefix
 // sum of the flags. As in scan.comp, the sum is found in a single pass: each workgroup counts the
-// kept elements of its tile, learns the count of all earlier tiles by decoupled look-back
-// (common/lookback.glsl), then writes. Inside a tile each subgroup owns a contiguous stretch and
-// walks it SUBGROUP_SIZE elements per round (coalesced reads); a round's keep mask is one
-// subgroupBallot, its count a bit count, and each lane's place among the round's kept elements
-// subgroupBallotExclusiveBitCount, so no shuffles or shared-memory scans are needed per element.
-// The tile that covers the last element knows the grand total and writes it. An empty input (a
-// device count of zero; one workgroup is still dispatched) writes a total of 0.
+// kept elements of its tile, learns the count of all earlier tiles by decoupled look-back, then
+// writes. The look-back (common/lookback_fallback.glsl) waits a bounded number of polls for a
+// predecessor and then counts that tile's flags itself, which keeps it correct on lavapipe,
+// whose loop-iteration cap otherwise cut long waits short. Inside a tile each subgroup owns a
+// contiguous stretch and walks it SUBGROUP_SIZE elements per round (coalesced reads); a round's
+// keep mask is one subgroupBallot, its count a bit count, and each lane's place among the round's
+// kept elements subgroupBallotExclusiveBitCount, so no shuffles or shared-memory scans are needed
+// per element. The tile that covers the last element knows the grand total and writes it. An
+// empty input (a device count of zero; one workgroup is still dispatched) writes a total of 0.
 // Example: values [a b c d e], flags [0 1 1 0 1] -> output [b c e], count 3; without values
 // -> output [1 2 4], count 3.
 #include "../common/prelude.glsl"
 #include "../common/workgroup_scan.glsl"
-#include "../common/lookback.glsl"
 
 layout(constant_id = 2) const uint ITEMS_PER_INVOCATION = 16; // at most 32 (one bit each)
+layout(constant_id = 3) const uint SPIN_LIMIT = 1024; // look-back polls before the fallback
+#define LOOKBACK_SPIN_LIMIT SPIN_LIMIT
 const uint TILE = WORKGROUP_SIZE * ITEMS_PER_INVOCATION;
 
 layout(push_constant, scalar) uniform Push {
@@ -34,9 +37,28 @@ layout(push_constant, scalar) uniform Push {
 } pc;
 
 shared uint tile_prefix_shared;
+uint element_total; // n, for the look-back fallback
+
+// The kept count of `tile`, from the flags: what that tile publishes, for a look-back that
+// stopped waiting for it (common/lookback_fallback.glsl). Called by one whole subgroup.
+uint lookback_fallback_aggregate(uint tile) {
+    U32s flags = U32s(pc.flags_address);
+    uint end = min(element_total, (tile + 1) * TILE);
+    uint kept = 0;
+    for (uint base = tile * TILE; base < end; base += 4 * gl_SubgroupSize) {
+        [[unroll]] for (uint c = 0; c < 4; ++c) {
+            uint i = base + c * gl_SubgroupSize + gl_SubgroupInvocationID;
+            kept += i < end && flags.v[i] != 0u ? 1u : 0u;
+        }
+    }
+    return subgroupAdd(kept);
+}
+
+#include "../common/lookback_fallback.glsl"
 
 void main() {
     uint n = min(element_count(pc.count_address, pc.host_count), pc.max_count);
+    element_total = n;
     if (n == 0) {
         if (flat_workgroup_id() == 0 && gl_LocalInvocationIndex == 0) {
             U32s(pc.kept_count_address).v[0] = 0;
@@ -66,7 +88,7 @@ void main() {
         gl_SubgroupInvocationID == gl_SubgroupSize - 1 ? carry : 0u, tile_total);
 
     if (gl_SubgroupID == 0) {
-        uint prefix = subgroup_lookback(pc.scratch_address + 8, tile, tile_total);
+        uint prefix = subgroup_lookback_fallback(pc.scratch_address + 8, tile, tile_total);
         if (subgroupElect()) {
             tile_prefix_shared = prefix;
             if (tile == (n - 1) / TILE) {

@@ -7,8 +7,8 @@
 //  2. scans those rows across subgroups (per digit) and across digits (the tile's local order);
 //  3. reads where each digit's keys of this tile start in the output from the scanned
 //     digit-major count table (upsweep + prims/scan.comp);
-//  4. reorders the tile in shared memory by digit, then writes it out, so invocations write
-//     runs of consecutive addresses.
+//  4. reorders the tile (keys and values) in shared memory by digit, then writes it out, so
+//     invocations write runs of consecutive addresses.
 // Keys are KEY_WORDS u32 words; values are u32 and travel with their keys. Workgroups never
 // wait for each other, so the sort is correct on any scheduler.
 // Example, digit = key & 255, one tile: keys [0x102 0x001 0x202 0x001] -> [0x001 0x001 0x102 0x202].
@@ -37,7 +37,8 @@ layout(push_constant, scalar) uniform Push {
 shared uint subgroup_histograms[SUBGROUPS_PER_WORKGROUP * RADIX_BINS];
 shared uint digit_tile_start[RADIX_BINS];
 shared uint digit_global_offset[RADIX_BINS];
-shared uint staging[TILE];
+// The tile's keys (word-major) and values, reordered by digit.
+shared uint staging[TILE * (KEY_WORDS + 1)];
 
 void main() {
     uint n = element_count(pc.count_address, pc.host_count);
@@ -119,33 +120,29 @@ void main() {
             : digit_tile_start[digit] + subgroup_histograms[row + digit] + ranks[k];
     }
     uint tile_count = min(TILE, n - tile * TILE);
-    uint destinations[KEYS_PER_INVOCATION];
+    U32s values_in = U32s(pc.values_in_address);
+    [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+        uint position = local_positions[k];
+        if (position != INVALID_DIGIT) {
+            uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
+            for (uint w = 0; w < KEY_WORDS; ++w) {
+                staging[w * TILE + position] = keys_in.v[i * KEY_WORDS + w];
+            }
+            staging[KEY_WORDS * TILE + position] = values_in.v[i];
+        }
+    }
+    barrier();
     U32s keys_out = U32s(pc.keys_out_address);
-    for (uint w = 0; w <= KEY_WORDS; ++w) {
-        // w == 0: the digit's word (sets destinations); then the other key words; then values.
-        bool is_value = w == KEY_WORDS;
-        uint word = w == 0 ? digit_word : (w <= digit_word ? w - 1 : w);
-        [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
-            if (local_positions[k] != INVALID_DIGIT) {
-                uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
-                staging[local_positions[k]] = is_value ? U32s(pc.values_in_address).v[i] : keys_in.v[i * KEY_WORDS + word];
+    U32s values_out = U32s(pc.values_out_address);
+    [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
+        uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
+        if (local < tile_count) {
+            uint digit = radix_digit(staging[digit_word * TILE + local], pc.shift);
+            uint destination = digit_global_offset[digit] + local;
+            for (uint w = 0; w < KEY_WORDS; ++w) {
+                keys_out.v[destination * KEY_WORDS + w] = staging[w * TILE + local];
             }
+            values_out.v[destination] = staging[KEY_WORDS * TILE + local];
         }
-        barrier();
-        [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
-            uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
-            if (local < tile_count) {
-                uint v = staging[local];
-                if (w == 0) {
-                    destinations[k] = digit_global_offset[radix_digit(v, pc.shift)] + local;
-                }
-                if (is_value) {
-                    U32s(pc.values_out_address).v[destinations[k]] = v;
-                } else {
-                    keys_out.v[destinations[k] * KEY_WORDS + word] = v;
-                }
-            }
-        }
-        barrier();
     }
 }

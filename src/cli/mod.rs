@@ -1,5 +1,6 @@
 //! The subcommands of the `canopy` binary, one module each.
 
+pub mod bench;
 pub mod info;
 pub mod selfcheck;
 

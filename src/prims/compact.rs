@@ -7,6 +7,11 @@
 //! once, with no intermediate array of offsets; per-subgroup counts come from ballots. The count
 //! written is a u32 that later GPU work can take as a [`Count::Device`], so work lists built by
 //! compaction stay on the GPU. Without values, the kept *indices* are written (a work list).
+//!
+//! The look-back waits a bounded number of polls for a predecessor tile, then counts that tile's
+//! flags itself (`glsl/common/lookback_fallback.glsl`): lavapipe caps the loop iterations of a
+//! shader and silently leaves loops past the cap, so an unbounded wait for a workgroup whose
+//! thread the OS preempted gave wrong counts there now and then.
 
 use super::indirect::IndirectArgs;
 use super::{Count, Slice, WORKGROUP_SIZE, check_count};
@@ -37,6 +42,9 @@ pub struct CompactPush {
 }
 
 const ITEMS_PER_INVOCATION: u32 = 16;
+/// Look-back polls before a tile counts a stalled predecessor's flags itself
+/// (`glsl/common/lookback_fallback.glsl`).
+const SPIN_LIMIT: u32 = 1024;
 /// Elements per workgroup tile.
 pub const TILE: u32 = WORKGROUP_SIZE * ITEMS_PER_INVOCATION;
 
@@ -63,10 +71,18 @@ impl Compact {
 
     /// A compaction of up to `capacity` elements.
     pub fn new(ctx: &Context, capacity: u32) -> Result<Self> {
+        Self::with_spin_limit(ctx, capacity, SPIN_LIMIT)
+    }
+
+    /// As [`Compact::new`], polling a window of look-back predecessors at most `spin_limit`
+    /// times (at least 1) before counting their flags itself; tests pass 1 to exercise that
+    /// fallback, which otherwise runs only when a predecessor is slow to publish its count.
+    #[doc(hidden)]
+    pub fn with_spin_limit(ctx: &Context, capacity: u32, spin_limit: u32) -> Result<Self> {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_COMPACT,
             WORKGROUP_SIZE,
-            &[ITEMS_PER_INVOCATION],
+            &[ITEMS_PER_INVOCATION, spin_limit.max(1)],
         )?;
         let tiles = capacity.div_ceil(TILE).max(1) as u64;
         Ok(Self {

@@ -104,6 +104,18 @@ pub struct RadixSort {
 impl RadixSort {
     /// A sorter of `key_type` keys for up to `capacity` pairs.
     pub fn new(ctx: &Context, key_type: KeyType, capacity: u32) -> Result<Self> {
+        Self::with_keys_per_invocation(ctx, key_type, capacity, None)
+    }
+
+    /// As [`RadixSort::new`], with the keys each scatter invocation handles (the tile size
+    /// divided by the workgroup size) chosen instead of the largest that fits in shared memory
+    /// (at most 15): a tuning knob for benchmarks.
+    pub fn with_keys_per_invocation(
+        ctx: &Context,
+        key_type: KeyType,
+        capacity: u32,
+        keys_per_invocation: Option<u32>,
+    ) -> Result<Self> {
         if capacity == 0 || capacity > MAX_KEYS {
             return Err(Error::InvalidInput(format!(
                 "radix sort capacity {capacity} outside 1..={MAX_KEYS}"
@@ -112,10 +124,13 @@ impl RadixSort {
         let caps = ctx.caps();
         let sg = caps.subgroup_size;
         let workgroup = (16 * sg).min(256).min(caps.max_workgroup_size);
-        // Shared memory: a 256-bin row per subgroup, two 256-entry tables, the tile staging.
+        // Shared memory: a 256-bin row per subgroup, two 256-entry tables, and the tile's keys
+        // and values staged for the reorder.
         let fixed = (workgroup / sg) * 1024 + 2 * 1024 + 512;
-        let per_key_budget = caps.max_shared_memory.saturating_sub(fixed) / (4 * workgroup);
-        let keys_per_invocation = per_key_budget.min(15);
+        let staging_bytes_per_key = 4 * (key_type.words() + 1);
+        let per_key_budget =
+            caps.max_shared_memory.saturating_sub(fixed) / (staging_bytes_per_key * workgroup);
+        let keys_per_invocation = per_key_budget.min(keys_per_invocation.unwrap_or(15));
         if keys_per_invocation == 0 {
             return Err(Error::MissingFeature {
                 device: caps.name.clone(),
@@ -222,7 +237,6 @@ impl RadixSort {
         let user = (keys.address(), values.address());
         let alt = (self.alt_keys.address(), self.alt_values.address());
         for p in 0..passes {
-            rec.begin_stage("radix sort: pass");
             let shift = (first_pass + p) * 8;
             let (src, dst) = if p % 2 == 0 { (user, alt) } else { (alt, user) };
             if let Count::Device { .. } = count {
@@ -238,11 +252,15 @@ impl RadixSort {
                 tile_stride,
                 pad: 0,
             };
+            rec.begin_stage("radix sort: upsweep");
             rec.dispatch_groups(&self.upsweep, &upsweep, &groups);
             rec.barrier_compute_to_compute();
+            rec.end_stage();
+            rec.begin_stage("radix sort: scan");
             self.scan
                 .record(rec, table, table, Count::Host(table_len))?;
             rec.barrier_compute_to_compute();
+            rec.end_stage();
             let scatter = ScatterPush {
                 keys_in_address: src.0,
                 keys_out_address: dst.0,
@@ -255,6 +273,7 @@ impl RadixSort {
                 tile_stride,
                 pad: 0,
             };
+            rec.begin_stage("radix sort: scatter");
             rec.dispatch_groups(&self.scatter, &scatter, &groups);
             rec.barrier_compute_to_compute();
             rec.end_stage();
