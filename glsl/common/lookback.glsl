@@ -31,37 +31,4 @@ uint acquire_tile(uint64_t ticket_address) {
     return tile;
 }
 
-// Publishes `aggregate` for `tile` and returns the sum of all earlier tiles' aggregates.
-// Called by all lanes of one subgroup; they read SUBGROUP_SIZE predecessors at a time.
-uint subgroup_lookback(uint64_t status_address, uint tile, uint aggregate) {
-    CoherentU64s status = CoherentU64s(status_address);
-    if (subgroupElect()) {
-        atomicExchange(status.v[tile], lookback_pack(tile == 0 ? LOOKBACK_PREFIX : LOOKBACK_AGGREGATE, aggregate));
-    }
-    if (tile == 0) {
-        return 0;
-    }
-    uint exclusive = 0;
-    int window_end = int(tile) - 1;
-    while (true) {
-        int predecessor = window_end - int(gl_SubgroupInvocationID);
-        uint64_t d;
-        do {
-            d = predecessor >= 0 ? atomicAdd(status.v[predecessor], 0ul) : lookback_pack(LOOKBACK_PREFIX, 0);
-        } while (!subgroupAll(lookback_flag(d) != LOOKBACK_NOT_READY));
-        uvec4 prefix_lanes = subgroupBallot(lookback_flag(d) == LOOKBACK_PREFIX);
-        if (subgroupAny(lookback_flag(d) == LOOKBACK_PREFIX)) {
-            uint nearest = subgroupBallotFindLSB(prefix_lanes);
-            exclusive += subgroupAdd(gl_SubgroupInvocationID <= nearest ? lookback_value(d) : 0u);
-            break;
-        }
-        exclusive += subgroupAdd(lookback_value(d));
-        window_end -= int(gl_SubgroupSize);
-    }
-    if (subgroupElect()) {
-        atomicExchange(status.v[tile], lookback_pack(LOOKBACK_PREFIX, exclusive + aggregate));
-    }
-    return exclusive;
-}
-
 #endif

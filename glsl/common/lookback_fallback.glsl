@@ -1,5 +1,6 @@
 // Decoupled look-back with a bounded wait and a fallback (Merrill & Garland 2016 §4.4; Levien's
-// "decoupled fallback"): like subgroup_lookback in lookback.glsl, but a predecessor that has
+// "decoupled fallback"): tiles publish their aggregate and walk back over their predecessors'
+// descriptors (lookback.glsl) until one holds an inclusive prefix, but a predecessor that has
 // not published its aggregate after LOOKBACK_SPIN_LIMIT polls is not waited for any longer: the
 // subgroup computes that tile's aggregate itself from the input, through
 // `lookback_fallback_aggregate(tile)`, which the includer defines before including this file
@@ -53,13 +54,25 @@ uint subgroup_lookback_fallback(uint64_t status_address, uint tile, uint aggrega
         uint nearest = found ? subgroupBallotFindLSB(prefix_lanes) : gl_SubgroupSize;
         uvec4 waiting = subgroupBallot(lookback_flag(d) == LOOKBACK_NOT_READY && gl_SubgroupInvocationID < nearest);
         uint pending = subgroupBallotBitCount(waiting);
+        bool repoll = false;
         for (uint k = 0; k < pending; ++k) {
             uint lane = subgroupBallotFindLSB(waiting);
             uint value = lookback_fallback_aggregate(uint(window_end) - lane);
             if (gl_SubgroupInvocationID == lane) {
-                d = lookback_pack(LOOKBACK_AGGREGATE, value);
+                // Prefer what the tile published meanwhile: a tile overwrites its input (in an
+                // in-place scan) only after publishing its prefix, so a value read while it
+                // still publishes nothing is exact. A prefix published meanwhile ends the
+                // walk nearer: poll the window again.
+                d = atomicAdd(status.v[predecessor], 0ul);
+                repoll = lookback_flag(d) == LOOKBACK_PREFIX;
+                if (lookback_flag(d) == LOOKBACK_NOT_READY) {
+                    d = lookback_pack(LOOKBACK_AGGREGATE, value);
+                }
             }
             waiting = subgroupBallot(lookback_flag(d) == LOOKBACK_NOT_READY && gl_SubgroupInvocationID < nearest);
+        }
+        if (subgroupAny(repoll)) {
+            continue;
         }
         if (found) {
             exclusive += subgroupAdd(gl_SubgroupInvocationID <= nearest ? lookback_value(d) : 0u);

@@ -1,14 +1,13 @@
 #version 460
 // Exclusive (or, with INCLUSIVE, inclusive) prefix sum of u32 in one pass over memory: each
 // workgroup scans a tile of WORKGROUP_SIZE * 4 * VECTORS_PER_INVOCATION elements, then finds the
-// sum of all earlier tiles by decoupled look-back (common/lookback.glsl) instead of a second pass,
-// so the data is read once and written once. Within a tile, each subgroup owns a contiguous
+// sum of all earlier tiles by decoupled look-back (common/lookback_fallback.glsl) instead of a
+// second pass, so the data is read once and written once. Within a tile, each subgroup owns a contiguous
 // stretch and walks it in 16-byte vectors, carrying its running sum across rounds; the subgroup
 // totals are then scanned across the workgroup. Sums wrap modulo 2^32.
 // Example (exclusive): [3 1 4 1 5] -> [0 3 4 8 9].
 #include "../common/prelude.glsl"
 #include "../common/workgroup_scan.glsl"
-#include "../common/lookback.glsl"
 
 layout(constant_id = 2) const uint VECTORS_PER_INVOCATION = 4;
 layout(constant_id = 3) const bool INCLUSIVE = false;
@@ -23,9 +22,25 @@ layout(push_constant, scalar) uniform Push {
 } pc;
 
 shared uint tile_prefix_shared;
+uint element_total; // n, for the look-back fallback
+
+// The sum of `tile`'s input: what that tile publishes, for a look-back that stopped waiting for
+// it (common/lookback_fallback.glsl). Called by one whole subgroup.
+uint lookback_fallback_aggregate(uint tile) {
+    U32s input_scalar = U32s(pc.input_address);
+    uint end = min(element_total, (tile + 1) * TILE);
+    uint sum = 0;
+    for (uint i = tile * TILE + gl_SubgroupInvocationID; i < end; i += gl_SubgroupSize) {
+        sum += input_scalar.v[i];
+    }
+    return subgroupAdd(sum);
+}
+
+#include "../common/lookback_fallback.glsl"
 
 void main() {
     uint n = element_count(pc.count_address, pc.host_count);
+    element_total = n;
     if (flat_workgroup_id() * TILE >= n) {
         return; // beyond the tiles needed (2D grid rounding, or over-launch): take no ticket
     }
@@ -60,7 +75,7 @@ void main() {
         gl_SubgroupInvocationID == gl_SubgroupSize - 1 ? carry : 0u, tile_total);
 
     if (gl_SubgroupID == 0) {
-        uint prefix = subgroup_lookback(pc.scratch_address + 8, tile, tile_total);
+        uint prefix = subgroup_lookback_fallback(pc.scratch_address + 8, tile, tile_total);
         if (subgroupElect()) {
             tile_prefix_shared = prefix;
         }
