@@ -15,18 +15,37 @@ fn check(ctx: &Context, split: &Multisplit, bins: u32, ids: &[u32], indirect: bo
     let (eids, evals, estarts) = cpu::prims::multisplit(ids, &values, bins);
     let ids_buf = ctx.create_buffer_with("ids", ids).unwrap();
     let values_buf = ctx.create_buffer_with("values", &values).unwrap();
-    let starts_buf = ctx.create_buffer("starts", 4 * (bins as u64 + 4), MemoryKind::Device).unwrap();
+    let starts_buf = ctx
+        .create_buffer("starts", 4 * (bins as u64 + 4), MemoryKind::Device)
+        .unwrap();
     let count_buf = ctx.create_buffer_with("count", &[n]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = if indirect { Count::Device { buffer: &count_buf, offset: 0, max: n } } else { Count::Host(n) };
-        split.record(rec, Slice::whole(&ids_buf), Slice::whole(&values_buf), Slice::whole(&starts_buf), count)
+        let count = if indirect {
+            Count::Device {
+                buffer: &count_buf,
+                offset: 0,
+                max: n,
+            }
+        } else {
+            Count::Host(n)
+        };
+        split.record(
+            rec,
+            Slice::whole(&ids_buf),
+            Slice::whole(&values_buf),
+            Slice::whole(&starts_buf),
+            count,
+        )
     })
     .unwrap();
     let gids: Vec<u32> = ctx.download(&ids_buf, 0, n as usize).unwrap();
     let gvals: Vec<u32> = ctx.download(&values_buf, 0, n as usize).unwrap();
     let gstarts: Vec<u32> = ctx.download(&starts_buf, 0, bins as usize + 1).unwrap();
     assert!(gids == eids, "bins={bins} n={n}: ids differ");
-    assert!(gvals == evals, "bins={bins} n={n}: values (stability) differ");
+    assert!(
+        gvals == evals,
+        "bins={bins} n={n}: values (stability) differ"
+    );
     assert!(gstarts == estarts, "bins={bins} n={n}: bin starts differ");
 }
 
@@ -36,7 +55,10 @@ fn multisplit_matches_cpu_at_one_two_and_three_levels() {
     let mut rng = Rng::new(20);
     for bins in [1u32, 7, 256, 1000, 128 * 128 * 16] {
         let split = Multisplit::new(&ctx, bins, 1_000_000).unwrap();
-        for n in sizes(&ctx, 4096).into_iter().filter(|&n| n <= 100_000 || bins == 1000) {
+        for n in sizes(&ctx, 4096)
+            .into_iter()
+            .filter(|&n| n <= 100_000 || bins == 1000)
+        {
             let ids: Vec<u32> = (0..n).map(|_| rng.below(bins)).collect();
             check(&ctx, &split, bins, &ids, n % 2 == 0);
         }
@@ -49,7 +71,10 @@ fn multisplit_levels_and_single_bin() {
     let ctx = context();
     assert_eq!(Multisplit::new(&ctx, 256, 10).unwrap().levels(), 1);
     assert_eq!(Multisplit::new(&ctx, 257, 10).unwrap().levels(), 2);
-    assert_eq!(Multisplit::new(&ctx, 128 * 128 * 16, 10).unwrap().levels(), 3);
+    assert_eq!(
+        Multisplit::new(&ctx, 128 * 128 * 16, 10).unwrap().levels(),
+        3
+    );
     assert!(Multisplit::new(&ctx, 0, 10).is_err());
     let split = Multisplit::new(&ctx, 64, 50_000).unwrap();
     check(&ctx, &split, 64, &vec![63; 50_000], false);

@@ -134,13 +134,7 @@ fn reduce_of_zero_device_count_is_identity() {
     assert_valid(&ctx);
 }
 
-fn run_scan(
-    ctx: &Context,
-    scan: &Scan,
-    values: &[u32],
-    indirect: bool,
-    in_place: bool,
-) -> Vec<u32> {
+fn run_scan(ctx: &Context, scan: &Scan, values: &[u32], indirect: bool) -> Vec<u32> {
     let input = ctx.create_buffer_with("input", values).unwrap();
     let output = ctx
         .create_buffer("output", 4 * values.len() as u64, MemoryKind::Device)
@@ -148,7 +142,7 @@ fn run_scan(
     let count_buf = ctx
         .create_buffer_with("count", &[values.len() as u32])
         .unwrap();
-    let out = if in_place { &input } else { &output };
+    let out = &output;
     ctx.submit_and_wait(|rec| {
         let count = if indirect {
             Count::Device {
@@ -180,7 +174,7 @@ fn scan_matches_cpu() {
             };
             let expected = cpu::prims::scan_u32(&values, kind == ScanKind::Inclusive);
             for indirect in [false, true] {
-                let got = run_scan(&ctx, &scan, &values, indirect, n % 3 == 0);
+                let got = run_scan(&ctx, &scan, &values, indirect);
                 assert!(
                     got == expected,
                     "{kind:?} n={n} indirect={indirect}: first mismatch at {:?}",
@@ -221,5 +215,9 @@ fn zero_length_and_oversized_input_are_errors() {
     });
     assert!(r.unwrap_err().to_string().contains("do not fit"));
     assert!(ctx.create_buffer("empty", 0, MemoryKind::Device).is_err());
+    let r = ctx.submit_and_wait(|rec| {
+        scan.record(rec, Slice::whole(&buf), Slice::whole(&buf), Count::Host(50))
+    });
+    assert!(r.unwrap_err().to_string().contains("overlap"));
     assert_valid(&ctx);
 }

@@ -5,7 +5,8 @@
 // subgroup computes that tile's aggregate itself from the input, through
 // `lookback_fallback_aggregate(tile)`, which the includer defines before including this file
 // (called by all lanes of one subgroup with a subgroup-uniform tile; it must return exactly the
-// aggregate that tile publishes).
+// aggregate that tile publishes). The fallback reads the predecessor's input, so the input must
+// not be overwritten by the same dispatch: no in-place use.
 //
 // Why not spin until ready: Mesa's lavapipe caps the loop iterations of one shader execution
 // (LP_MAX_TGSI_LOOP_ITERATIONS = 65535, one budget shared by every loop of the shader) and
@@ -54,25 +55,13 @@ uint subgroup_lookback_fallback(uint64_t status_address, uint tile, uint aggrega
         uint nearest = found ? subgroupBallotFindLSB(prefix_lanes) : gl_SubgroupSize;
         uvec4 waiting = subgroupBallot(lookback_flag(d) == LOOKBACK_NOT_READY && gl_SubgroupInvocationID < nearest);
         uint pending = subgroupBallotBitCount(waiting);
-        bool repoll = false;
         for (uint k = 0; k < pending; ++k) {
             uint lane = subgroupBallotFindLSB(waiting);
             uint value = lookback_fallback_aggregate(uint(window_end) - lane);
             if (gl_SubgroupInvocationID == lane) {
-                // Prefer what the tile published meanwhile: a tile overwrites its input (in an
-                // in-place scan) only after publishing its prefix, so a value read while it
-                // still publishes nothing is exact. A prefix published meanwhile ends the
-                // walk nearer: poll the window again.
-                d = atomicAdd(status.v[predecessor], 0ul);
-                repoll = lookback_flag(d) == LOOKBACK_PREFIX;
-                if (lookback_flag(d) == LOOKBACK_NOT_READY) {
-                    d = lookback_pack(LOOKBACK_AGGREGATE, value);
-                }
+                d = lookback_pack(LOOKBACK_AGGREGATE, value);
             }
             waiting = subgroupBallot(lookback_flag(d) == LOOKBACK_NOT_READY && gl_SubgroupInvocationID < nearest);
-        }
-        if (subgroupAny(repoll)) {
-            continue;
         }
         if (found) {
             exclusive += subgroupAdd(gl_SubgroupInvocationID <= nearest ? lookback_value(d) : 0u);

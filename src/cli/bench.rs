@@ -165,16 +165,26 @@ fn copy_bandwidth(ctx: &Context, bytes: u64, repeats: u32) -> Result<f64> {
         pad: 0,
     };
     let groups = vectors.div_ceil(256 * vectors_per_invocation);
-    let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-        rec.dispatch(&pipeline, &push, groups);
-        Ok(())
-    })?;
+    let t = time_runs(
+        ctx,
+        repeats,
+        |_| Ok(()),
+        |rec| {
+            rec.dispatch(&pipeline, &push, groups);
+            Ok(())
+        },
+    )?;
     let compute = 2.0 * bytes as f64 / (t.median_ms * 1e-3);
-    let t_copy = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-        rec.copy_buffer(&src, 0, &dst, 0, bytes);
-        rec.barrier_transfer_to_compute();
-        Ok(())
-    })?;
+    let t_copy = time_runs(
+        ctx,
+        repeats,
+        |_| Ok(()),
+        |rec| {
+            rec.copy_buffer(&src, 0, &dst, 0, bytes);
+            rec.barrier_transfer_to_compute();
+            Ok(())
+        },
+    )?;
     println!(
         "device-local copy, {} MiB: compute copy {:.1} GB/s (read+write), vkCmdCopyBuffer {:.1} GB/s",
         bytes >> 20,
@@ -196,20 +206,30 @@ fn dispatch_overhead(ctx: &Context, repeats: u32) -> Result<()> {
     };
     let args = ctx.create_buffer_with("bench indirect zero", &[0u32, 1, 1, 0])?;
     const CHAIN: u32 = 1000;
-    let direct = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-        for _ in 0..CHAIN {
-            rec.dispatch(&pipeline, &push, 1);
-            rec.barrier_compute_to_compute();
-        }
-        Ok(())
-    })?;
-    let indirect = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-        for _ in 0..CHAIN {
-            rec.dispatch_indirect(&pipeline, &push, &args, 0);
-            rec.barrier_compute_to_indirect();
-        }
-        Ok(())
-    })?;
+    let direct = time_runs(
+        ctx,
+        repeats,
+        |_| Ok(()),
+        |rec| {
+            for _ in 0..CHAIN {
+                rec.dispatch(&pipeline, &push, 1);
+                rec.barrier_compute_to_compute();
+            }
+            Ok(())
+        },
+    )?;
+    let indirect = time_runs(
+        ctx,
+        repeats,
+        |_| Ok(()),
+        |rec| {
+            for _ in 0..CHAIN {
+                rec.dispatch_indirect(&pipeline, &push, &args, 0);
+                rec.barrier_compute_to_indirect();
+            }
+            Ok(())
+        },
+    )?;
     println!(
         "empty dispatch + barrier in a chain of {CHAIN}: direct {:.2} us, indirect with zero groups {:.2} us",
         direct.median_ms * 1e3 / CHAIN as f64,
@@ -231,7 +251,8 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
     );
     let repeats = args.repeats.max(1);
     let max_n = 1u32 << args.max_log2;
-    let copy_bytes = (4u64 << args.scan_target_log2.max(args.max_log2)).min(caps.device_local_bytes / 4);
+    let copy_bytes =
+        (4u64 << args.scan_target_log2.max(args.max_log2)).min(caps.device_local_bytes / 4);
     let bandwidth = copy_bandwidth(ctx, copy_bytes, repeats)?;
     dispatch_overhead(ctx, repeats)?;
     let sizes: Vec<u32> = (args.min_log2..=args.max_log2)
@@ -251,18 +272,31 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
         ] {
             let reduce = Reduce::new(ctx, op, ty, max_n)?;
             for &n in &sizes {
-                let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                    reduce.record(rec, whole, out_slice, Count::Host(n))
-                })?;
+                let t = time_runs(
+                    ctx,
+                    repeats,
+                    |_| Ok(()),
+                    |rec| reduce.record(rec, whole, out_slice, Count::Host(n)),
+                )?;
                 row(label, n as u64, &t, 4.0 * n as f64, "elem");
             }
         }
         let boxes = ctx.create_buffer("bench boxes", 32 * max_n as u64, MemoryKind::Device)?;
         let reduce = Reduce::aabb_union(ctx, max_n)?;
         for &n in &sizes {
-            let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                reduce.record(rec, Slice::<Aabb>::whole(&boxes), Slice::<Aabb>::whole(&out), Count::Host(n))
-            })?;
+            let t = time_runs(
+                ctx,
+                repeats,
+                |_| Ok(()),
+                |rec| {
+                    reduce.record(
+                        rec,
+                        Slice::<Aabb>::whole(&boxes),
+                        Slice::<Aabb>::whole(&out),
+                        Count::Host(n),
+                    )
+                },
+            )?;
             row("reduce aabb union", n as u64, &t, 32.0 * n as f64, "elem");
         }
     }
@@ -270,25 +304,45 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
     if wanted(args, "scan") {
         let scan = Scan::new(ctx, ScanKind::Exclusive, max_n)?;
         for &n in &sizes {
-            let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                scan.record(rec, whole, out_slice, Count::Host(n))
-            })?;
+            let t = time_runs(
+                ctx,
+                repeats,
+                |_| Ok(()),
+                |rec| scan.record(rec, whole, out_slice, Count::Host(n)),
+            )?;
             row("scan exclusive u32", n as u64, &t, 8.0 * n as f64, "elem");
         }
         let n = 1u32 << args.scan_target_log2;
         let bytes = 4 * n as u64;
         if bytes * 2 < caps.device_local_bytes {
             let input = ctx.create_buffer("bench scan target input", bytes, MemoryKind::Device)?;
-            let output = ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
+            let output =
+                ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
             ctx.submit_and_wait(|rec| {
                 rec.fill(&input, 0, bytes, 1);
                 Ok(())
             })?;
             let scan = Scan::new(ctx, ScanKind::Exclusive, n)?;
-            let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                scan.record(rec, Slice::whole(&input), Slice::whole(&output), Count::Host(n))
-            })?;
-            row("scan exclusive u32 (target)", n as u64, &t, 8.0 * n as f64, "elem");
+            let t = time_runs(
+                ctx,
+                repeats,
+                |_| Ok(()),
+                |rec| {
+                    scan.record(
+                        rec,
+                        Slice::whole(&input),
+                        Slice::whole(&output),
+                        Count::Host(n),
+                    )
+                },
+            )?;
+            row(
+                "scan exclusive u32 (target)",
+                n as u64,
+                &t,
+                8.0 * n as f64,
+                "elem",
+            );
             let achieved = 2.0 * bytes as f64 / (t.median_ms * 1e-3);
             println!(
                 "scan 2^{} at {:.1}% of the copy bandwidth (target 60%)",
@@ -301,35 +355,69 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
     if wanted(args, "compact") {
         let flags = ctx.create_buffer_with(
             "bench flags",
-            &random_words(max_n as usize, 2).iter().map(|w| w & 1).collect::<Vec<_>>(),
+            &random_words(max_n as usize, 2)
+                .iter()
+                .map(|w| w & 1)
+                .collect::<Vec<_>>(),
         )?;
         let counter = ctx.create_buffer("bench kept", 16, MemoryKind::Device)?;
         let compact = Compact::new(ctx, max_n)?;
         for &n in &sizes {
-            let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                compact.record(
-                    rec,
-                    Some(whole),
-                    Slice::whole(&flags),
-                    out_slice,
-                    Slice::whole(&counter),
-                    Count::Host(n),
-                )
-            })?;
-            row("compact u32 (half kept)", n as u64, &t, 10.0 * n as f64, "elem");
+            let t = time_runs(
+                ctx,
+                repeats,
+                |_| Ok(()),
+                |rec| {
+                    compact.record(
+                        rec,
+                        Some(whole),
+                        Slice::whole(&flags),
+                        out_slice,
+                        Slice::whole(&counter),
+                        Count::Host(n),
+                    )
+                },
+            )?;
+            row(
+                "compact u32 (half kept)",
+                n as u64,
+                &t,
+                10.0 * n as f64,
+                "elem",
+            );
         }
     }
 
     if wanted(args, "segmented") {
         let segments = 1u32 << 12;
-        let ids: Vec<u32> = (0..max_n).map(|i| (i as u64 * segments as u64 / max_n as u64) as u32).collect();
+        let ids: Vec<u32> = (0..max_n)
+            .map(|i| (i as u64 * segments as u64 / max_n as u64) as u32)
+            .collect();
         let ids = ctx.create_buffer_with("bench segment ids", &ids)?;
         let segmented = SegmentedReduce::new(ctx, ReduceOp::Add, ScalarType::U32, max_n)?;
         for &n in &sizes {
-            let t = time_runs(ctx, repeats, |_| Ok(()), |rec| {
-                segmented.record(rec, whole, Slice::whole(&ids), out_slice, segments, Count::Host(n))
-            })?;
-            row("segmented reduce u32 add", n as u64, &t, 8.0 * n as f64, "elem");
+            let t = time_runs(
+                ctx,
+                repeats,
+                |_| Ok(()),
+                |rec| {
+                    segmented.record(
+                        rec,
+                        whole,
+                        Slice::whole(&ids),
+                        out_slice,
+                        segments,
+                        Count::Host(n),
+                    )
+                },
+            )?;
+            row(
+                "segmented reduce u32 add",
+                n as u64,
+                &t,
+                8.0 * n as f64,
+                "elem",
+            );
         }
     }
 
@@ -346,7 +434,8 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                 &random_words(sort_max as usize * words_per_key, 3),
             )?;
             let keys = ctx.create_buffer("bench sort keys", pristine.size(), MemoryKind::Device)?;
-            let values = ctx.create_buffer("bench sort values", 4 * sort_max as u64, MemoryKind::Device)?;
+            let values =
+                ctx.create_buffer("bench sort values", 4 * sort_max as u64, MemoryKind::Device)?;
             let sort = RadixSort::new(ctx, key_type, sort_max)?;
             let bits = 32 * words_per_key as u32;
             for &n in &sort_sizes {
@@ -360,7 +449,15 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                         rec.barrier_transfer_to_compute();
                         Ok(())
                     },
-                    |rec| sort.record(rec, Slice::whole(&keys), Slice::whole(&values), Count::Host(n), bits),
+                    |rec| {
+                        sort.record(
+                            rec,
+                            Slice::whole(&keys),
+                            Slice::whole(&values),
+                            Count::Host(n),
+                            bits,
+                        )
+                    },
                 )?;
                 let label = format!("radix sort {bits}-bit key+u32");
                 row(&label, n as u64, &t, 0.0, "pair");
@@ -369,7 +466,8 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                 }
                 if n == 1 << args.sort_target_log2 {
                     for &kpi in &args.sort_keys_per_invocation {
-                        let tuned = RadixSort::with_keys_per_invocation(ctx, key_type, n, Some(kpi))?;
+                        let tuned =
+                            RadixSort::with_keys_per_invocation(ctx, key_type, n, Some(kpi))?;
                         let t = time_runs(
                             ctx,
                             repeats,
@@ -379,7 +477,15 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                                 rec.barrier_transfer_to_compute();
                                 Ok(())
                             },
-                            |rec| tuned.record(rec, Slice::whole(&keys), Slice::whole(&values), Count::Host(n), bits),
+                            |rec| {
+                                tuned.record(
+                                    rec,
+                                    Slice::whole(&keys),
+                                    Slice::whole(&values),
+                                    Count::Host(n),
+                                    bits,
+                                )
+                            },
                         )?;
                         let label = format!("  tile {}", tuned.tile_size());
                         row(&label, n as u64, &t, 0.0, "pair");
@@ -388,7 +494,11 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                 }
                 if n == 1 << args.sort_target_log2 && key_type == KeyType::U32 {
                     let rate = n as f64 / (t.median_ms * 1e-3) * 1e-9;
-                    println!("sort 2^{} u32 pairs: {rate:.2} G pairs/s (target 10, ratio {:.2})", args.sort_target_log2, rate / 10.0);
+                    println!(
+                        "sort 2^{} u32 pairs: {rate:.2} G pairs/s (target 10, ratio {:.2})",
+                        args.sort_target_log2,
+                        rate / 10.0
+                    );
                 }
             }
         }
@@ -396,10 +506,17 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
 
     if wanted(args, "multisplit") {
         let bins = 128 * 128 * 16;
-        let pristine_ids: Vec<u32> = random_words(max_n as usize, 4).iter().map(|w| w % bins).collect();
+        let pristine_ids: Vec<u32> = random_words(max_n as usize, 4)
+            .iter()
+            .map(|w| w % bins)
+            .collect();
         let pristine = ctx.create_buffer_with("bench multisplit pristine ids", &pristine_ids)?;
         let ids = ctx.create_buffer("bench multisplit ids", pristine.size(), MemoryKind::Device)?;
-        let starts = ctx.create_buffer("bench multisplit starts", 4 * (bins as u64 + 4), MemoryKind::Device)?;
+        let starts = ctx.create_buffer(
+            "bench multisplit starts",
+            4 * (bins as u64 + 4),
+            MemoryKind::Device,
+        )?;
         let split = Multisplit::new(ctx, bins, max_n)?;
         for &n in &sizes {
             let t = time_runs(
@@ -411,7 +528,15 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
                     rec.barrier_transfer_to_compute();
                     Ok(())
                 },
-                |rec| split.record(rec, Slice::whole(&ids), out_slice, Slice::whole(&starts), Count::Host(n)),
+                |rec| {
+                    split.record(
+                        rec,
+                        Slice::whole(&ids),
+                        out_slice,
+                        Slice::whole(&starts),
+                        Count::Host(n),
+                    )
+                },
             )?;
             row("multisplit 262144 bins", n as u64, &t, 0.0, "elem");
         }

@@ -117,7 +117,8 @@ impl Multisplit {
         rec.dispatch(&self.histogram, &push, groups);
         rec.barrier_compute_to_compute();
         let counts = Slice::<u32>::new(&self.counts, 0, self.bins as u64 + 1);
-        self.scan.record(rec, counts, bin_starts, Count::Host(self.bins + 1))?;
+        self.scan
+            .record(rec, counts, bin_starts, Count::Host(self.bins + 1))?;
         rec.end_stage();
         rec.begin_stage("multisplit: reorder");
         self.sort

@@ -98,6 +98,7 @@ pub struct RadixSort {
     alt_keys: Buffer,
     alt_values: Buffer,
     table: Buffer,
+    offsets: Buffer,
     indirect: IndirectArgs,
 }
 
@@ -109,7 +110,7 @@ impl RadixSort {
 
     /// As [`RadixSort::new`], with the keys each scatter invocation handles (the tile size
     /// divided by the workgroup size) chosen instead of the largest that fits in shared memory
-    /// (at most 15): a tuning knob for benchmarks.
+    /// (6 for u32 keys, 12 for u64 keys): a tuning knob for benchmarks.
     pub fn with_keys_per_invocation(
         ctx: &Context,
         key_type: KeyType,
@@ -130,7 +131,14 @@ impl RadixSort {
         let staging_bytes_per_key = 4 * (key_type.words() + 1);
         let per_key_budget =
             caps.max_shared_memory.saturating_sub(fixed) / (staging_bytes_per_key * workgroup);
-        let keys_per_invocation = per_key_budget.min(keys_per_invocation.unwrap_or(15));
+        // Defaults from the tile sweep of `canopy bench prims` on an H200 (BENCHMARKS.md): small
+        // tiles keep more workgroups resident for u32 keys; u64 keys prefer larger ones.
+        let default_keys_per_invocation = match key_type {
+            KeyType::U32 => 6,
+            KeyType::U64 => 12,
+        };
+        let keys_per_invocation =
+            per_key_budget.min(keys_per_invocation.unwrap_or(default_keys_per_invocation));
         if keys_per_invocation == 0 {
             return Err(Error::MissingFeature {
                 device: caps.name.clone(),
@@ -170,15 +178,20 @@ impl RadixSort {
                 tiles as u64 * BINS * 4,
                 MemoryKind::Device,
             )?,
+            offsets: ctx.create_buffer(
+                "radix sort digit offsets",
+                tiles as u64 * BINS * 4,
+                MemoryKind::Device,
+            )?,
             scan: Scan::new(ctx, ScanKind::Exclusive, tiles * BINS as u32)?,
             indirect: IndirectArgs::new(ctx, "radix sort", 1)?,
         })
     }
 
-    /// Scratch bytes per pair: the alternate keys and values, plus one 4-byte count per digit
-    /// per tile (and the scan's descriptors of that table).
+    /// Scratch bytes per pair: the alternate keys and values, plus one 4-byte count and one
+    /// 4-byte offset per digit per tile (and the scan's descriptors of that table).
     pub fn scratch_bytes_per_element(&self) -> f64 {
-        let table = BINS as f64 * 4.0 / self.tile as f64;
+        let table = 2.0 * BINS as f64 * 4.0 / self.tile as f64;
         (4 * self.key_type.words() + 4) as f64
             + table * (1.0 + Scan::SCRATCH_BYTES_PER_ELEMENT / 4.0)
     }
@@ -234,6 +247,7 @@ impl RadixSort {
         let table_len = tile_stride * BINS as u32;
         let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 0);
         let table = Slice::<u32>::new(&self.table, 0, table_len as u64);
+        let offsets = Slice::<u32>::new(&self.offsets, 0, table_len as u64);
         let user = (keys.address(), values.address());
         let alt = (self.alt_keys.address(), self.alt_values.address());
         for p in 0..passes {
@@ -258,7 +272,7 @@ impl RadixSort {
             rec.end_stage();
             rec.begin_stage("radix sort: scan");
             self.scan
-                .record(rec, table, table, Count::Host(table_len))?;
+                .record(rec, table, offsets, Count::Host(table_len))?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
             let scatter = ScatterPush {
@@ -266,7 +280,7 @@ impl RadixSort {
                 keys_out_address: dst.0,
                 values_in_address: src.1,
                 values_out_address: dst.1,
-                table_address: self.table.address(),
+                table_address: self.offsets.address(),
                 count_address,
                 host_count,
                 shift,

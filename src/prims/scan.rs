@@ -9,7 +9,7 @@
 use super::indirect::IndirectArgs;
 use super::{Count, Slice, WORKGROUP_SIZE, check_count};
 use crate::shaders;
-use crate::vk::{Buffer, Context, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use std::sync::Arc;
 
 /// Exclusive or inclusive prefix sums.
@@ -71,8 +71,8 @@ impl Scan {
         })
     }
 
-    /// Records the scan of `count` elements of `input` into `output` (both 16-byte aligned;
-    /// they may be the same slice).
+    /// Records the scan of `count` elements of `input` into `output` (both 16-byte aligned, not
+    /// overlapping: a tile whose predecessor is slow re-reads that predecessor's input).
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -81,6 +81,15 @@ impl Scan {
         count: Count,
     ) -> Result<()> {
         check_count("scan", &count, self.capacity)?;
+        let bytes = count.max() as u64 * 4;
+        if input.buffer.raw() == output.buffer.raw()
+            && input.offset < output.offset + bytes
+            && output.offset < input.offset + bytes
+        {
+            return Err(Error::InvalidInput(
+                "scan: input and output overlap (in-place scans are not supported)".into(),
+            ));
+        }
         input.check("scan input", count.max() as u64, 16)?;
         output.check("scan output", count.max() as u64, 16)?;
         let tiles = count.max().div_ceil(TILE).max(1) as u64;
