@@ -36,7 +36,11 @@ uint flat_workgroup_id() {
 // An element count: read from device memory when `count_address` is set (a count produced on
 // the GPU), else the count the host pushed.
 uint element_count(uint64_t count_address, uint host_count) {
-    return count_address != 0ul ? U32s(count_address).v[0] : host_count;
+    // An `if`, not `?:`: a selection may evaluate both sides, and address 0 must not be read.
+    if (count_address != 0ul) {
+        return U32s(count_address).v[0];
+    }
+    return host_count;
 }
 
 #endif

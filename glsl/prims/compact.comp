@@ -103,7 +103,11 @@ void main() {
     [[unroll]] for (uint k = 0; k < ITEMS_PER_INVOCATION; ++k) {
         if ((keep_bits & (1u << k)) != 0u) {
             uint i = subgroup_base + k * gl_SubgroupSize + gl_SubgroupInvocationID;
-            output_values.v[offset + lane_offset[k]] = pc.values_address != 0ul ? U32s(pc.values_address).v[i] : i;
+            uint value = i;
+            if (pc.values_address != 0ul) {
+                value = U32s(pc.values_address).v[i];
+            }
+            output_values.v[offset + lane_offset[k]] = value;
         }
     }
 }

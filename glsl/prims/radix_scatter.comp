@@ -62,7 +62,10 @@ void main() {
     [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
         uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
         bool valid = i < n;
-        uint digit = valid ? radix_digit(keys_in.v[i * KEY_WORDS + digit_word], pc.shift) : INVALID_DIGIT;
+        uint digit = INVALID_DIGIT;
+        if (valid) {
+            digit = radix_digit(keys_in.v[i * KEY_WORDS + digit_word], pc.shift);
+        }
         uvec4 peers = subgroupBallot(valid);
         [[unroll]] for (uint b = 0; b < RADIX_BITS; ++b) {
             bool bit = ((digit >> b) & 1u) != 0;
@@ -70,7 +73,10 @@ void main() {
             peers &= bit ? set : ~set;
         }
         uint rank_among_peers = subgroupBallotExclusiveBitCount(peers);
-        uint before = valid ? subgroup_histograms[row + digit] : 0;
+        uint before = 0;
+        if (valid) {
+            before = subgroup_histograms[row + digit];
+        }
         subgroupBarrier();
         if (valid && rank_among_peers == 0) {
             subgroup_histograms[row + digit] = before + subgroupBallotBitCount(peers);

@@ -61,7 +61,10 @@ void main() {
             v = input_vector.v[first / 4];
         } else {
             for (uint c = 0; c < 4; ++c) {
-                v[c] = first + c < n ? input_scalar.v[first + c] : 0u;
+                v[c] = 0u;
+                if (first + c < n) {
+                    v[c] = input_scalar.v[first + c];
+                }
             }
         }
         values[k] = v;

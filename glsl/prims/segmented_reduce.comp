@@ -116,7 +116,10 @@ void main() {
         }
         uint last = min(gl_SubgroupSize, n - round_base) - 1; // last lane holding an element
         bool valid = lane <= last;
-        uint id = valid ? ids.v[round_base + lane] : 0xffffffffu;
+        uint id = 0xffffffffu;
+        if (valid) {
+            id = ids.v[round_base + lane];
+        }
         uint value = value_identity();
         if (valid) {
             value = values.v[round_base + lane];
