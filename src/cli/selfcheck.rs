@@ -8,6 +8,9 @@
 
 use super::CliError;
 use canopy::cpu;
+use canopy::prims::compact::Compact;
+use canopy::prims::multisplit::Multisplit;
+use canopy::prims::radix_sort::{KeyType, RadixSort};
 use canopy::prims::reduce::{Aabb, Reduce, ReduceOp, ScalarType};
 use canopy::prims::scan::{Scan, ScanKind};
 use canopy::prims::{Count, Slice};
@@ -47,6 +50,10 @@ pub fn checks() -> Vec<Check> {
         check("reduce aabb union", reduce_aabb),
         check("scan exclusive", |t, n| scan(t, n, ScanKind::Exclusive)),
         check("scan inclusive", |t, n| scan(t, n, ScanKind::Inclusive)),
+        check("compact u32", compact),
+        check("radix sort u32", |t, n| radix_sort(t, n, KeyType::U32)),
+        check("radix sort u64", |t, n| radix_sort(t, n, KeyType::U64)),
+        check("multisplit 4096 bins", multisplit),
     ]
 }
 
@@ -202,6 +209,100 @@ fn scan(t: &mut Trial, n: u32, kind: ScanKind) -> Result<Verdict> {
     Ok(compare(&got, &expected))
 }
 
+fn compact(t: &mut Trial, n: u32) -> Result<Verdict> {
+    let values = t.rng.u32s(n);
+    let flags: Vec<u32> = t.rng.u32s(n).iter().map(|f| f & 1).collect();
+    let compact = Compact::new(t.ctx, n)?;
+    let input = t.ctx.create_buffer_with("selfcheck values", &values)?;
+    let flags_buf = t.ctx.create_buffer_with("selfcheck flags", &flags)?;
+    let output = t
+        .ctx
+        .create_buffer("selfcheck kept", 4 * n as u64, MemoryKind::Device)?;
+    let kept = t
+        .ctx
+        .create_buffer("selfcheck kept count", 4, MemoryKind::Device)?;
+    t.gpu(|rec| {
+        compact.record(
+            rec,
+            Some(Slice::whole(&input)),
+            Slice::whole(&flags_buf),
+            Slice::whole(&output),
+            Slice::whole(&kept),
+            Count::Host(n),
+        )
+    })?;
+    let expected = cpu::prims::compact_u32(Some(&values), &flags);
+    let kept = t.ctx.download::<u32>(&kept, 0, 1)?[0] as usize;
+    let got = t.ctx.download::<u32>(&output, 0, kept.min(n as usize))?;
+    Ok(compare(&got, &expected))
+}
+
+fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
+    let words = if key_type == KeyType::U32 { 1 } else { 2 };
+    let key_words = t.rng.u32s(n * words);
+    let values: Vec<u32> = (0..n).collect();
+    let sort = RadixSort::new(t.ctx, key_type, n)?;
+    let keys = t.ctx.create_buffer_with("selfcheck keys", &key_words)?;
+    let values_buf = t.ctx.create_buffer_with("selfcheck values", &values)?;
+    t.gpu(|rec| {
+        sort.record(
+            rec,
+            Slice::whole(&keys),
+            Slice::whole(&values_buf),
+            Count::Host(n),
+            32 * words,
+        )
+    })?;
+    let got_values = t.ctx.download::<u32>(&values_buf, 0, n as usize)?;
+    let got_keys = t.ctx.download::<u32>(&keys, 0, (n * words) as usize)?;
+    if key_type == KeyType::U32 {
+        let (keys, values) = cpu::prims::sort_pairs(&key_words, &values);
+        Ok(compare(
+            &[got_keys, got_values].concat(),
+            &[keys, values].concat(),
+        ))
+    } else {
+        let wide: Vec<u64> = bytemuck::pod_collect_to_vec(&key_words);
+        let (keys, values) = cpu::prims::sort_pairs(&wide, &values);
+        let keys: Vec<u32> = bytemuck::cast_slice(&keys).to_vec();
+        Ok(compare(
+            &[got_keys, got_values].concat(),
+            &[keys, values].concat(),
+        ))
+    }
+}
+
+fn multisplit(t: &mut Trial, n: u32) -> Result<Verdict> {
+    let bins = 4096;
+    let ids: Vec<u32> = t.rng.u32s(n).iter().map(|v| v % bins).collect();
+    let values: Vec<u32> = (0..n).collect();
+    let split = Multisplit::new(t.ctx, bins, n)?;
+    let ids_buf = t.ctx.create_buffer_with("selfcheck bin ids", &ids)?;
+    let values_buf = t.ctx.create_buffer_with("selfcheck values", &values)?;
+    let starts = t.ctx.create_buffer(
+        "selfcheck bin starts",
+        4 * (bins as u64 + 4),
+        MemoryKind::Device,
+    )?;
+    t.gpu(|rec| {
+        split.record(
+            rec,
+            Slice::whole(&ids_buf),
+            Slice::whole(&values_buf),
+            Slice::whole(&starts),
+            Count::Host(n),
+        )
+    })?;
+    let (eids, evalues, estarts) = cpu::prims::multisplit(&ids, &values, bins);
+    let got = [
+        t.ctx.download::<u32>(&ids_buf, 0, n as usize)?,
+        t.ctx.download::<u32>(&values_buf, 0, n as usize)?,
+        t.ctx.download::<u32>(&starts, 0, bins as usize + 1)?,
+    ]
+    .concat();
+    Ok(compare(&got, &[eids, evalues, estarts].concat()))
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
@@ -216,7 +317,7 @@ fn run_one(ctx: &Context, index: usize, check: &Check, n: u32) -> Result<(Verdic
     let mut trial = Trial {
         ctx,
         rng: Rng::new(0x5eed_0000_0000 ^ ((index as u64) << 32) ^ n as u64),
-        profiler: Profiler::new(ctx, 4)?,
+        profiler: Profiler::new(ctx, 64)?,
         gpu_ms: 0.0,
     };
     let start = Instant::now();
