@@ -119,12 +119,16 @@ fn time_runs(
 
 fn row(name: &str, n: u64, t: &Timing, bytes: f64, unit: &str) {
     let per_s = n as f64 / (t.median_ms * 1e-3);
+    let bandwidth = if bytes > 0.0 {
+        format!("{:>9.1} GB/s", bytes / (t.median_ms * 1e-3) * 1e-9)
+    } else {
+        String::new()
+    };
     println!(
-        "{name:<28} {:>6} {n:>11} {:>10.4} ms {:>9.3} G{unit}/s {:>9.1} GB/s",
+        "{name:<28} {:>6} {n:>11} {:>10.4} ms {:>9.3} G{unit}/s {bandwidth}",
         format!("2^{}", n.ilog2()),
         t.median_ms,
         per_s * 1e-9,
-        bytes / (t.median_ms * 1e-3) * 1e-9
     );
 }
 

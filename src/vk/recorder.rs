@@ -188,11 +188,6 @@ impl<'a> Recorder<'a> {
         );
     }
 
-    /// Transfers finish before later transfers touch the same memory.
-    pub fn barrier_transfer_to_transfer(&mut self) {
-        self.memory_barrier(Self::TRANSFER_WRITE, Self::TRANSFER_READ_WRITE);
-    }
-
     /// Fills `size` bytes at `offset` (multiples of 4) with a repeated 32-bit `value`.
     pub fn fill(&mut self, buffer: &Buffer, offset: u64, size: u64, value: u32) {
         if size > 0 {
@@ -201,18 +196,6 @@ impl<'a> Recorder<'a> {
                     .cmd_fill_buffer(self.cmd, buffer.raw(), offset, size, value)
             };
         }
-    }
-
-    /// Writes a few bytes (at most 65536, a multiple of 4) inline in the command buffer.
-    pub fn update<T: bytemuck::Pod>(&mut self, buffer: &Buffer, offset: u64, data: &[T]) {
-        unsafe {
-            self.device().cmd_update_buffer(
-                self.cmd,
-                buffer.raw(),
-                offset,
-                bytemuck::cast_slice(data),
-            )
-        };
     }
 
     /// Copies `size` bytes between buffers.
