@@ -31,7 +31,8 @@ canopy setup: this system has no apt-get, so nothing was installed. Install by h
   - the Khronos validation layer (vulkan-validation-layers) to run the tests with validation
   - shaderc, glslang and SPIRV-Tools static libraries (shaderc, glslang, spirv-tools),
     then point SHADERC_LIB_DIR at the folder holding libshaderc_combined.a or libshaderc.a
-  - or build shaderc from source: cargo build --features shaderc-from-source (needs cmake, a C++ compiler)
+  - or let the shaderc crate build it from source: add its `build-from-source` feature to
+    [build-dependencies] in Cargo.toml (needs cmake and a C++ compiler; slow)
 MSG
   exit 1
 fi
