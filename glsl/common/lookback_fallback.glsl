@@ -43,7 +43,9 @@ uint subgroup_lookback_fallback(uint64_t status_address, uint tile, uint aggrega
         int predecessor = window_end - int(gl_SubgroupInvocationID);
         uint64_t d = lookback_pack(predecessor >= 0 ? LOOKBACK_NOT_READY : LOOKBACK_PREFIX, 0);
         for (uint poll = 0; poll < LOOKBACK_SPIN_LIMIT; ++poll) {
-            d = predecessor >= 0 ? atomicAdd(status.v[predecessor], 0ul) : lookback_pack(LOOKBACK_PREFIX, 0);
+            if (predecessor >= 0) {
+                d = atomicAdd(status.v[predecessor], 0ul);
+            }
             if (subgroupAll(lookback_flag(d) != LOOKBACK_NOT_READY)) {
                 break;
             }

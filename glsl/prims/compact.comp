@@ -48,7 +48,9 @@ uint lookback_fallback_aggregate(uint tile) {
     for (uint base = tile * TILE; base < end; base += 4 * gl_SubgroupSize) {
         [[unroll]] for (uint c = 0; c < 4; ++c) {
             uint i = base + c * gl_SubgroupSize + gl_SubgroupInvocationID;
-            kept += i < end && flags.v[i] != 0u ? 1u : 0u;
+            if (i < end) { // an `if`, so the load never runs past the end
+                kept += flags.v[i] != 0u ? 1u : 0u;
+            }
         }
     }
     return subgroupAdd(kept);
@@ -77,7 +79,10 @@ void main() {
     uint carry = 0;
     [[unroll]] for (uint k = 0; k < ITEMS_PER_INVOCATION; ++k) {
         uint i = subgroup_base + k * gl_SubgroupSize + gl_SubgroupInvocationID;
-        bool keep = i < n && flags.v[i] != 0u;
+        bool keep = false;
+        if (i < n) {
+            keep = flags.v[i] != 0u;
+        }
         uvec4 ballot = subgroupBallot(keep);
         lane_offset[k] = carry + subgroupBallotExclusiveBitCount(ballot);
         carry += subgroupBallotBitCount(ballot);

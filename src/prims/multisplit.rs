@@ -99,6 +99,7 @@ impl Multisplit {
         bin_ids.check("multisplit bin ids", count.max() as u64, 4)?;
         let (count_address, host_count) = count.push();
         rec.begin_stage("multisplit: bin sizes");
+        rec.barrier_compute_to_transfer();
         rec.fill(&self.counts, 0, self.counts.size(), 0);
         rec.barrier_transfer_to_compute();
         let push = BinHistogramPush {

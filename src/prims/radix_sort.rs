@@ -254,6 +254,7 @@ impl RadixSort {
             let shift = (first_pass + p) * 8;
             let (src, dst) = if p % 2 == 0 { (user, alt) } else { (alt, user) };
             if let Count::Device { .. } = count {
+                rec.barrier_compute_to_transfer();
                 rec.fill(&self.table, 0, table_len as u64 * 4, 0);
                 rec.barrier_transfer_to_compute();
             }

@@ -93,6 +93,8 @@ impl Scan {
         input.check("scan input", count.max() as u64, 16)?;
         output.check("scan output", count.max() as u64, 16)?;
         let tiles = count.max().div_ceil(TILE).max(1) as u64;
+        // The previous use of this scan (maybe in the same command buffer) must be done with it.
+        rec.barrier_compute_to_transfer();
         rec.fill(&self.scratch, 0, 8 + 8 * tiles, 0);
         rec.barrier_transfer_to_compute();
         let (count_address, host_count) = count.push();
