@@ -32,15 +32,7 @@ fn run_compact(
     let kept = ctx.create_buffer_with("kept", &[SENTINEL]).unwrap();
     let count_buf = ctx.create_buffer_with("count", &[n as u32]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = if indirect {
-            Count::Device {
-                buffer: &count_buf,
-                offset: 0,
-                max: n as u32,
-            }
-        } else {
-            Count::Host(n as u32)
-        };
+        let count = common::count_of(&count_buf, n as u32, indirect);
         compact.record(
             rec,
             values_buf.as_ref().map(Slice::whole),
@@ -330,15 +322,7 @@ fn run_segreduce(
         .unwrap();
     let count_buf = ctx.create_buffer_with("count", &[n]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = if indirect {
-            Count::Device {
-                buffer: &count_buf,
-                offset: 0,
-                max: n,
-            }
-        } else {
-            Count::Host(n)
-        };
+        let count = common::count_of(&count_buf, n, indirect);
         let out = Slice::<u32>::whole(&output);
         reduce.record_init(rec, out, segments)?;
         reduce.record(

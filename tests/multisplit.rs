@@ -5,7 +5,7 @@ mod common;
 
 use canopy::cpu;
 use canopy::prims::multisplit::Multisplit;
-use canopy::prims::{Count, Slice};
+use canopy::prims::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{Rng, assert_valid, context, sizes};
 
@@ -20,15 +20,7 @@ fn check(ctx: &Context, split: &Multisplit, bins: u32, ids: &[u32], indirect: bo
         .unwrap();
     let count_buf = ctx.create_buffer_with("count", &[n]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = if indirect {
-            Count::Device {
-                buffer: &count_buf,
-                offset: 0,
-                max: n,
-            }
-        } else {
-            Count::Host(n)
-        };
+        let count = common::count_of(&count_buf, n, indirect);
         split.record(
             rec,
             Slice::whole(&ids_buf),

@@ -23,15 +23,7 @@ fn gpu_sort(
     let values_buf = ctx.create_buffer_with("values", values).unwrap();
     let count_buf = ctx.create_buffer_with("count", &[n]).unwrap();
     ctx.submit_and_wait(|rec| {
-        let count = if indirect {
-            Count::Device {
-                buffer: &count_buf,
-                offset: 0,
-                max: n,
-            }
-        } else {
-            Count::Host(n)
-        };
+        let count = common::count_of(&count_buf, n, indirect);
         sort.record(
             rec,
             Slice::whole(&keys_buf),

@@ -444,56 +444,35 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
             let bits = 32 * words_per_key as u32;
             for &n in &sort_sizes {
                 let key_bytes = 4 * words_per_key as u64 * n as u64;
-                let t = time_runs(
-                    ctx,
-                    repeats,
-                    |rec| {
-                        rec.barrier_compute_to_transfer();
-                        rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
-                        rec.barrier_transfer_to_compute();
-                        Ok(())
-                    },
-                    |rec| {
-                        sort.record(
-                            rec,
-                            Slice::whole(&keys),
-                            Slice::whole(&values),
-                            Count::Host(n),
-                            bits,
-                        )
-                    },
-                )?;
+                // Each run sorts the same random keys: restore them outside the timestamps.
+                let time_sort = |sort: &RadixSort| {
+                    time_runs(
+                        ctx,
+                        repeats,
+                        |rec| {
+                            rec.barrier_compute_to_transfer();
+                            rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
+                            rec.barrier_transfer_to_compute();
+                            Ok(())
+                        },
+                        |rec| {
+                            let (keys, values) = (Slice::whole(&keys), Slice::whole(&values));
+                            sort.record(rec, keys, values, Count::Host(n), bits)
+                        },
+                    )
+                };
+                let t = time_sort(&sort)?;
                 let label = format!("radix sort {bits}-bit key+u32");
                 row(&label, n as u64, &t, 0.0, "pair");
                 if n == 1 << args.sort_target_log2 {
                     t.print_stages();
-                }
-                if n == 1 << args.sort_target_log2 {
                     for &kpi in &args.sort_keys_per_invocation {
                         let tuned =
                             RadixSort::with_keys_per_invocation(ctx, key_type, n, Some(kpi))?;
-                        let t = time_runs(
-                            ctx,
-                            repeats,
-                            |rec| {
-                                rec.barrier_compute_to_transfer();
-                                rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
-                                rec.barrier_transfer_to_compute();
-                                Ok(())
-                            },
-                            |rec| {
-                                tuned.record(
-                                    rec,
-                                    Slice::whole(&keys),
-                                    Slice::whole(&values),
-                                    Count::Host(n),
-                                    bits,
-                                )
-                            },
-                        )?;
+                        let tuned_time = time_sort(&tuned)?;
                         let label = format!("  tile {}", tuned.tile_size());
-                        row(&label, n as u64, &t, 0.0, "pair");
-                        t.print_stages();
+                        row(&label, n as u64, &tuned_time, 0.0, "pair");
+                        tuned_time.print_stages();
                     }
                 }
                 if n == 1 << args.sort_target_log2 && key_type == KeyType::U32 {

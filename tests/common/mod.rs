@@ -77,3 +77,17 @@ pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
     v.dedup();
     v
 }
+
+/// `n` as a count: read by the GPU from `buffer` (which holds `n`) when `indirect`, else
+/// passed from the host. Direct and indirect runs of a primitive must agree.
+pub fn count_of(buffer: &canopy::vk::Buffer, n: u32, indirect: bool) -> canopy::prims::Count<'_> {
+    if indirect {
+        canopy::prims::Count::Device {
+            buffer,
+            offset: 0,
+            max: n,
+        }
+    } else {
+        canopy::prims::Count::Host(n)
+    }
+}
