@@ -4,8 +4,8 @@
 mod common;
 
 use canopy::cpu;
-use canopy::prims::multisplit::Multisplit;
 use canopy::prims::Slice;
+use canopy::prims::multisplit::Multisplit;
 use canopy::vk::{Context, MemoryKind};
 use common::{Rng, assert_valid, context, sizes};
 
