@@ -7,6 +7,7 @@
 //! copy outside the timed brackets. The median run is reported.
 
 use super::CliError;
+use canopy::cpu::rng::Rng;
 use canopy::prims::compact::Compact;
 use canopy::prims::multisplit::Multisplit;
 use canopy::prims::radix_sort::{KeyType, RadixSort};
@@ -133,16 +134,7 @@ fn row(name: &str, n: u64, t: &Timing, bytes: f64, unit: &str) {
 }
 
 fn random_words(n: usize, seed: u64) -> Vec<u32> {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e3779b97f4a7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-            ((z ^ (z >> 31)) >> 32) as u32
-        })
-        .collect()
+    Rng::new(seed).u32s(n)
 }
 
 /// The copy kernel's push constants (glsl/prims/copy.comp).

@@ -8,6 +8,7 @@
 
 use super::CliError;
 use canopy::cpu;
+use canopy::cpu::rng::Rng;
 use canopy::prims::compact::Compact;
 use canopy::prims::multisplit::Multisplit;
 use canopy::prims::radix_sort::{KeyType, RadixSort};
@@ -55,36 +56,6 @@ pub fn checks() -> Vec<Check> {
         check("radix sort u64", |t, n| radix_sort(t, n, KeyType::U64)),
         check("multisplit 4096 bins", multisplit),
     ]
-}
-
-/// SplitMix64: small, seeded, reproducible.
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// The next 32 random bits.
-    pub fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    /// Uniform in `[lo, hi)`.
-    pub fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
-    }
-    /// `n` random u32.
-    pub fn u32s(&mut self, n: u32) -> Vec<u32> {
-        (0..n).map(|_| self.next_u32()).collect()
-    }
 }
 
 /// What a check works with: the context, its input generator, and the GPU time of its work.
@@ -153,7 +124,7 @@ fn reduce_bits(t: &mut Trial, n: u32, op: ReduceOp, ty: ScalarType, bits: &[u32]
 }
 
 fn reduce_u32(t: &mut Trial, n: u32, op: ReduceOp) -> Result<Verdict> {
-    let values = t.rng.u32s(n);
+    let values = t.rng.u32s(n as usize);
     let got = reduce_bits(t, n, op, ScalarType::U32, &values)?;
     Ok(compare(&[got], &[cpu::prims::reduce_u32(&values, op)]))
 }
@@ -190,7 +161,7 @@ fn reduce_aabb(t: &mut Trial, n: u32) -> Result<Verdict> {
 }
 
 fn scan(t: &mut Trial, n: u32, kind: ScanKind) -> Result<Verdict> {
-    let values = t.rng.u32s(n);
+    let values = t.rng.u32s(n as usize);
     let scan = Scan::new(t.ctx, kind, n)?;
     let input = t.ctx.create_buffer_with("selfcheck input", &values)?;
     let output = t
@@ -210,8 +181,8 @@ fn scan(t: &mut Trial, n: u32, kind: ScanKind) -> Result<Verdict> {
 }
 
 fn compact(t: &mut Trial, n: u32) -> Result<Verdict> {
-    let values = t.rng.u32s(n);
-    let flags: Vec<u32> = t.rng.u32s(n).iter().map(|f| f & 1).collect();
+    let values = t.rng.u32s(n as usize);
+    let flags: Vec<u32> = t.rng.u32s(n as usize).iter().map(|f| f & 1).collect();
     let compact = Compact::new(t.ctx, n)?;
     let input = t.ctx.create_buffer_with("selfcheck values", &values)?;
     let flags_buf = t.ctx.create_buffer_with("selfcheck flags", &flags)?;
@@ -239,7 +210,7 @@ fn compact(t: &mut Trial, n: u32) -> Result<Verdict> {
 
 fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
     let words = if key_type == KeyType::U32 { 1 } else { 2 };
-    let key_words = t.rng.u32s(n * words);
+    let key_words = t.rng.u32s((n * words) as usize);
     let values: Vec<u32> = (0..n).collect();
     let sort = RadixSort::new(t.ctx, key_type, n)?;
     let keys = t.ctx.create_buffer_with("selfcheck keys", &key_words)?;
@@ -274,7 +245,7 @@ fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
 
 fn multisplit(t: &mut Trial, n: u32) -> Result<Verdict> {
     let bins = 4096;
-    let ids: Vec<u32> = t.rng.u32s(n).iter().map(|v| v % bins).collect();
+    let ids: Vec<u32> = t.rng.u32s(n as usize).iter().map(|v| v % bins).collect();
     let values: Vec<u32> = (0..n).collect();
     let split = Multisplit::new(t.ctx, bins, n)?;
     let ids_buf = t.ctx.create_buffer_with("selfcheck bin ids", &ids)?;

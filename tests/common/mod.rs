@@ -26,33 +26,8 @@ pub fn assert_valid(ctx: &Context) {
     }
 }
 
-/// SplitMix64: small, seeded, reproducible.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        z ^ (z >> 31)
-    }
-    pub fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    pub fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u32() as u64 * n as u64) >> 32) as u32
-    }
-    pub fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * (self.next_u32() >> 8) as f32 / (1u32 << 24) as f32
-    }
-    pub fn u32s(&mut self, n: usize) -> Vec<u32> {
-        (0..n).map(|_| self.next_u32()).collect()
-    }
-}
+#[allow(unused_imports)] // not every test crate draws random input
+pub use canopy::cpu::rng::Rng;
 
 /// The sizes each primitive is checked at: 1, 2, subgroup±1, workgroup±1, `tile`±1, 10^5, 10^6.
 pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
