@@ -133,6 +133,23 @@ fn row(name: &str, n: u64, t: &Timing, bytes: f64, unit: &str) {
     );
 }
 
+/// Times `work` at every size, one row each; `bytes_per_element` is the memory traffic the
+/// GB/s column counts.
+fn sweep(
+    ctx: &Context,
+    repeats: u32,
+    sizes: &[u32],
+    label: &str,
+    bytes_per_element: f64,
+    work: impl Fn(&mut Recorder, u32) -> Result<()>,
+) -> Result<()> {
+    for &n in sizes {
+        let t = time_runs(ctx, repeats, |_| Ok(()), |rec| work(rec, n))?;
+        row(label, n as u64, &t, bytes_per_element * n as f64, "elem");
+    }
+    Ok(())
+}
+
 fn random_words(n: usize, seed: u64) -> Vec<u32> {
     Rng::new(seed).u32s(n)
 }
@@ -267,47 +284,27 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
             ("reduce f32 min", ReduceOp::Min, ScalarType::F32),
         ] {
             let reduce = Reduce::new(ctx, op, ty, max_n)?;
-            for &n in &sizes {
-                let t = time_runs(
-                    ctx,
-                    repeats,
-                    |_| Ok(()),
-                    |rec| reduce.record(rec, whole, out_slice, Count::Host(n)),
-                )?;
-                row(label, n as u64, &t, 4.0 * n as f64, "elem");
-            }
+            sweep(ctx, repeats, &sizes, label, 4.0, |rec, n| {
+                reduce.record(rec, whole, out_slice, Count::Host(n))
+            })?;
         }
         let boxes = ctx.create_buffer("bench boxes", 32 * max_n as u64, MemoryKind::Device)?;
         let reduce = Reduce::aabb_union(ctx, max_n)?;
-        for &n in &sizes {
-            let t = time_runs(
-                ctx,
-                repeats,
-                |_| Ok(()),
-                |rec| {
-                    reduce.record(
-                        rec,
-                        Slice::<Aabb>::whole(&boxes),
-                        Slice::<Aabb>::whole(&out),
-                        Count::Host(n),
-                    )
-                },
-            )?;
-            row("reduce aabb union", n as u64, &t, 32.0 * n as f64, "elem");
-        }
+        sweep(ctx, repeats, &sizes, "reduce aabb union", 32.0, |rec, n| {
+            reduce.record(
+                rec,
+                Slice::<Aabb>::whole(&boxes),
+                Slice::<Aabb>::whole(&out),
+                Count::Host(n),
+            )
+        })?;
     }
 
     if wanted(args, "scan") {
         let scan = Scan::new(ctx, ScanKind::Exclusive, max_n)?;
-        for &n in &sizes {
-            let t = time_runs(
-                ctx,
-                repeats,
-                |_| Ok(()),
-                |rec| scan.record(rec, whole, out_slice, Count::Host(n)),
-            )?;
-            row("scan exclusive u32", n as u64, &t, 8.0 * n as f64, "elem");
-        }
+        sweep(ctx, repeats, &sizes, "scan exclusive u32", 8.0, |rec, n| {
+            scan.record(rec, whole, out_slice, Count::Host(n))
+        })?;
         let n = 1u32 << args.scan_target_log2;
         let bytes = 4 * n as u64;
         if bytes * 2 < caps.device_local_bytes {
@@ -358,30 +355,23 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
         )?;
         let counter = ctx.create_buffer("bench kept", 16, MemoryKind::Device)?;
         let compact = Compact::new(ctx, max_n)?;
-        for &n in &sizes {
-            let t = time_runs(
-                ctx,
-                repeats,
-                |_| Ok(()),
-                |rec| {
-                    compact.record(
-                        rec,
-                        Some(whole),
-                        Slice::whole(&flags),
-                        out_slice,
-                        Slice::whole(&counter),
-                        Count::Host(n),
-                    )
-                },
-            )?;
-            row(
-                "compact u32 (half kept)",
-                n as u64,
-                &t,
-                10.0 * n as f64,
-                "elem",
-            );
-        }
+        sweep(
+            ctx,
+            repeats,
+            &sizes,
+            "compact u32 (half kept)",
+            10.0,
+            |rec, n| {
+                compact.record(
+                    rec,
+                    Some(whole),
+                    Slice::whole(&flags),
+                    out_slice,
+                    Slice::whole(&counter),
+                    Count::Host(n),
+                )
+            },
+        )?;
     }
 
     if wanted(args, "segmented") {
@@ -391,30 +381,23 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> std::result::Result<(), CliError>
             .collect();
         let ids = ctx.create_buffer_with("bench segment ids", &ids)?;
         let segmented = SegmentedReduce::new(ctx, ReduceOp::Add, ScalarType::U32, max_n)?;
-        for &n in &sizes {
-            let t = time_runs(
-                ctx,
-                repeats,
-                |_| Ok(()),
-                |rec| {
-                    segmented.record(
-                        rec,
-                        whole,
-                        Slice::whole(&ids),
-                        out_slice,
-                        segments,
-                        Count::Host(n),
-                    )
-                },
-            )?;
-            row(
-                "segmented reduce u32 add",
-                n as u64,
-                &t,
-                8.0 * n as f64,
-                "elem",
-            );
-        }
+        sweep(
+            ctx,
+            repeats,
+            &sizes,
+            "segmented reduce u32 add",
+            8.0,
+            |rec, n| {
+                segmented.record(
+                    rec,
+                    whole,
+                    Slice::whole(&ids),
+                    out_slice,
+                    segments,
+                    Count::Host(n),
+                )
+            },
+        )?;
     }
 
     if wanted(args, "sort") {
