@@ -4,9 +4,13 @@
 //! - [`vk`]: the Vulkan layer (context, buffers, pipelines, recording, timestamps).
 //! - [`prims`]: GPU primitives (reduce, scan, segmented reduce, compaction, radix sort,
 //!   multi-split, indirect-argument preparation), each with a CPU reference in [`cpu`].
+//! - [`scene`]: meshes, loaders and the procedural default scene.
+//! - [`accel`]: acceleration structures built on the GPU.
 
+pub mod accel;
 pub mod cpu;
 pub mod prims;
+pub mod scene;
 pub mod vk;
 
 /// SPIR-V of every kernel under `glsl/`, compiled by build.rs.
