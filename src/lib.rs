@@ -10,7 +10,9 @@
 pub mod accel;
 pub mod cpu;
 pub mod prims;
+pub mod render;
 pub mod scene;
+pub mod trace;
 pub mod vk;
 
 /// SPIR-V of every kernel under `glsl/`, compiled by build.rs.

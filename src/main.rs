@@ -44,6 +44,9 @@ enum Command {
     Info,
     /// Run every GPU primitive on seeded random input against its CPU reference.
     Selfcheck,
+    /// Render frames of the animated default scene (or a mesh) to PNG files, rebuilding the
+    /// acceleration structure on the GPU every frame.
+    Render(cli::render::RenderArgs),
     /// Time canopy's GPU work with GPU timestamps.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -91,6 +94,7 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
     match args.command {
         Some(Command::Info) => cli::info::run(&options).map(drop),
         Some(Command::Selfcheck) => cli::selfcheck::run(&cli::context(&options)?),
+        Some(Command::Render(ref render)) => cli::render::run(&cli::context(&options)?, render),
         Some(Command::Bench(BenchCommand::Prims(ref bench))) => {
             cli::bench::run(&cli::context(&options)?, bench)
         }

@@ -3,18 +3,10 @@
 // src/prims/reduce.rs) in a single dispatch (common/single_pass_reduce.glsl). Used for scene
 // and centroid bounds. Empty input yields the empty box (min = +inf, max = -inf).
 #include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
 
 layout(constant_id = 2) const uint ITEMS_PER_INVOCATION = 8;
 const uint TILE = WORKGROUP_SIZE * ITEMS_PER_INVOCATION;
-
-struct Aabb {
-    vec3 lo;
-    uint pad0;
-    vec3 hi;
-    uint pad1;
-};
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Aabbs { Aabb v[]; };
-layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer CoherentAabbs { Aabb v[]; };
 
 layout(push_constant, scalar) uniform Push {
     uint64_t input_address;
@@ -27,8 +19,7 @@ layout(push_constant, scalar) uniform Push {
 #define Value Aabb
 
 Value value_identity() {
-    float inf = uintBitsToFloat(0x7f800000u);
-    return Aabb(vec3(inf), 0, vec3(-inf), 0);
+    return empty_aabb();
 }
 Value value_combine(Value a, Value b) {
     return Aabb(min(a.lo, b.lo), 0, max(a.hi, b.hi), 0);

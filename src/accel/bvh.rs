@@ -9,6 +9,8 @@
 //! A tree over one primitive is one node whose right child is [`INVALID_CHILD`] with an empty
 //! (inverted) box, so that it is never entered.
 
+use crate::vk::{Buffer, Context, MemoryKind, Result};
+
 /// Set in a child reference that names a leaf.
 pub const LEAF_BIT: u32 = 0x8000_0000;
 /// The child reference of a missing child (only in the one-primitive tree).
@@ -39,3 +41,82 @@ pub struct BvhNode {
 }
 
 const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
+const _: () = assert!(std::mem::size_of::<LeafTriangle>() == 48);
+
+/// A leaf's triangle in leaf (Morton) order, as traversal reads it (`LeafTriangle` in
+/// `glsl/common/bvh.glsl`): three vertices, the triangle's id in the first `w`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LeafTriangle {
+    /// First vertex; `a[3]` holds the triangle id's bits.
+    pub a: [f32; 4],
+    /// Second vertex (w unused).
+    pub b: [f32; 4],
+    /// Third vertex (w unused).
+    pub c: [f32; 4],
+}
+
+/// A binary BVH on the device: what a builder writes and ray casting reads.
+pub struct Bvh {
+    /// Internal nodes (one when the tree has one primitive).
+    pub nodes: Buffer,
+    /// Each leaf's triangle, in leaf order.
+    pub leaf_triangles: Buffer,
+    /// Each leaf's primitive id, in leaf order.
+    pub leaf_primitives: Buffer,
+    capacity: u32,
+    primitive_count: u32,
+}
+
+impl Bvh {
+    /// Device memory for a tree over up to `capacity` primitives.
+    pub fn new(ctx: &Context, capacity: u32) -> Result<Self> {
+        let n = capacity.max(1) as u64;
+        Ok(Self {
+            nodes: ctx.create_buffer(
+                "bvh nodes",
+                n * std::mem::size_of::<BvhNode>() as u64,
+                MemoryKind::Device,
+            )?,
+            leaf_triangles: ctx.create_buffer(
+                "bvh leaf triangles",
+                n * std::mem::size_of::<LeafTriangle>() as u64,
+                MemoryKind::Device,
+            )?,
+            leaf_primitives: ctx.create_buffer("bvh leaf primitives", n * 4, MemoryKind::Device)?,
+            capacity,
+            primitive_count: 0,
+        })
+    }
+
+    /// The most primitives this tree can hold.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// Primitives in the tree of the last recorded build.
+    pub fn primitive_count(&self) -> u32 {
+        self.primitive_count
+    }
+
+    pub(crate) fn set_primitive_count(&mut self, count: u32) {
+        self.primitive_count = count;
+    }
+
+    /// Device bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.nodes.size() + self.leaf_triangles.size() + self.leaf_primitives.size()
+    }
+
+    /// Reads the tree back (after the build has completed): the internal nodes and each
+    /// leaf's primitive id.
+    pub fn download(&self, ctx: &Context) -> Result<(Vec<BvhNode>, Vec<u32>)> {
+        let n = self.primitive_count as usize;
+        if n == 0 {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let nodes = ctx.download(&self.nodes, 0, (n - 1).max(1))?;
+        let leaves = ctx.download(&self.leaf_primitives, 0, n)?;
+        Ok((nodes, leaves))
+    }
+}

@@ -3,3 +3,5 @@
 //! statistics read back on request.
 
 pub mod bvh;
+pub mod lbvh;
+pub mod octree;

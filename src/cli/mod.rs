@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod info;
+pub mod render;
 pub mod selfcheck;
 
 use canopy::vk::{Context, ContextOptions};

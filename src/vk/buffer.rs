@@ -213,6 +213,7 @@ impl Context {
         let staging = self.create_buffer("staging readback", bytes, MemoryKind::Readback)?;
         self.submit_and_wait(|rec| {
             rec.copy_buffer(buffer, offset, &staging, 0, bytes);
+            rec.barrier_transfer_to_host();
             Ok(())
         })?;
         let mapped = staging.mapped().expect("readback buffers are mapped");

@@ -153,6 +153,15 @@ impl<'a> Recorder<'a> {
         ),
     );
 
+    /// Transfer writes (a copy into a readback buffer) become visible to host reads after
+    /// the submission's fence.
+    pub fn barrier_transfer_to_host(&mut self) {
+        self.memory_barrier(
+            Self::TRANSFER_WRITE,
+            (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+        );
+    }
+
     /// Compute writes become visible to later compute reads and writes.
     pub fn barrier_compute_to_compute(&mut self) {
         self.memory_barrier(Self::COMPUTE_WRITE, Self::COMPUTE_READ_WRITE);

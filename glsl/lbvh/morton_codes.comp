@@ -1,0 +1,38 @@
+#version 460
+// Morton code of every primitive's centroid (the centre of its box) on a grid of 2^10 or
+// 2^21 cells per axis spanning the centroid bounds (Karras 2012 §3), written as sort keys
+// (u32 for 30-bit codes, u64 for 63-bit) with the primitive's index as the value. A flat axis
+// (zero extent) quantizes to cell 0. cpu/morton.rs is the reference.
+#include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
+#include "../common/morton.glsl"
+
+layout(constant_id = 2) const bool CODES63 = false;
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t boxes_address;  // Aabb per primitive
+    uint64_t bounds_address; // one Aabb: centroid bounds
+    uint64_t keys_address;   // out: u32 or u64 per primitive
+    uint64_t values_address; // out: u32 per primitive (its index)
+    uint64_t count_address;
+    uint host_count;
+} pc;
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= element_count(pc.count_address, pc.host_count)) {
+        return;
+    }
+    uint bits = CODES63 ? 21u : 10u;
+    Aabb bounds = Aabbs(pc.bounds_address).v[0];
+    vec3 extent = bounds.hi - bounds.lo;
+    vec3 scale = morton_scale(extent, bits);
+    Aabb box = Aabbs(pc.boxes_address).v[i];
+    uvec3 cell = morton_quantize((box.lo + box.hi) * 0.5, bounds.lo, scale, bits);
+    if (CODES63) {
+        U64s(pc.keys_address).v[i] = morton63(cell);
+    } else {
+        U32s(pc.keys_address).v[i] = morton30(cell);
+    }
+    U32s(pc.values_address).v[i] = i;
+}

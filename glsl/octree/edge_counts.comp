@@ -1,0 +1,55 @@
+#version 460
+// Octree nodes per radix-tree edge (Karras 2012 §4): a radix node with prefix length δ under a
+// parent with prefix length δp stands for the octree nodes at levels floor(δp/3)+1 ..
+// floor(δ/3), so its edge carries floor(δ/3) - floor(δp/3) of them (the root's parent counts as
+// δp = 0: level 0 is the octree root itself). Entries past the 2m - 1 radix nodes are zeroed so
+// the scan that follows allocates the nodes over the capacity. Each internal node also gets its
+// point k-d tree split: axis δ mod 3, plane at the boundary between the two half-cells its first
+// differing bit separates.
+#include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
+#include "../common/octree.glsl"
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t keys_address;         // distinct sorted keys
+    uint64_t nodes_address;        // radix tree internal nodes
+    uint64_t leaf_parents_address; // radix tree leaf parents
+    uint64_t bounds_address;       // Aabb: the points' bounds (the Morton grid)
+    uint64_t count_address;        // u32: m, the number of distinct keys
+    uint64_t edge_counts_address;  // out: u32 per radix node (capacity 2n - 1)
+    uint64_t splits_address;       // out: KdSplit {uint axis; float plane} per internal node
+    uint entries;                  // 2n - 1 for capacity n
+} pc;
+
+void main() {
+    int r = int(flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex);
+    if (r >= int(pc.entries)) {
+        return;
+    }
+    int m = int(U32s(pc.count_address).v[0]);
+    U32s counts = U32s(pc.edge_counts_address);
+    if (r >= 2 * m - 1) {
+        counts.v[r] = 0u;
+        return;
+    }
+    BvhNodes nodes = BvhNodes(pc.nodes_address);
+    int prefix = radix_prefix(pc.keys_address, nodes, r, m);
+    int parent_prefix = 0;
+    uint parent = radix_parent(nodes, pc.leaf_parents_address, r, m);
+    if (parent != NO_PARENT && m > 1) {
+        parent_prefix = radix_prefix(pc.keys_address, nodes, int(parent), m);
+    }
+    counts.v[r] = uint(prefix / 3 - parent_prefix / 3);
+    if (r < m - 1) {
+        int axis = prefix % 3;
+        int level = prefix / 3;
+        Aabb bounds = Aabbs(pc.bounds_address).v[0];
+        float scale = morton_scale(bounds.hi - bounds.lo, uint(LEVELS))[axis];
+        uint coordinate = compact_bits21(octree_key(pc.keys_address, r) >> (2 - axis));
+        uint cell = coordinate >> (LEVELS - level);
+        float boundary = float((cell * 2u + 1u) << (LEVELS - level - 1));
+        U32s splits = U32s(pc.splits_address);
+        splits.v[2 * r] = uint(axis);
+        splits.v[2 * r + 1] = floatBitsToUint(bounds.lo[axis] + boundary / scale);
+    }
+}

@@ -1,0 +1,100 @@
+#version 460
+// Closest-hit or any-hit queries of a batch of rays against a binary BVH (common/bvh.glsl).
+// One invocation per ray walks the tree with a per-ray stack: at each node both child boxes
+// are tested, leaves hit are intersected at once (watertight test, common/ray.glsl), and of
+// two inner children the nearer is entered first while the farther is pushed with its entry
+// distance, so it is skipped when a closer hit has been found by the time it is popped.
+// Any-hit (occlusion) queries stop at the first hit. Every ray writes a Hit; a miss has
+// triangle = MISS and t = tmax. Rays with NaN components miss everything.
+//
+// The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32
+// levels deep, and a ray holds at most one pushed node per level (96 covers 63-bit codes).
+#include "../common/prelude.glsl"
+#include "../common/bvh.glsl"
+#include "../common/ray.glsl"
+
+layout(constant_id = 2) const bool ANY_HIT = false;
+const uint STACK_SIZE = 96;
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t nodes_address;          // BvhNode per internal node
+    uint64_t leaf_triangles_address; // LeafTriangle per leaf
+    uint64_t rays_address;           // Ray per query
+    uint64_t hits_address;           // out: Hit per query
+    uint64_t count_address;          // ray count on the device, or 0
+    uint host_count;                 // ray count from the host
+    uint primitive_count;            // 0: every ray misses
+} pc;
+
+// Intersects leaf `k`; true on a closer hit.
+bool hit_leaf(RayQuery q, uint k, inout float t, inout uint triangle, inout vec2 uv) {
+    LeafTriangle leaf = LeafTriangles(pc.leaf_triangles_address).v[k];
+    vec2 leaf_uv;
+    if (intersect_triangle(q, leaf.a.xyz, leaf.b.xyz, leaf.c.xyz, t, leaf_uv)) {
+        triangle = floatBitsToUint(leaf.a.w);
+        uv = leaf_uv;
+        return true;
+    }
+    return false;
+}
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= element_count(pc.count_address, pc.host_count)) {
+        return;
+    }
+    Ray ray = Rays(pc.rays_address).v[i];
+    RayQuery q = ray_query(ray);
+    float t = ray.tmax;
+    uint triangle = MISS;
+    vec2 uv = vec2(0.0);
+
+    BvhNodes nodes = BvhNodes(pc.nodes_address);
+    uint stack_node[STACK_SIZE];
+    float stack_t[STACK_SIZE];
+    uint depth = 0;
+    uint node = 0;
+    bool searching = pc.primitive_count != 0u;
+    while (searching) {
+        BvhNode n = nodes.v[node];
+        float t_left = box_entry(q, n.left_lo, n.left_hi, t);
+        float t_right = box_entry(q, n.right_lo, n.right_hi, t);
+        bool enter_left = t_left != INF;
+        bool enter_right = t_right != INF;
+        if (enter_left && (n.left & LEAF_BIT) != 0u) {
+            enter_left = false;
+            if (hit_leaf(q, n.left & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+                break;
+            }
+        }
+        if (enter_right && (n.right & LEAF_BIT) != 0u) {
+            enter_right = false;
+            if (hit_leaf(q, n.right & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+                break;
+            }
+        }
+        if (enter_left && enter_right) {
+            bool left_first = t_left <= t_right;
+            node = left_first ? n.left : n.right;
+            stack_node[depth] = left_first ? n.right : n.left;
+            stack_t[depth] = left_first ? t_right : t_left;
+            ++depth;
+        } else if (enter_left) {
+            node = n.left;
+        } else if (enter_right) {
+            node = n.right;
+        } else {
+            // Pop the next node still nearer than the closest hit.
+            searching = false;
+            while (depth > 0u) {
+                --depth;
+                if (stack_t[depth] < t) {
+                    node = stack_node[depth];
+                    searching = true;
+                    break;
+                }
+            }
+        }
+    }
+    Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
+}

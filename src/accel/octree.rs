@@ -1,0 +1,365 @@
+//! Octrees and point k-d trees over points from the binary radix tree (Karras 2012 §4).
+//!
+//! The points' Morton codes are sorted as for the LBVH ([`super::lbvh`]); points sharing a
+//! cell are merged (`glsl/octree/unique_flags.comp`, [`Compact`] of the first of each run,
+//! `glsl/octree/gather_keys.comp`); the radix tree is built over the distinct codes; each
+//! radix-tree edge carries `floor(δ/3) - floor(δparent/3)` octree nodes
+//! (`glsl/octree/edge_counts.comp`), a scan allocates them, and `glsl/octree/link_nodes.comp`
+//! writes them with their parents. The same radix tree read as a point k-d tree splits each
+//! internal node on axis `δ mod 3` at the boundary of the two half-cells of its first
+//! differing bit ([`KdSplit`]). Everything stays on the GPU; counts are device counts.
+
+use super::lbvh::{MortonBits, RadixTreeSteps};
+use crate::accel::bvh::BvhNode;
+use crate::prims::compact::Compact;
+use crate::prims::scan::{Scan, ScanKind};
+use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
+use crate::shaders;
+use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use std::sync::Arc;
+
+/// An octree node (`OctreeNode` in `glsl/common/octree.glsl`). 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct OctreeNode {
+    /// The top `3 * level` bits of the Morton codes of the points inside.
+    pub prefix: u64,
+    /// Index of the parent node (`u32::MAX` for the root, node 0).
+    pub parent: u32,
+    /// Depth: 0 for the root, the code's levels (10 or 21) for a leaf cell.
+    pub level: u32,
+}
+
+/// The split of a point k-d tree node: the radix tree's internal node read as a k-d node.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdSplit {
+    /// 0, 1 or 2 for x, y, z.
+    pub axis: u32,
+    /// Position of the splitting plane on that axis.
+    pub plane: f32,
+}
+
+/// Push constants of `unique_flags.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct UniqueFlagsPush {
+    /// Sorted keys.
+    pub keys_address: u64,
+    /// Flags written.
+    pub flags_address: u64,
+    /// Keys.
+    pub count: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Push constants of `gather_keys.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GatherKeysPush {
+    /// Sorted keys.
+    pub keys_address: u64,
+    /// Kept indices.
+    pub indices_address: u64,
+    /// Distinct keys written.
+    pub unique_keys_address: u64,
+    /// Number kept (device).
+    pub count_address: u64,
+}
+
+/// Push constants of `edge_counts.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct EdgeCountsPush {
+    /// Distinct sorted keys.
+    pub keys_address: u64,
+    /// Radix tree internal nodes.
+    pub nodes_address: u64,
+    /// Radix tree leaf parents.
+    pub leaf_parents_address: u64,
+    /// Point bounds.
+    pub bounds_address: u64,
+    /// Distinct keys (device).
+    pub count_address: u64,
+    /// Edge counts written.
+    pub edge_counts_address: u64,
+    /// Splits written.
+    pub splits_address: u64,
+    /// Entries of the edge count array.
+    pub entries: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Push constants of `link_nodes.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LinkNodesPush {
+    /// Distinct sorted keys.
+    pub keys_address: u64,
+    /// Radix tree internal nodes.
+    pub nodes_address: u64,
+    /// Radix tree leaf parents.
+    pub leaf_parents_address: u64,
+    /// Distinct keys (device).
+    pub count_address: u64,
+    /// Edge counts.
+    pub edge_counts_address: u64,
+    /// Scanned edge counts.
+    pub offsets_address: u64,
+    /// Octree nodes written.
+    pub octree_address: u64,
+    /// Octree node count written.
+    pub octree_count_address: u64,
+    /// Entries of the edge count array.
+    pub entries: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// An octree and point k-d tree on the device.
+pub struct Octree {
+    /// Octree nodes, root first.
+    pub nodes: Buffer,
+    /// Counts: `[distinct points, octree nodes]` (u32 each).
+    pub counts: Buffer,
+    /// The radix tree over the distinct codes (the k-d tree's topology).
+    pub radix_nodes: Buffer,
+    /// The k-d split of each radix tree internal node.
+    pub splits: Buffer,
+    levels: u32,
+}
+
+/// A downloaded octree.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OctreeHost {
+    /// Cells per axis are 2^levels.
+    pub levels: u32,
+    /// Number of distinct occupied leaf cells.
+    pub distinct_points: u32,
+    /// Nodes, root first.
+    pub nodes: Vec<OctreeNode>,
+    /// The radix tree over the distinct codes.
+    pub radix_nodes: Vec<BvhNode>,
+    /// The k-d split of each radix tree internal node.
+    pub splits: Vec<KdSplit>,
+}
+
+impl OctreeHost {
+    /// Number of nodes at each level, root (level 0) first.
+    pub fn nodes_per_level(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.levels as usize + 1];
+        for node in &self.nodes {
+            counts[node.level as usize] += 1;
+        }
+        counts
+    }
+}
+
+impl Octree {
+    /// Reads the octree back (after its build has run).
+    pub fn download(&self, ctx: &Context) -> Result<OctreeHost> {
+        let counts: Vec<u32> = ctx.download(&self.counts, 0, 2)?;
+        let (distinct, nodes) = (counts[0] as usize, counts[1] as usize);
+        Ok(OctreeHost {
+            levels: self.levels,
+            distinct_points: counts[0],
+            nodes: ctx.download(&self.nodes, 0, nodes)?,
+            radix_nodes: ctx.download(&self.radix_nodes, 0, distinct.saturating_sub(1).max(1))?,
+            splits: ctx.download(&self.splits, 0, distinct.saturating_sub(1))?,
+        })
+    }
+}
+
+/// Builds octrees over up to a fixed number of points.
+pub struct OctreeBuilder {
+    steps: RadixTreeSteps,
+    unique_flags: Arc<Pipeline>,
+    gather_keys: Arc<Pipeline>,
+    edge_counts: Arc<Pipeline>,
+    link_nodes: Arc<Pipeline>,
+    compact: Compact,
+    scan: Scan,
+    capacity: u32,
+    boxes: Buffer,
+    keys: Buffer,
+    values: Buffer,
+    flags: Buffer,
+    kept: Buffer,
+    unique_keys: Buffer,
+    leaf_parents: Buffer,
+    edge_counts_buffer: Buffer,
+    offsets: Buffer,
+}
+
+impl OctreeBuilder {
+    /// A builder for up to `capacity` points with Morton codes of `bits` (10 or 21 levels).
+    pub fn new(ctx: &Context, bits: MortonBits, capacity: u32) -> Result<Self> {
+        if capacity == 0 || capacity >= 1 << 30 {
+            return Err(Error::InvalidInput(format!(
+                "octree capacity {capacity}: must be in 1..2^30"
+            )));
+        }
+        let steps = RadixTreeSteps::new(ctx, bits, true, capacity)?;
+        let keys64 = (bits == MortonBits::Bits63) as u32;
+        let n = capacity as u64;
+        let key_bytes = steps.key_bytes();
+        let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+        let entries = 2 * n;
+        Ok(Self {
+            unique_flags: ctx.pipeline(&shaders::OCTREE_UNIQUE_FLAGS, WORKGROUP_SIZE, &[keys64])?,
+            gather_keys: ctx.pipeline(&shaders::OCTREE_GATHER_KEYS, WORKGROUP_SIZE, &[keys64])?,
+            edge_counts: ctx.pipeline(&shaders::OCTREE_EDGE_COUNTS, WORKGROUP_SIZE, &[keys64])?,
+            link_nodes: ctx.pipeline(&shaders::OCTREE_LINK_NODES, WORKGROUP_SIZE, &[keys64])?,
+            compact: Compact::new(ctx, capacity)?,
+            scan: Scan::new(ctx, ScanKind::Exclusive, entries as u32)?,
+            capacity,
+            boxes: device("octree point boxes", 32 * n)?,
+            keys: device("octree keys", key_bytes * n)?,
+            values: device("octree values", 4 * n)?,
+            flags: device("octree unique flags", 4 * n)?,
+            kept: device("octree kept indices", 4 * n)?,
+            unique_keys: device("octree distinct keys", key_bytes * n)?,
+            leaf_parents: device("octree leaf parents", 4 * n)?,
+            edge_counts_buffer: device("octree edge counts", 4 * entries)?,
+            offsets: device("octree edge offsets", 4 * entries)?,
+            steps,
+        })
+    }
+
+    /// Levels of the octree (10 or 21).
+    pub fn levels(&self) -> u32 {
+        match self.steps.morton_bits {
+            MortonBits::Bits30 => 10,
+            MortonBits::Bits63 => 21,
+        }
+    }
+
+    /// Device memory for the octree of up to this builder's capacity.
+    pub fn allocate(&self, ctx: &Context) -> Result<Octree> {
+        let n = self.capacity as u64;
+        let levels = self.levels() as u64;
+        Ok(Octree {
+            nodes: ctx.create_buffer("octree nodes", 16 * (levels * n + 1), MemoryKind::Device)?,
+            counts: ctx.create_buffer("octree counts", 8, MemoryKind::Device)?,
+            radix_nodes: ctx.create_buffer(
+                "octree radix nodes",
+                64 * n.max(2),
+                MemoryKind::Device,
+            )?,
+            splits: ctx.create_buffer("octree k-d splits", 8 * n.max(2), MemoryKind::Device)?,
+            levels: levels as u32,
+        })
+    }
+
+    /// Records the build over `count` points of `points` into `output` (from
+    /// [`OctreeBuilder::allocate`]).
+    pub fn record(
+        &self,
+        rec: &mut Recorder,
+        points: Slice<[f32; 3]>,
+        count: u32,
+        output: &Octree,
+    ) -> Result<()> {
+        check_count("octree build", &Count::Host(count), self.capacity)?;
+        points.check("octree points", count as u64, 4)?;
+        let steps = &self.steps;
+        let host = Count::Host(count);
+        steps.record_codes(
+            rec,
+            points.address(),
+            0,
+            self.boxes.address(),
+            self.keys.address(),
+            self.values.address(),
+            host,
+        );
+        steps.record_sort(rec, &self.keys, &self.values, host)?;
+
+        rec.begin_stage("octree: distinct codes");
+        let groups = count.div_ceil(WORKGROUP_SIZE);
+        let push = UniqueFlagsPush {
+            keys_address: self.keys.address(),
+            flags_address: self.flags.address(),
+            count,
+            pad: 0,
+        };
+        rec.dispatch(&self.unique_flags, &push, groups);
+        rec.barrier_compute_to_compute();
+        let distinct = Slice::<u32>::new(&output.counts, 0, 1);
+        self.compact.record(
+            rec,
+            None,
+            Slice::new(&self.flags, 0, count as u64),
+            Slice::new(&self.kept, 0, count as u64),
+            distinct,
+            host,
+        )?;
+        rec.barrier_compute_to_compute();
+        let push = GatherKeysPush {
+            keys_address: self.keys.address(),
+            indices_address: self.kept.address(),
+            unique_keys_address: self.unique_keys.address(),
+            count_address: distinct.address(),
+        };
+        rec.dispatch(&self.gather_keys, &push, groups);
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+
+        let distinct_count = Count::Device {
+            buffer: &output.counts,
+            offset: 0,
+            max: count,
+        };
+        steps.record_radix_tree(
+            rec,
+            self.unique_keys.address(),
+            output.radix_nodes.address(),
+            self.leaf_parents.address(),
+            // The visit counters are not used: the octree needs no boxes.
+            self.edge_counts_buffer.address(),
+            distinct_count,
+        );
+
+        rec.begin_stage("octree: nodes");
+        let entries = 2 * count - 1;
+        let entry_groups = entries.div_ceil(WORKGROUP_SIZE);
+        let push = EdgeCountsPush {
+            keys_address: self.unique_keys.address(),
+            nodes_address: output.radix_nodes.address(),
+            leaf_parents_address: self.leaf_parents.address(),
+            bounds_address: steps.centroid_bounds.address(),
+            count_address: distinct.address(),
+            edge_counts_address: self.edge_counts_buffer.address(),
+            splits_address: output.splits.address(),
+            entries,
+            pad: 0,
+        };
+        rec.dispatch(&self.edge_counts, &push, entry_groups);
+        rec.barrier_compute_to_compute();
+        self.scan.record(
+            rec,
+            Slice::new(&self.edge_counts_buffer, 0, entries as u64),
+            Slice::new(&self.offsets, 0, entries as u64),
+            Count::Host(entries),
+        )?;
+        rec.barrier_compute_to_compute();
+        let push = LinkNodesPush {
+            keys_address: self.unique_keys.address(),
+            nodes_address: output.radix_nodes.address(),
+            leaf_parents_address: self.leaf_parents.address(),
+            count_address: distinct.address(),
+            edge_counts_address: self.edge_counts_buffer.address(),
+            offsets_address: self.offsets.address(),
+            octree_address: output.nodes.address(),
+            octree_count_address: output.counts.address() + 4,
+            entries,
+            pad: 0,
+        };
+        rec.dispatch(&self.link_nodes, &push, entry_groups);
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
+}

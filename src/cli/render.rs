@@ -1,0 +1,384 @@
+//! `canopy render`: frames of the animated default scene (or a mesh file, orbited by the
+//! camera) rendered headless to PNG files. Each frame the scene's vertices are made on the
+//! GPU (default scene), the LBVH is rebuilt from scratch, and primary and shadow rays are
+//! traced and shaded; PNG encoding runs on worker threads while the GPU renders the next
+//! frame.
+
+use super::CliError;
+use canopy::accel::bvh::Bvh;
+use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
+use canopy::prims::Slice;
+use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
+use canopy::scene::Mesh;
+use canopy::scene::default_scene::DefaultScene;
+use canopy::vk::{Context, Profiler};
+use glam::Vec3;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
+
+/// Options of `canopy render`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RenderArgs {
+    /// Render this mesh (.obj, .ply, .gltf, .glb) over a ground plane instead of the default scene.
+    #[arg(long, value_name = "FILE")]
+    pub mesh: Option<PathBuf>,
+    /// Directory the frames are written to (frame_0000.png, ...); created if missing.
+    #[arg(long, default_value = "frames")]
+    pub out: PathBuf,
+    /// Frames to render: a..b (b excluded) or a..=b.
+    #[arg(long, default_value = "0..48", value_parser = parse_frames)]
+    pub frames: Range<u32>,
+    /// Image size.
+    #[arg(long, default_value = "960x540", value_parser = parse_size, value_name = "WxH")]
+    pub size: (u32, u32),
+    /// Triangles of the default scene's deforming surface (10K to 10M).
+    #[arg(long, default_value_t = 250_000)]
+    pub triangles: u64,
+    /// Frames per second of animation time.
+    #[arg(long, default_value_t = 24.0)]
+    pub fps: f32,
+    /// Morton code width of the LBVH.
+    #[arg(long, value_enum, default_value_t = MortonArg::Bits30)]
+    pub morton_bits: MortonArg,
+    /// Print per-stage GPU times and rays/s of every frame.
+    #[arg(long)]
+    pub profile: bool,
+    /// Render without writing PNG files (for timing the GPU work alone).
+    #[arg(long)]
+    pub no_write: bool,
+}
+
+/// Morton code width on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum MortonArg {
+    /// 30-bit codes.
+    #[value(name = "30")]
+    Bits30,
+    /// 63-bit codes.
+    #[value(name = "63")]
+    Bits63,
+}
+
+fn parse_frames(text: &str) -> Result<Range<u32>, String> {
+    let (first, last, inclusive) = if let Some((a, b)) = text.split_once("..=") {
+        (a, b, true)
+    } else if let Some((a, b)) = text.split_once("..") {
+        (a, b, false)
+    } else {
+        return Err(format!("'{text}': expected a..b or a..=b"));
+    };
+    let number = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|e| format!("'{s}' in '{text}': {e}"))
+    };
+    let (a, b) = (number(first)?, number(last)? + inclusive as u32);
+    if a >= b {
+        return Err(format!("'{text}': no frames"));
+    }
+    Ok(a..b)
+}
+
+fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let (w, h) = text
+        .split_once(['x', 'X'])
+        .ok_or_else(|| format!("'{text}': expected WxH, e.g. 1920x1080"))?;
+    let dim = |s: &str| match s.trim().parse::<u32>() {
+        Ok(v) if (1..=16384).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' in '{text}': expected 1..16384")),
+    };
+    Ok((dim(w)?, dim(h)?))
+}
+
+/// What is rendered: the scene's buffers and how each frame updates and views them.
+struct Subject {
+    scene: SceneGpu,
+    animation: Option<DefaultScene>,
+    centre: Vec3,
+    radius: f32,
+}
+
+impl Subject {
+    fn camera(&self, time: f32, aspect: f32) -> Camera {
+        let fov: f32 = 40.0;
+        let fit = self.radius / (fov.to_radians() * 0.5).tan().min(aspect.min(1.0));
+        match self.animation {
+            Some(_) => Camera::orbit(self.centre, fit * 1.1, 35.0 + 8.0 * time, 28.0, fov),
+            None => Camera::orbit(self.centre, fit * 1.2, 30.0 + 15.0 * time, 20.0, fov),
+        }
+    }
+}
+
+fn lights(centre: Vec3, radius: f32) -> Vec<Light> {
+    vec![
+        Light::Directional {
+            direction: Vec3::new(-0.4, -1.0, -0.3),
+            intensity: Vec3::new(0.85, 0.8, 0.7),
+        },
+        Light::Point {
+            position: centre + Vec3::new(1.5, 2.0, 1.2) * radius,
+            intensity: Vec3::splat(0.5 * radius * radius * 4.0),
+        },
+    ]
+}
+
+fn surface_material() -> Material {
+    Material {
+        albedo: [0.8, 0.55, 0.3],
+        checker_scale: 0.0,
+    }
+}
+
+fn ground_material(scale: f32) -> Material {
+    Material {
+        albedo: [0.75, 0.75, 0.72],
+        checker_scale: scale,
+    }
+}
+
+fn default_subject(ctx: &Context, triangles: u64) -> Result<Subject, CliError> {
+    let scene = DefaultScene::new(ctx, triangles)?;
+    let (topology, materials) = scene.topology();
+    let centre = Vec3::new(0.0, 0.5, 0.0);
+    let radius = 1.8;
+    let gpu = SceneGpu::allocate(
+        ctx,
+        scene.vertex_count(),
+        &topology,
+        &materials,
+        // Indexed by TORUS_MATERIAL and GROUND_MATERIAL.
+        &[surface_material(), ground_material(0.5)],
+        &lights(centre, radius),
+    )?;
+    Ok(Subject {
+        scene: gpu,
+        animation: Some(scene),
+        centre,
+        radius,
+    })
+}
+
+fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
+    let mut mesh = Mesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+    let (lo, hi) = mesh.bounds().expect("a loaded mesh has vertices");
+    let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
+    let centre = (lo + hi) * 0.5;
+    let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
+    if mesh.normals.len() != mesh.positions.len() {
+        mesh.compute_vertex_normals();
+    }
+    let mut materials = vec![0u32; mesh.triangle_count()];
+    let s = radius * 3.0;
+    let ground = Mesh {
+        positions: [(-s, -s), (s, -s), (-s, s), (s, s)]
+            .map(|(x, z)| [centre.x + x, lo.y, centre.z + z])
+            .to_vec(),
+        normals: vec![[0.0, 1.0, 0.0]; 4],
+        triangles: vec![[0, 2, 3], [0, 3, 1]],
+    };
+    mesh.append(&ground);
+    materials.extend([1, 1]);
+    let gpu = SceneGpu::allocate(
+        ctx,
+        mesh.vertex_count() as u32,
+        &mesh.triangles,
+        &materials,
+        &[surface_material(), ground_material(radius * 0.25)],
+        &lights(centre, radius),
+    )?;
+    ctx.upload(&gpu.positions, 0, &mesh.positions)?;
+    ctx.upload(&gpu.normals, 0, &mesh.normals)?;
+    Ok(Subject {
+        scene: gpu,
+        animation: None,
+        centre,
+        radius,
+    })
+}
+
+/// PNG encoding on worker threads, fed through a bounded queue.
+struct PngWriters {
+    queue: Option<mpsc::SyncSender<(PathBuf, Vec<u8>)>>,
+    workers: Vec<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl PngWriters {
+    fn new(width: u32, height: u32) -> Self {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let (queue, jobs) = mpsc::sync_channel::<(PathBuf, Vec<u8>)>(threads);
+        let jobs = Arc::new(Mutex::new(jobs));
+        let workers = (0..threads)
+            .map(|_| {
+                let jobs = jobs.clone();
+                std::thread::spawn(move || {
+                    loop {
+                        let job = jobs.lock().unwrap().recv();
+                        let Ok((path, pixels)) = job else {
+                            return Ok(());
+                        };
+                        write_png(&path, width, height, &pixels)
+                            .map_err(|e| format!("{}: {e}", path.display()))?;
+                    }
+                })
+            })
+            .collect();
+        Self {
+            queue: Some(queue),
+            workers,
+        }
+    }
+
+    fn submit(&self, path: PathBuf, pixels: Vec<u8>) -> Result<(), CliError> {
+        self.queue
+            .as_ref()
+            .expect("open until finish")
+            .send((path, pixels))
+            .map_err(|_| CliError::Failed("a PNG writer stopped".into()))
+    }
+
+    fn finish(mut self) -> Result<(), CliError> {
+        drop(self.queue.take());
+        for worker in self.workers.drain(..) {
+            worker
+                .join()
+                .map_err(|_| CliError::Failed("a PNG writer panicked".into()))?
+                .map_err(CliError::Failed)?;
+        }
+        Ok(())
+    }
+}
+
+fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
+    writer.write_image_data(rgba).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())
+}
+
+/// Runs `canopy render`.
+pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
+    let (width, height) = args.size;
+    if !(1_000..=20_000_000).contains(&args.triangles) {
+        return Err(CliError::Failed(format!(
+            "--triangles {}: expected 1000..=20000000",
+            args.triangles
+        )));
+    }
+    let subject = match &args.mesh {
+        Some(path) => mesh_subject(ctx, path)?,
+        None => default_subject(ctx, args.triangles)?,
+    };
+    let scene = &subject.scene;
+    let morton_bits = match args.morton_bits {
+        MortonArg::Bits30 => MortonBits::Bits30,
+        MortonArg::Bits63 => MortonBits::Bits63,
+    };
+    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits }, scene.triangle_count)?;
+    let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
+    let renderer = Renderer::new(ctx, width, height, scene.light_count)?;
+    let shading = ShadingParams {
+        ambient: 0.12,
+        surface_offset: subject.radius * 1e-4,
+    };
+    if !args.no_write {
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| CliError::Failed(format!("{}: {e}", args.out.display())))?;
+    }
+    let writers = (!args.no_write).then(|| PngWriters::new(width, height));
+    let mut profiler = Profiler::new(ctx, 128)?;
+    let progress = indicatif::ProgressBar::new(args.frames.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
+            .expect("a valid template"),
+    );
+    if args.profile {
+        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    println!(
+        "rendering {} frames of {} triangles at {width}x{height} on {} to {}",
+        args.frames.len(),
+        scene.triangle_count,
+        ctx.caps().name,
+        if args.no_write {
+            "nowhere (--no-write)".to_string()
+        } else {
+            args.out.display().to_string()
+        }
+    );
+    let started = Instant::now();
+    let mut gpu_ms = Vec::new();
+    for frame in args.frames.clone() {
+        let time = frame as f32 / args.fps;
+        let camera = subject.camera(time, width as f32 / height as f32);
+        ctx.submit_profiled(&mut profiler, |rec| {
+            rec.begin_stage("frame");
+            if let Some(animation) = &subject.animation {
+                animation.record(rec, &scene.positions, &scene.normals, time);
+            }
+            let input = TriangleInput {
+                positions: Slice::whole(&scene.positions),
+                triangles: Slice::whole(&scene.triangles),
+                count: scene.triangle_count,
+            };
+            builder.record(rec, &input, &mut bvh)?;
+            renderer.record(rec, scene, &bvh, &camera, &shading)?;
+            rec.end_stage();
+            Ok(())
+        })?;
+        let stages = profiler.results()?;
+        let frame_ms = stages
+            .iter()
+            .find(|(name, _)| name == "frame")
+            .map_or(0.0, |s| s.1);
+        gpu_ms.push(frame_ms);
+        if args.profile {
+            print_frame_profile(frame, &stages, width * height, scene.light_count);
+        }
+        if let Some(writers) = &writers {
+            let path = args.out.join(format!("frame_{frame:04}.png"));
+            writers.submit(path, renderer.image_rgba8().to_vec())?;
+        }
+        progress.inc(1);
+    }
+    if let Some(writers) = writers {
+        writers.finish()?;
+    }
+    progress.finish_and_clear();
+    let wall = started.elapsed().as_secs_f64();
+    let frames = gpu_ms.len() as f64;
+    let mean_gpu = gpu_ms.iter().sum::<f64>() / frames;
+    println!(
+        "{} frames in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
+        gpu_ms.len(),
+        frames / wall,
+        if args.no_write { "" } else { " with PNG output" },
+    );
+    Ok(())
+}
+
+fn print_frame_profile(frame: u32, stages: &[(String, f64)], pixels: u32, lights: u32) {
+    println!("frame {frame}:");
+    let mut sums: Vec<(String, f64)> = Vec::new();
+    for (name, ms) in stages {
+        match sums.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 += ms,
+            None => sums.push((name.clone(), *ms)),
+        }
+    }
+    for (name, ms) in &sums {
+        let rate = match name.as_str() {
+            "trace: primary" => format!("  {:.3} G rays/s", pixels as f64 / ms * 1e-6),
+            "trace: shadow" => format!(
+                "  {:.3} G rays/s",
+                (pixels * lights) as f64 / ms * 1e-6
+            ),
+            _ => String::new(),
+        };
+        println!("  {name:<28} {ms:>9.3} ms{rate}");
+    }
+}

@@ -1,0 +1,161 @@
+//! A scene on the device as the renderer's kernels read it (`glsl/common/shading.glsl`):
+//! vertex positions and normals, triangles, a material per triangle, materials and lights.
+
+use crate::scene::Mesh;
+use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
+use glam::Vec3;
+
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Material {
+    /// Diffuse reflectance (linear RGB).
+    pub albedo: [f32; 3],
+    /// When above zero, the albedo halves on alternate squares of this size on the xz plane.
+    pub checker_scale: f32,
+}
+
+/// A light.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Light {
+    /// Parallel light travelling along `direction`, e.g. the sun.
+    Directional {
+        /// Direction the light travels (need not be normalised).
+        direction: Vec3,
+        /// Irradiance (linear RGB).
+        intensity: Vec3,
+    },
+    /// Light from a point, falling off with the square of the distance.
+    Point {
+        /// Position.
+        position: Vec3,
+        /// Intensity (linear RGB): irradiance at distance 1.
+        intensity: Vec3,
+    },
+}
+
+/// A light as the GPU reads it (`Light` in `glsl/common/shading.glsl`). 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GpuLight {
+    /// Direction travelled (directional) or position (point).
+    pub vector: [f32; 3],
+    /// 0: directional, 1: point.
+    pub kind: u32,
+    /// Irradiance or intensity.
+    pub intensity: [f32; 3],
+    /// Padding.
+    pub pad: f32,
+}
+
+impl From<Light> for GpuLight {
+    fn from(light: Light) -> Self {
+        let (vector, kind, intensity) = match light {
+            Light::Directional {
+                direction,
+                intensity,
+            } => (direction, 0, intensity),
+            Light::Point {
+                position,
+                intensity,
+            } => (position, 1, intensity),
+        };
+        GpuLight {
+            vector: vector.to_array(),
+            kind,
+            intensity: intensity.to_array(),
+            pad: 0.0,
+        }
+    }
+}
+
+/// The device buffers of a scene.
+pub struct SceneGpu {
+    /// Vertex positions (12 bytes each).
+    pub positions: Buffer,
+    /// Vertex normals (12 bytes each).
+    pub normals: Buffer,
+    /// Triangles (three u32 each).
+    pub triangles: Buffer,
+    /// Material index of each triangle.
+    pub triangle_materials: Buffer,
+    /// The materials.
+    pub materials: Buffer,
+    /// The lights.
+    pub lights: Buffer,
+    /// Number of vertices.
+    pub vertex_count: u32,
+    /// Number of triangles.
+    pub triangle_count: u32,
+    /// Number of lights.
+    pub light_count: u32,
+}
+
+impl SceneGpu {
+    /// Uploads a static mesh with one material; normals are computed when the mesh has none.
+    pub fn from_mesh(
+        ctx: &Context,
+        mesh: &Mesh,
+        material: Material,
+        lights: &[Light],
+    ) -> Result<Self> {
+        let mut normals = mesh.normals.clone();
+        if normals.len() != mesh.positions.len() {
+            let mut with_normals = mesh.clone();
+            with_normals.compute_vertex_normals();
+            normals = with_normals.normals;
+        }
+        let materials = vec![0u32; mesh.triangles.len()];
+        let scene = Self::allocate(
+            ctx,
+            mesh.positions.len() as u32,
+            &mesh.triangles,
+            &materials,
+            &[material],
+            lights,
+        )?;
+        ctx.upload(&scene.positions, 0, &mesh.positions)?;
+        ctx.upload(&scene.normals, 0, &normals)?;
+        Ok(scene)
+    }
+
+    /// Buffers for `vertex_count` vertices (written later, e.g. by a deformation kernel) and
+    /// the given topology, materials and lights.
+    pub fn allocate(
+        ctx: &Context,
+        vertex_count: u32,
+        triangles: &[[u32; 3]],
+        triangle_materials: &[u32],
+        materials: &[Material],
+        lights: &[Light],
+    ) -> Result<Self> {
+        if triangles.is_empty() || lights.is_empty() || materials.is_empty() {
+            return Err(Error::InvalidInput(
+                "a scene needs at least one triangle, one material and one light".into(),
+            ));
+        }
+        if let Some(bad) = triangle_materials
+            .iter()
+            .position(|&m| m as usize >= materials.len())
+        {
+            return Err(Error::InvalidInput(format!(
+                "triangle {bad} uses material {} of {}",
+                triangle_materials[bad],
+                materials.len()
+            )));
+        }
+        let gpu_lights: Vec<GpuLight> = lights.iter().map(|&l| l.into()).collect();
+        let vertex_bytes = vertex_count.max(1) as u64 * 12;
+        Ok(Self {
+            positions: ctx.create_buffer("scene positions", vertex_bytes, MemoryKind::Device)?,
+            normals: ctx.create_buffer("scene normals", vertex_bytes, MemoryKind::Device)?,
+            triangles: ctx.create_buffer_with("scene triangles", triangles)?,
+            triangle_materials: ctx.create_buffer_with("scene triangle materials", triangle_materials)?,
+            materials: ctx.create_buffer_with("scene materials", materials)?,
+            lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
+            vertex_count,
+            triangle_count: triangles.len() as u32,
+            light_count: lights.len() as u32,
+        })
+    }
+}

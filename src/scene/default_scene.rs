@@ -1,0 +1,159 @@
+//! The built-in default scene: a deforming torus of any resolution (10K to 10M triangles)
+//! floating over a checkered ground square, lit by a sun and a point light.
+//!
+//! The topology (triangle indices) is made once on the CPU; the vertices of every frame are
+//! made on the GPU by `glsl/scene/default_surface.comp`, so no deformed vertex ever passes
+//! through the CPU. [`surface_point`] is the same surface on the CPU, the kernel's reference.
+
+use crate::prims::WORKGROUP_SIZE;
+use crate::shaders;
+use crate::vk::{Buffer, Context, Pipeline, Recorder, Result};
+use std::sync::Arc;
+
+/// Half the side of the ground square.
+pub const GROUND_HALF_SIZE: f32 = 6.0;
+/// Height of the ground plane.
+pub const GROUND_HEIGHT: f32 = -0.6;
+/// Material of the torus (index into the scene's materials).
+pub const TORUS_MATERIAL: u32 = 0;
+/// Material of the ground.
+pub const GROUND_MATERIAL: u32 = 1;
+
+/// The torus point at ring angle `u` and tube angle `v` (radians) at `time` seconds.
+pub fn surface_point(u: f32, v: f32, time: f32) -> [f32; 3] {
+    let tube = 0.35
+        * (1.0
+            + 0.25 * (5.0 * u + 2.0 * time).sin() * (3.0 * v - 1.5 * time).sin()
+            + 0.04 * (24.0 * u - 4.0 * time).sin() * (2.0 * v).cos());
+    let ring = [u.cos(), 0.0, u.sin()];
+    let centre = [ring[0], 0.2 * (2.0 * u + time).sin(), ring[2]];
+    let p = [
+        centre[0] + tube * v.cos() * ring[0],
+        centre[1] + tube * v.sin(),
+        centre[2] + tube * v.cos() * ring[2],
+    ];
+    let tilt = 0.6 + 0.2 * (0.5 * time).sin();
+    let spin = 0.3 * time;
+    let p = [
+        p[0],
+        p[1] * tilt.cos() - p[2] * tilt.sin(),
+        p[1] * tilt.sin() + p[2] * tilt.cos(),
+    ];
+    [
+        p[0] * spin.cos() + p[2] * spin.sin(),
+        p[1] + 0.9,
+        -p[0] * spin.sin() + p[2] * spin.cos(),
+    ]
+}
+
+/// Push constants of `default_surface.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DefaultSurfacePush {
+    /// Positions written.
+    pub positions_address: u64,
+    /// Normals written.
+    pub normals_address: u64,
+    /// Vertices around the ring.
+    pub segments_u: u32,
+    /// Vertices around the tube.
+    pub segments_v: u32,
+    /// Seconds.
+    pub time: f32,
+    /// Half the ground's side.
+    pub ground_half_size: f32,
+    /// Ground height.
+    pub ground_height: f32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// The default scene at a chosen resolution.
+pub struct DefaultScene {
+    /// Vertices around the ring (three times those around the tube).
+    pub segments_u: u32,
+    /// Vertices around the tube.
+    pub segments_v: u32,
+    pipeline: Arc<Pipeline>,
+}
+
+impl DefaultScene {
+    /// The scene with about `triangles` triangles (at least 10 around the tube).
+    pub fn new(ctx: &Context, triangles: u64) -> Result<Self> {
+        let segments_v = ((triangles as f64 / 6.0).sqrt().round() as u32).max(10);
+        Ok(Self {
+            segments_u: 3 * segments_v,
+            segments_v,
+            pipeline: ctx.pipeline(&shaders::SCENE_DEFAULT_SURFACE, WORKGROUP_SIZE, &[])?,
+        })
+    }
+
+    /// Vertices: the torus grid, then the ground's four corners.
+    pub fn vertex_count(&self) -> u32 {
+        self.segments_u * self.segments_v + 4
+    }
+
+    /// Triangles: two per torus grid cell, then the ground's two.
+    pub fn triangle_count(&self) -> u32 {
+        2 * self.segments_u * self.segments_v + 2
+    }
+
+    /// The triangles (vertex indices) and each triangle's material.
+    pub fn topology(&self) -> (Vec<[u32; 3]>, Vec<u32>) {
+        let (nu, nv) = (self.segments_u, self.segments_v);
+        let mut triangles = Vec::with_capacity(self.triangle_count() as usize);
+        for j in 0..nv {
+            for i in 0..nu {
+                let at = |i: u32, j: u32| (j % nv) * nu + (i % nu);
+                let (a, b, c, d) = (at(i, j), at(i + 1, j), at(i + 1, j + 1), at(i, j + 1));
+                triangles.push([a, b, c]);
+                triangles.push([a, c, d]);
+            }
+        }
+        let ground = nu * nv;
+        triangles.push([ground, ground + 2, ground + 3]);
+        triangles.push([ground, ground + 3, ground + 1]);
+        let mut materials = vec![TORUS_MATERIAL; triangles.len()];
+        let n = materials.len();
+        materials[n - 2..].fill(GROUND_MATERIAL);
+        (triangles, materials)
+    }
+
+    /// Vertex `i`'s position at `time` on the CPU (the reference of [`Self::record`]).
+    pub fn vertex(&self, i: u32, time: f32) -> [f32; 3] {
+        let (nu, nv) = (self.segments_u, self.segments_v);
+        if i < nu * nv {
+            let tau = std::f32::consts::TAU;
+            let u = tau * (i % nu) as f32 / nu as f32;
+            let v = tau * (i / nu) as f32 / nv as f32;
+            return surface_point(u, v, time);
+        }
+        let corner = i - nu * nv;
+        let s = GROUND_HALF_SIZE;
+        let pick = |bit: u32| if corner & bit != 0 { s } else { -s };
+        [pick(1), GROUND_HEIGHT, pick(2)]
+    }
+
+    /// Records the vertices and normals of time `time` into `positions` and `normals`
+    /// (12 bytes per vertex each).
+    pub fn record(&self, rec: &mut Recorder, positions: &Buffer, normals: &Buffer, time: f32) {
+        let push = DefaultSurfacePush {
+            positions_address: positions.address(),
+            normals_address: normals.address(),
+            segments_u: self.segments_u,
+            segments_v: self.segments_v,
+            time,
+            ground_half_size: GROUND_HALF_SIZE,
+            ground_height: GROUND_HEIGHT,
+            pad: 0,
+        };
+        rec.begin_stage("scene: deform");
+        rec.dispatch(
+            &self.pipeline,
+            &push,
+            self.vertex_count().div_ceil(WORKGROUP_SIZE),
+        );
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+    }
+}

@@ -1,0 +1,331 @@
+//! The GPU LBVH against its CPU reference: Morton codes, the exact radix-tree topology over
+//! the GPU's sorted codes, and the tree invariants (every triangle in one leaf, parents
+//! contain children, n - 1 internal nodes) on random, adversarial and real meshes, with 30-
+//! and 63-bit codes; then GPU closest-hit and any-hit ray casting against brute force.
+
+mod common;
+
+use canopy::accel::bvh::{Bvh, BvhNode};
+use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
+use canopy::cpu::{lbvh as cpu_lbvh, morton, raycast};
+use canopy::prims::{Count, Slice};
+use canopy::scene::Mesh;
+use canopy::trace::{Hit, MISS, Query, Ray, Tracer};
+use canopy::vk::{Buffer, Context};
+use common::{Rng, assert_valid, context};
+
+/// A mesh on the device with its built tree.
+struct Built {
+    nodes: Vec<BvhNode>,
+    leaf_primitives: Vec<u32>,
+    keys: Vec<u64>,
+    bvh: Bvh,
+    _positions: Buffer,
+    _triangles: Buffer,
+}
+
+fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
+    let n = mesh.triangle_count() as u32;
+    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n).unwrap();
+    let mut bvh = Bvh::new(ctx, n).unwrap();
+    let positions = ctx.create_buffer_with("positions", &mesh.positions).unwrap();
+    let triangles = ctx.create_buffer_with("triangles", &mesh.triangles).unwrap();
+    ctx.submit_and_wait(|rec| {
+        let input = TriangleInput {
+            positions: Slice::whole(&positions),
+            triangles: Slice::whole(&triangles),
+            count: n,
+        };
+        builder.record(rec, &input, &mut bvh)
+    })
+    .unwrap();
+    let (nodes, leaf_primitives) = bvh.download(ctx).unwrap();
+    let keys = match bits {
+        MortonBits::Bits30 => ctx
+            .download::<u32>(builder.sorted_keys(), 0, n as usize)
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect(),
+        MortonBits::Bits63 => ctx.download::<u64>(builder.sorted_keys(), 0, n as usize).unwrap(),
+    };
+    assert_valid(ctx);
+    Built {
+        nodes,
+        leaf_primitives,
+        keys,
+        bvh,
+        _positions: positions,
+        _triangles: triangles,
+    }
+}
+
+fn cpu_bits(bits: MortonBits) -> morton::MortonBits {
+    match bits {
+        MortonBits::Bits30 => morton::MortonBits::Bits30,
+        MortonBits::Bits63 => morton::MortonBits::Bits63,
+    }
+}
+
+/// Builds on the GPU and checks everything against the CPU; returns the tree's stats.
+fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_lbvh::TreeStats {
+    let built = build(ctx, mesh, bits);
+    let n = mesh.triangle_count();
+    let boxes = morton::triangle_bounds(&mesh.positions, &mesh.triangles);
+    let stats = cpu_lbvh::check_invariants(&built.nodes, &built.leaf_primitives, &boxes)
+        .unwrap_or_else(|e| panic!("{label} ({bits:?}, n={n}): {e}"));
+    assert_eq!(stats.internal_nodes, n.saturating_sub(1).max(1), "{label}");
+
+    // Codes: sorted, and each equal to the CPU's code of the leaf's triangle up to one cell
+    // per axis (the GPU may round the grid scale's division differently).
+    let centroids: Vec<[f32; 3]> = boxes.iter().map(morton::centroid).collect();
+    let (cpu_codes, _) = cpu_bits(bits).point_codes(&centroids);
+    let mut exact = 0;
+    for (k, (&key, &p)) in built.keys.iter().zip(&built.leaf_primitives).enumerate() {
+        if k > 0 {
+            assert!(built.keys[k - 1] <= key, "{label}: keys unsorted at {k}");
+        }
+        let (gpu, cpu) = (morton::morton_decode(key), morton::morton_decode(cpu_codes[p as usize]));
+        for a in 0..3 {
+            assert!(
+                gpu[a].abs_diff(cpu[a]) <= 1,
+                "{label}: leaf {k} (triangle {p}) code cell {gpu:?} vs CPU {cpu:?}"
+            );
+        }
+        exact += (key == cpu_codes[p as usize]) as usize;
+    }
+    assert!(exact * 1000 >= n * 999, "{label}: only {exact} of {n} codes exact");
+    // Equal keys keep triangle order (the sort is stable).
+    for k in 1..n {
+        if built.keys[k - 1] == built.keys[k] {
+            assert!(built.leaf_primitives[k - 1] < built.leaf_primitives[k], "{label}: unstable at {k}");
+        }
+    }
+
+    // Topology: exactly the CPU radix tree over the GPU's sorted keys.
+    let key_bits = cpu_bits(bits).key_bits();
+    let expected = cpu_lbvh::build_radix_tree(&built.keys, key_bits);
+    for (i, (g, c)) in built.nodes.iter().zip(&expected).enumerate() {
+        assert_eq!(
+            (g.left, g.right, g.parent, g.leaf_count),
+            (c.left, c.right, c.parent, c.leaf_count),
+            "{label} ({bits:?}, n={n}): node {i} (left, right, parent, leaves)"
+        );
+    }
+    stats
+}
+
+fn random_mesh(rng: &mut Rng, n: usize, extent: f32, size: f32) -> Mesh {
+    let mut positions = Vec::with_capacity(3 * n);
+    for _ in 0..n {
+        let c: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-extent, extent));
+        for _ in 0..3 {
+            positions.push(std::array::from_fn(|a| c[a] + rng.f32_in(-size, size)));
+        }
+    }
+    Mesh {
+        triangles: (0..n as u32).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect(),
+        positions,
+        normals: Vec::new(),
+    }
+}
+
+#[test]
+fn random_meshes_at_every_size() {
+    let ctx = context();
+    let sg = ctx.caps().subgroup_size as usize;
+    let mut rng = Rng::new(7);
+    for bits in [MortonBits::Bits30, MortonBits::Bits63] {
+        for n in [1, 2, 3, sg - 1, sg, sg + 1, 255, 256, 257, 1025, 20_000] {
+            let mesh = random_mesh(&mut rng, n, 10.0, 0.3);
+            check_tree(&ctx, &mesh, bits, &format!("random {n}"));
+        }
+    }
+}
+
+#[test]
+fn adversarial_meshes() {
+    let ctx = context();
+    let mut rng = Rng::new(11);
+    // All centroids identical: every key equal, the tree is split by index alone.
+    let one = random_mesh(&mut rng, 1, 1.0, 1.0);
+    let same = Mesh {
+        positions: one.positions.clone(),
+        triangles: vec![[0, 1, 2]; 3000],
+        normals: Vec::new(),
+    };
+    for bits in [MortonBits::Bits30, MortonBits::Bits63] {
+        let stats = check_tree(&ctx, &same, bits, "identical");
+        assert!(stats.depth <= 13, "identical: depth {} for 3000 leaves", stats.depth);
+    }
+    // Two clusters far apart.
+    let mut clusters = random_mesh(&mut rng, 2000, 1.0, 0.01);
+    for p in clusters.positions.iter_mut().skip(3000) {
+        p[0] += 1e6;
+    }
+    // A flat scene, zero-area triangles (points and segments) and tiny ones among huge ones.
+    let mut flat = random_mesh(&mut rng, 2000, 5.0, 0.5);
+    flat.positions.iter_mut().for_each(|p| p[2] = 0.0);
+    let mut degenerate = random_mesh(&mut rng, 1000, 5.0, 0.5);
+    for t in 0..500 {
+        let a = degenerate.positions[3 * t];
+        degenerate.positions[3 * t + 1] = a;
+        degenerate.positions[3 * t + 2] = if t % 2 == 0 { a } else { [a[0] + 1.0, a[1], a[2]] };
+    }
+    let mut mixed = random_mesh(&mut rng, 1000, 1.0, 1e-4);
+    mixed.positions[0] = [-1e4, -1e4, 0.0];
+    mixed.positions[1] = [1e4, -1e4, 0.0];
+    mixed.positions[2] = [0.0, 1e4, 0.0];
+    for (mesh, label) in [
+        (&clusters, "two clusters"),
+        (&flat, "flat"),
+        (&degenerate, "degenerate"),
+        (&mixed, "huge among tiny"),
+    ] {
+        for bits in [MortonBits::Bits30, MortonBits::Bits63] {
+            check_tree(&ctx, mesh, bits, label);
+        }
+    }
+}
+
+fn shared_mesh(name: &str) -> Mesh {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data/meshes")
+        .join(name);
+    Mesh::load(&path).unwrap_or_else(|e| panic!("{e} (the shared data sits beside the checkout)"))
+}
+
+#[test]
+fn real_meshes() {
+    let ctx = context();
+    for name in ["stanford-bunny.obj", "armadillo_100k.obj"] {
+        let mesh = shared_mesh(name);
+        let stats = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
+        let reference = cpu_lbvh::tree_stats(
+            &cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, morton::MortonBits::Bits30).nodes,
+            mesh.triangle_count(),
+        );
+        println!(
+            "{name}: {} triangles, depth {}, SAH cost {:.2} (CPU LBVH {:.2})",
+            mesh.triangle_count(),
+            stats.depth,
+            stats.sah_cost,
+            reference.sah_cost
+        );
+        assert!((stats.sah_cost / reference.sah_cost - 1.0).abs() < 0.02, "{name}: SAH cost far from the CPU's");
+    }
+}
+
+/// Random rays: from outside or inside the mesh's box towards random points in it, and some
+/// in random directions with finite and infinite tmax.
+fn random_rays(rng: &mut Rng, mesh: &Mesh, count: usize) -> Vec<Ray> {
+    let (lo, hi) = mesh.bounds().unwrap();
+    let point = |rng: &mut Rng, grow: f32| -> [f32; 3] {
+        std::array::from_fn(|a| {
+            let pad = (hi[a] - lo[a]) * grow + 1e-3;
+            rng.f32_in(lo[a] - pad, hi[a] + pad)
+        })
+    };
+    (0..count)
+        .map(|i| {
+            let origin = point(rng, if i % 3 == 0 { 0.0 } else { 0.5 });
+            let direction: [f32; 3] = if i % 5 == 4 {
+                std::array::from_fn(|_| rng.f32_in(-1.0, 1.0))
+            } else {
+                let target = point(rng, 0.0);
+                std::array::from_fn(|a| target[a] - origin[a])
+            };
+            let tmax = if i % 7 == 6 { 0.5 } else { f32::INFINITY };
+            Ray {
+                origin,
+                tmin: 0.0,
+                direction,
+                tmax,
+            }
+        })
+        .collect()
+}
+
+fn trace(ctx: &Context, built: &Built, rays: &[Ray], query: Query) -> Vec<Hit> {
+    let tracer = Tracer::new(ctx).unwrap();
+    let ray_buffer = ctx.create_buffer_with("rays", rays).unwrap();
+    let hits = ctx
+        .create_buffer("hits", (rays.len() * 16) as u64, canopy::vk::MemoryKind::Device)
+        .unwrap();
+    ctx.submit_and_wait(|rec| {
+        tracer.record(
+            rec,
+            &built.bvh,
+            query,
+            Slice::whole(&ray_buffer),
+            Slice::whole(&hits),
+            Count::Host(rays.len() as u32),
+        )
+    })
+    .unwrap();
+    assert_valid(ctx);
+    ctx.download(&hits, 0, rays.len()).unwrap()
+}
+
+fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: &str) {
+    let built = build(ctx, mesh, bits);
+    let mut rng = Rng::new(mesh.triangle_count() as u64);
+    let rays = random_rays(&mut rng, mesh, rays);
+    let closest = trace(ctx, &built, &rays, Query::Closest);
+    let any = trace(ctx, &built, &rays, Query::Any);
+    let mut hit_count = 0;
+    for (i, ray) in rays.iter().enumerate() {
+        let expected = raycast::closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        let got = closest[i];
+        hit_count += (expected.triangle != MISS) as usize;
+        let same = got.triangle == expected.triangle
+            || (got.triangle != MISS
+                && expected.triangle != MISS
+                && (got.t - expected.t).abs() <= 1e-5 * expected.t.abs().max(1e-30));
+        assert!(same, "{label}: ray {i} {ray:?}: GPU {got:?}, brute force {expected:?}");
+        if got.triangle == expected.triangle && got.triangle != MISS {
+            assert!((got.t - expected.t).abs() <= 1e-5 * expected.t.abs(), "{label}: ray {i} t");
+            assert!((got.u - expected.u).abs() < 1e-4 && (got.v - expected.v).abs() < 1e-4, "{label}: ray {i} uv");
+        }
+        let occluded = raycast::any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        assert_eq!(any[i].triangle != MISS, occluded, "{label}: ray {i} any-hit");
+    }
+    assert!(hit_count * 4 > rays.len(), "{label}: too few rays hit ({hit_count})");
+}
+
+#[test]
+fn ray_casting_matches_brute_force() {
+    let ctx = context();
+    let mut rng = Rng::new(3);
+    for (n, bits) in [
+        (1, MortonBits::Bits30),
+        (2, MortonBits::Bits30),
+        (300, MortonBits::Bits63),
+        (5000, MortonBits::Bits30),
+    ] {
+        let mesh = random_mesh(&mut rng, n, 3.0, 0.8);
+        check_hits(&ctx, &mesh, bits, 3000, &format!("random {n}"));
+    }
+    let bunny = shared_mesh("bunny_small.obj");
+    check_hits(&ctx, &bunny, MortonBits::Bits30, 2000, "bunny_small");
+}
+
+#[test]
+fn empty_tree_misses_everything() {
+    let ctx = context();
+    let mesh = random_mesh(&mut Rng::new(1), 4, 1.0, 1.0);
+    let mut built = build(&ctx, &mesh, MortonBits::Bits30);
+    let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), 4).unwrap();
+    ctx.submit_and_wait(|rec| {
+        let input = TriangleInput {
+            positions: Slice::whole(&built._positions),
+            triangles: Slice::whole(&built._triangles),
+            count: 0,
+        };
+        builder.record(rec, &input, &mut built.bvh)
+    })
+    .unwrap();
+    let rays = random_rays(&mut Rng::new(2), &mesh, 100);
+    let hits = trace(&ctx, &built, &rays, Query::Closest);
+    assert!(hits.iter().all(|h| h.triangle == MISS));
+}
