@@ -1,6 +1,9 @@
 //! Scenes: triangle meshes stored as structure of arrays, their loaders (OBJ, PLY, glTF), and
 //! the procedural default scene.
 
+pub mod gltf_loader;
 pub mod mesh;
+pub mod obj;
+pub mod ply;
 
 pub use mesh::{Mesh, SceneError};
