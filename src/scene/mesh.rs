@@ -1,7 +1,14 @@
 //! The triangle mesh every structure is built from, stored as structure of arrays so each
 //! attribute uploads to the GPU as one tightly packed buffer.
+//!
+//! [`Mesh::load`] reads OBJ, PLY and glTF files through the readers in [`super::obj`],
+//! [`super::ply`] and [`super::gltf_loader`] and checks the result with [`Mesh::validate`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use glam::{Mat3, Mat4, Vec3};
+
+use super::{gltf_loader, obj, ply};
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -14,7 +21,7 @@ pub struct Mesh {
     pub triangles: Vec<[u32; 3]>,
 }
 
-/// Why a mesh could not be loaded or used. Every variant names the file (or "<memory>") and,
+/// Why a mesh could not be loaded or used. Every variant names the file (or `<memory>`) and,
 /// where there is one, the line or element at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
@@ -50,7 +57,100 @@ pub enum SceneError {
     },
 }
 
+impl SceneError {
+    /// A [`SceneError::Malformed`] for `path` at `location`.
+    pub(crate) fn malformed(
+        path: &Path,
+        location: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self::Malformed {
+            path: path.to_path_buf(),
+            location: location.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A [`SceneError::Io`] for `path`.
+    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 impl Mesh {
+    /// Loads the mesh in `path`, choosing the reader by the extension (`.obj`, `.ply`, `.gltf`,
+    /// `.glb`, in any case), and [validates](Self::validate) it.
+    pub fn load(path: &Path) -> Result<Mesh, SceneError> {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let mesh = match extension.as_deref() {
+            Some("obj") => obj::load(path)?,
+            Some("ply") => ply::load(path)?,
+            Some("gltf" | "glb") => gltf_loader::load(path)?,
+            _ => {
+                return Err(SceneError::UnknownFormat {
+                    path: path.to_path_buf(),
+                });
+            }
+        };
+        mesh.validate(path)?;
+        Ok(mesh)
+    }
+
+    /// Checks that the mesh can be built into an acceleration structure; `path` names the
+    /// source in the error. Rejects a mesh with no triangles ([`SceneError::Empty`]), a
+    /// non-finite position (`vertex N`), a triangle index past the last vertex (`triangle N`),
+    /// and a normal count other than zero or one per position (`normals`).
+    ///
+    /// Degenerate (zero-area) triangles are kept: no ray ever hits one, so they cost only their
+    /// place in the structure. [`Self::degenerate_triangle_count`] counts them.
+    pub fn validate(&self, path: &Path) -> Result<(), SceneError> {
+        if self.triangles.is_empty() {
+            return Err(SceneError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        if let Some(v) = self
+            .positions
+            .iter()
+            .position(|p| !p.iter().all(|c| c.is_finite()))
+        {
+            return Err(SceneError::malformed(
+                path,
+                format!("vertex {v}"),
+                format!("non-finite position {:?}", self.positions[v]),
+            ));
+        }
+        let vertices = self.positions.len();
+        if let Some(t) = self
+            .triangles
+            .iter()
+            .position(|t| t.iter().any(|&i| i as usize >= vertices))
+        {
+            return Err(SceneError::malformed(
+                path,
+                format!("triangle {t}"),
+                format!(
+                    "indices {:?} reach past the last of {vertices} vertices",
+                    self.triangles[t]
+                ),
+            ));
+        }
+        if !self.normals.is_empty() && self.normals.len() != vertices {
+            return Err(SceneError::malformed(
+                path,
+                "normals",
+                format!("{} normals for {vertices} vertices", self.normals.len()),
+            ));
+        }
+        Ok(())
+    }
+
     /// Number of triangles.
     pub fn triangle_count(&self) -> usize {
         self.triangles.len()
@@ -60,4 +160,126 @@ impl Mesh {
     pub fn vertex_count(&self) -> usize {
         self.positions.len()
     }
+
+    /// Number of triangles of zero area: a repeated vertex, or corners on one line (exactly, in
+    /// `f32`). They stay in the mesh; see [`Self::validate`].
+    ///
+    /// Panics if a triangle refers to a missing vertex (which [`Self::validate`] rejects).
+    pub fn degenerate_triangle_count(&self) -> usize {
+        self.triangles
+            .iter()
+            .filter(|&&t| self.area_normal(t) == Vec3::ZERO)
+            .count()
+    }
+
+    /// The smallest box holding every position, as `(min, max)`; `None` for a mesh with no
+    /// vertices.
+    pub fn bounds(&self) -> Option<([f32; 3], [f32; 3])> {
+        let (first, rest) = self.positions.split_first()?;
+        let (min, max) = rest.iter().fold(
+            (Vec3::from(*first), Vec3::from(*first)),
+            |(min, max), &p| (min.min(p.into()), max.max(p.into())),
+        );
+        Some((min.into(), max.into()))
+    }
+
+    /// Replaces the normals with area-weighted averages of the adjacent triangles' normals.
+    /// Degenerate triangles contribute nothing; a vertex with no adjacent area gets `[0, 0, 1]`.
+    ///
+    /// Panics if a triangle refers to a missing vertex (which [`Self::validate`] rejects).
+    pub fn compute_vertex_normals(&mut self) {
+        let mut sums = vec![Vec3::ZERO; self.positions.len()];
+        for &t in &self.triangles {
+            // The cross product's length is twice the area: the weighting comes for free.
+            let n = self.area_normal(t);
+            for i in t {
+                sums[i as usize] += n;
+            }
+        }
+        self.normals = sums
+            .into_iter()
+            .map(|n| n.normalize_or(Vec3::Z).into())
+            .collect();
+    }
+
+    /// Adds `other`'s vertices and triangles after this mesh's own. Normals are kept where both
+    /// meshes have them (or this one has no vertices yet), and dropped otherwise.
+    ///
+    /// Panics if this mesh already has more vertices than a `u32` index can reach.
+    pub fn append(&mut self, other: &Mesh) {
+        let offset =
+            u32::try_from(self.positions.len()).expect("a mesh holds at most u32::MAX vertices");
+        let keep_normals = if self.positions.is_empty() {
+            !other.normals.is_empty()
+        } else {
+            !self.normals.is_empty() && !other.normals.is_empty()
+        };
+        if keep_normals {
+            self.normals.extend_from_slice(&other.normals);
+        } else {
+            self.normals.clear();
+        }
+        self.positions.extend_from_slice(&other.positions);
+        self.triangles
+            .extend(other.triangles.iter().map(|t| t.map(|i| i + offset)));
+    }
+
+    /// The mesh with `m` applied: positions as points, normals by the inverse transpose of
+    /// `m`'s upper 3x3 and renormalised (a normal that collapses to zero becomes `[0, 0, 1]`).
+    /// A mirroring `m` (negative determinant) also reverses each triangle's winding, so
+    /// triangles keep facing the way their normals point.
+    pub fn transformed(&self, m: Mat4) -> Mesh {
+        let normal_matrix = Mat3::from_mat4(m).inverse().transpose();
+        let mirrored = m.determinant() < 0.0;
+        Mesh {
+            positions: self
+                .positions
+                .iter()
+                .map(|&p| m.transform_point3(p.into()).into())
+                .collect(),
+            normals: self
+                .normals
+                .iter()
+                .map(|&n| (normal_matrix * Vec3::from(n)).normalize_or(Vec3::Z).into())
+                .collect(),
+            triangles: self
+                .triangles
+                .iter()
+                .map(|&[a, b, c]| if mirrored { [a, c, b] } else { [a, b, c] })
+                .collect(),
+        }
+    }
+
+    /// Triangle `t`'s normal with a length of twice its area: the cross product of two edges.
+    fn area_normal(&self, t: [u32; 3]) -> Vec3 {
+        let [a, b, c] = t.map(|i| Vec3::from(self.positions[i as usize]));
+        (b - a).cross(c - a)
+    }
+}
+
+/// Appends polygon `corners` as a fan of `corners.len() - 2` triangles around the first corner
+/// (nothing for fewer than three corners).
+pub(crate) fn push_fan(corners: &[u32], triangles: &mut Vec<[u32; 3]>) {
+    if let Some((&first, rest)) = corners.split_first() {
+        triangles.extend(rest.windows(2).map(|w| [first, w[0], w[1]]));
+    }
+}
+
+/// Appends the triangles of one triangle strip. Every other triangle has its first two corners
+/// swapped so that all keep the strip's winding, and triangles with a repeated vertex (the
+/// degenerate joins strips use to turn corners or restart) are left out.
+pub(crate) fn push_strip(strip: &[u32], triangles: &mut Vec<[u32; 3]>) {
+    triangles.extend(
+        strip
+            .windows(3)
+            .enumerate()
+            .map(|(k, w)| {
+                if k % 2 == 0 {
+                    [w[0], w[1], w[2]]
+                } else {
+                    [w[1], w[0], w[2]]
+                }
+            })
+            .filter(|&[a, b, c]| a != b && b != c && a != c),
+    );
 }

@@ -2,6 +2,9 @@
 //! the procedural default scene.
 
 pub mod default_scene;
+pub mod gltf_loader;
 pub mod mesh;
+pub mod obj;
+pub mod ply;
 
 pub use mesh::{Mesh, SceneError};

@@ -1,0 +1,192 @@
+//! glTF 2.0 reader (`.gltf` with its buffers, or `.glb`) for static meshes.
+//!
+//! Walks the default scene (the first scene when none is marked default) and gathers every
+//! triangle primitive of every node's mesh, with the node's world transform applied (see
+//! [`Mesh::transformed`]). `TRIANGLES`, `TRIANGLE_STRIP` and `TRIANGLE_FAN` primitives are read,
+//! indexed or not; points and lines are skipped with a warning. Skins, morph targets and
+//! animations are not applied: a skinned mesh is read in its bind pose, placed by its node.
+//! Normals are kept when every primitive read has them. Errors name the mesh, primitive and
+//! accessor (0-based indices).
+
+use std::path::Path;
+
+use glam::Mat4;
+use gltf::Semantic;
+use gltf::accessor::{self, DataType, Dimensions};
+use gltf::mesh::Mode;
+
+use super::mesh::{push_fan, push_strip};
+use super::{Mesh, SceneError};
+
+/// Reads the glTF or GLB file at `path` and the buffers it refers to. The mesh is not
+/// [validated](Mesh::validate).
+pub fn load(path: &Path) -> Result<Mesh, SceneError> {
+    let document_error = |e: gltf::Error| match e {
+        gltf::Error::Io(e) => SceneError::io(path, e),
+        e => SceneError::malformed(path, "document", e.to_string()),
+    };
+    let gltf::Gltf { document, blob } = gltf::Gltf::open(path).map_err(document_error)?;
+    let buffers = gltf::import_buffers(&document, path.parent(), blob).map_err(document_error)?;
+    let Some(scene) = document
+        .default_scene()
+        .or_else(|| document.scenes().next())
+    else {
+        return Ok(Mesh::default());
+    };
+
+    let mut mesh = Mesh::default();
+    let mut visited = vec![false; document.nodes().len()];
+    // Nodes still to visit with their parents' world transform, the next one last.
+    let mut pending: Vec<_> = scene.nodes().map(|n| (n, Mat4::IDENTITY)).collect();
+    pending.reverse();
+    while let Some((node, parent)) = pending.pop() {
+        if std::mem::replace(&mut visited[node.index()], true) {
+            return Err(SceneError::malformed(
+                path,
+                format!("node {}", node.index()),
+                "the node has more than one parent (node hierarchies must be trees)",
+            ));
+        }
+        let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
+        if let Some(node_mesh) = node.mesh() {
+            for primitive in node_mesh.primitives() {
+                if let Some(part) = read_primitive(path, &node_mesh, &primitive, &buffers)? {
+                    mesh.append(&part.transformed(world));
+                }
+            }
+        }
+        let first_child = pending.len();
+        pending.extend(node.children().map(|c| (c, world)));
+        pending[first_child..].reverse();
+    }
+    Ok(mesh)
+}
+
+/// The triangles of one primitive in its mesh's own space, or `None` for a primitive of points
+/// or lines.
+fn read_primitive(
+    path: &Path,
+    mesh: &gltf::Mesh,
+    primitive: &gltf::Primitive,
+    buffers: &[gltf::buffer::Data],
+) -> Result<Option<Mesh>, SceneError> {
+    let location = format!("mesh {} primitive {}", mesh.index(), primitive.index());
+    let accessor_error = |accessor: &gltf::Accessor, message: String| {
+        SceneError::malformed(
+            path,
+            format!("{location} accessor {}", accessor.index()),
+            message,
+        )
+    };
+    let mode = primitive.mode();
+    if !matches!(
+        mode,
+        Mode::Triangles | Mode::TriangleStrip | Mode::TriangleFan
+    ) {
+        log::warn!(
+            "{}:{location}: skipping a {mode:?} primitive",
+            path.display()
+        );
+        return Ok(None);
+    }
+    let buffer = |b: gltf::Buffer| buffers.get(b.index()).map(|data| &data.0[..]);
+
+    // POSITION and NORMAL must be float VEC3 (quantized attributes are not read).
+    let vec3 = |semantic: Semantic| -> Result<Option<Vec<[f32; 3]>>, SceneError> {
+        let Some(accessor) = primitive.get(&semantic) else {
+            return Ok(None);
+        };
+        if accessor.data_type() != DataType::F32 || accessor.dimensions() != Dimensions::Vec3 {
+            return Err(accessor_error(
+                &accessor,
+                format!(
+                    "{semantic:?} is {:?} {:?}, expected F32 Vec3",
+                    accessor.data_type(),
+                    accessor.dimensions()
+                ),
+            ));
+        }
+        let data = accessor::Iter::new(accessor.clone(), buffer).ok_or_else(|| {
+            accessor_error(
+                &accessor,
+                format!("{semantic:?} data lies outside its buffer"),
+            )
+        })?;
+        Ok(Some(data.collect()))
+    };
+    let positions = vec3(Semantic::Positions)?.ok_or_else(|| {
+        SceneError::malformed(path, location.clone(), "the primitive has no POSITION")
+    })?;
+    let normals = vec3(Semantic::Normals)?.unwrap_or_default();
+    if !normals.is_empty() && normals.len() != positions.len() {
+        return Err(SceneError::malformed(
+            path,
+            location,
+            format!(
+                "{} normals for {} positions",
+                normals.len(),
+                positions.len()
+            ),
+        ));
+    }
+
+    let indices: Vec<u32> = match primitive.indices() {
+        Some(accessor) => {
+            if !matches!(
+                accessor.data_type(),
+                DataType::U8 | DataType::U16 | DataType::U32
+            ) || accessor.dimensions() != Dimensions::Scalar
+            {
+                return Err(accessor_error(
+                    &accessor,
+                    format!(
+                        "indices are {:?} {:?}, expected an unsigned integer scalar",
+                        accessor.data_type(),
+                        accessor.dimensions()
+                    ),
+                ));
+            }
+            let indices: Vec<u32> = primitive
+                .reader(buffer)
+                .read_indices()
+                .ok_or_else(|| {
+                    accessor_error(&accessor, "index data lies outside its buffer".into())
+                })?
+                .into_u32()
+                .collect();
+            if let Some(k) = indices.iter().position(|&i| i as usize >= positions.len()) {
+                return Err(accessor_error(
+                    &accessor,
+                    format!(
+                        "index {k} is {}, past the last of {} vertices",
+                        indices[k],
+                        positions.len()
+                    ),
+                ));
+            }
+            indices
+        }
+        None => (0..positions.len() as u32).collect(),
+    };
+
+    let mut triangles = Vec::new();
+    match mode {
+        Mode::TriangleStrip => push_strip(&indices, &mut triangles),
+        Mode::TriangleFan => push_fan(&indices, &mut triangles),
+        _ => {
+            if !indices.len().is_multiple_of(3) {
+                return Err(SceneError::malformed(
+                    path,
+                    location,
+                    format!("{} vertices do not make whole triangles", indices.len()),
+                ));
+            }
+            triangles.extend(indices.chunks_exact(3).map(|t| [t[0], t[1], t[2]]));
+        }
+    }
+    Ok(Some(Mesh {
+        positions,
+        normals,
+        triangles,
+    }))
+}
