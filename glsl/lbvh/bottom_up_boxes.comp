@@ -20,11 +20,25 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
 } pc;
 
-void main() {
-    uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
-    if (k >= element_count(pc.count_address, pc.host_count)) {
-        return;
+shared bool subgroup_climbing[SUBGROUPS_PER_WORKGROUP];
+
+// Whether `value` holds in any invocation of the workgroup (workgroup-uniform control flow).
+bool workgroup_any(bool value) {
+    bool any_in_subgroup = subgroupAny(value);
+    barrier();
+    if (subgroupElect()) {
+        subgroup_climbing[gl_SubgroupID] = any_in_subgroup;
     }
+    barrier();
+    bool result = false;
+    for (uint s = 0; s < gl_NumSubgroups; ++s) {
+        result = result || subgroup_climbing[s];
+    }
+    return result;
+}
+
+// Copies leaf k's triangle in leaf order and returns its box.
+void copy_leaf(uint k, out vec3 lo, out vec3 hi) {
     uint triangle = U32s(pc.leaf_primitives_address).v[k];
     uvec3 t = UVec3s(pc.triangles_address).v[triangle];
     Vec3s positions = Vec3s(pc.positions_address);
@@ -33,28 +47,47 @@ void main() {
     vec3 c = positions.v[t.z];
     LeafTriangles(pc.leaf_triangles_address).v[k] =
         LeafTriangle(vec4(a, uintBitsToFloat(triangle)), vec4(b, 0.0), vec4(c, 0.0));
+    lo = min(a, min(b, c));
+    hi = max(a, max(b, c));
+}
 
-    CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
-    vec3 lo = min(a, min(b, c));
-    vec3 hi = max(a, max(b, c));
+void main() {
+    uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    bool climbing = k < element_count(pc.count_address, pc.host_count);
     uint child = LEAF_BIT | k;
-    uint node = U32s(pc.leaf_parents_address).v[k];
-    while (node != NO_PARENT) {
-        if (nodes.v[node].left == child) {
-            nodes.v[node].left_lo = lo;
-            nodes.v[node].left_hi = hi;
-        } else {
-            nodes.v[node].right_lo = lo;
-            nodes.v[node].right_hi = hi;
+    uint node = NO_PARENT;
+    vec3 lo;
+    vec3 hi;
+    if (climbing) {
+        node = U32s(pc.leaf_parents_address).v[k];
+        copy_leaf(k, lo, hi);
+        climbing = node != NO_PARENT;
+    }
+    CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
+    // The whole workgroup loops while any invocation climbs: lavapipe runs a memory barrier
+    // as a point every invocation of the workgroup must reach, and ends those that diverge.
+    while (workgroup_any(climbing)) {
+        if (climbing) {
+            if (nodes.v[node].left == child) {
+                nodes.v[node].left_lo = lo;
+                nodes.v[node].left_hi = hi;
+            } else {
+                nodes.v[node].right_lo = lo;
+                nodes.v[node].right_hi = hi;
+            }
         }
         memoryBarrierBuffer();
-        if (atomicAdd(U32s(pc.counters_address).v[node], 1u) == 0u) {
-            return;
+        if (climbing) {
+            // The first child to arrive stops; the second has both boxes.
+            climbing = atomicAdd(U32s(pc.counters_address).v[node], 1u) != 0u;
         }
         memoryBarrierBuffer();
-        lo = min(nodes.v[node].left_lo, nodes.v[node].right_lo);
-        hi = max(nodes.v[node].left_hi, nodes.v[node].right_hi);
-        child = node;
-        node = nodes.v[node].parent;
+        if (climbing) {
+            lo = min(nodes.v[node].left_lo, nodes.v[node].right_lo);
+            hi = max(nodes.v[node].left_hi, nodes.v[node].right_hi);
+            child = node;
+            node = nodes.v[node].parent;
+            climbing = node != NO_PARENT;
+        }
     }
 }
