@@ -1,0 +1,307 @@
+//! Triangle boxes and centroids, the Morton frame and Morton codes: the first steps of every
+//! Morton-ordered build (LBVH, octree, k-d tree).
+//!
+//! A point is quantized in a [`MortonFrame`] to `bits` bits per axis and its three coordinates
+//! are bit-interleaved with x in the most significant position of each triple: bit `k` of x,
+//! y and z lands at bit `3k + 2`, `3k + 1` and `3k` of the code. 30-bit codes use 10 bits per
+//! axis (a `u32`), 63-bit codes 21 bits per axis (a `u64`). The GPU kernels compute exactly
+//! the same f32 arithmetic, in the same order and without fused multiply-adds.
+
+/// An axis-aligned box as `(min, max)`.
+pub type Bounds = ([f32; 3], [f32; 3]);
+
+/// The empty box (`min = +inf`, `max = -inf`), identity of [`union`].
+pub const EMPTY_BOUNDS: Bounds = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
+
+/// Componentwise union of two boxes (`f32::min` / `f32::max`).
+pub fn union(a: &Bounds, b: &Bounds) -> Bounds {
+    (
+        std::array::from_fn(|k| a.0[k].min(b.0[k])),
+        std::array::from_fn(|k| a.1[k].max(b.1[k])),
+    )
+}
+
+/// Surface area `2(xy + yz + zx)` in f64; 0 for an empty box (any `max < min`).
+pub fn surface_area(b: &Bounds) -> f64 {
+    let e: [f64; 3] = std::array::from_fn(|k| b.1[k] as f64 - b.0[k] as f64);
+    if e.iter().any(|&x| x < 0.0) {
+        0.0
+    } else {
+        2.0 * (e[0] * e[1] + e[1] * e[2] + e[2] * e[0])
+    }
+}
+
+/// Whether `outer` contains `inner` (closed boxes, exact comparisons; false with NaNs).
+pub fn contains(outer: &Bounds, inner: &Bounds) -> bool {
+    (0..3).all(|k| outer.0[k] <= inner.0[k] && inner.1[k] <= outer.1[k])
+}
+
+/// Per-triangle boxes: the componentwise min and max of the three vertices.
+pub fn triangle_bounds(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Vec<Bounds> {
+    triangles
+        .iter()
+        .map(|t| {
+            let [a, b, c] = t.map(|v| positions[v as usize]);
+            (
+                std::array::from_fn(|k| a[k].min(b[k]).min(c[k])),
+                std::array::from_fn(|k| a[k].max(b[k]).max(c[k])),
+            )
+        })
+        .collect()
+}
+
+/// The centroid of a box, `(min + max) * 0.5` per component.
+pub fn centroid(b: &Bounds) -> [f32; 3] {
+    std::array::from_fn(|k| (b.0[k] + b.1[k]) * 0.5)
+}
+
+/// The centroids of the triangles' boxes.
+pub fn triangle_centroids(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Vec<[f32; 3]> {
+    triangle_bounds(positions, triangles)
+        .iter()
+        .map(centroid)
+        .collect()
+}
+
+/// Maps points into the integer grid of a Morton code: `q = floor((p - origin) * scale)`,
+/// clamped to `[0, 2^bits - 1]`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MortonFrame {
+    /// Smallest corner of the quantized region.
+    pub origin: [f32; 3],
+    /// Grid cells per unit length along each axis (0 along a flat axis).
+    pub scale: [f32; 3],
+}
+
+impl MortonFrame {
+    /// The frame of the region `lo..hi` with `bits` bits per axis: `origin = lo` and
+    /// `scale = 2^bits / (hi - lo)`, or 0 where `hi - lo` is not positive.
+    pub fn new(lo: [f32; 3], hi: [f32; 3], bits: u32) -> Self {
+        let cells = (1u64 << bits) as f32;
+        Self {
+            origin: lo,
+            scale: std::array::from_fn(|k| {
+                let extent = hi[k] - lo[k];
+                if extent > 0.0 { cells / extent } else { 0.0 }
+            }),
+        }
+    }
+
+    /// The frame of the bounds of `points` (`f32::min` / `f32::max`); of the origin alone when
+    /// there are no points.
+    pub fn from_points(points: &[[f32; 3]], bits: u32) -> Self {
+        if points.is_empty() {
+            return Self::new([0.0; 3], [0.0; 3], bits);
+        }
+        let (lo, hi) = points
+            .iter()
+            .fold(EMPTY_BOUNDS, |b, p| union(&b, &(*p, *p)));
+        Self::new(lo, hi, bits)
+    }
+
+    /// Grid coordinates of `p` with `bits` bits per axis.
+    pub fn quantize(&self, p: [f32; 3], bits: u32) -> [u32; 3] {
+        let max = ((1u64 << bits) - 1) as f32;
+        std::array::from_fn(|k| {
+            ((p[k] - self.origin[k]) * self.scale[k])
+                .floor()
+                .clamp(0.0, max) as u32
+        })
+    }
+}
+
+/// The number of Morton bits per axis and the key width they are sorted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MortonBits {
+    /// 10 bits per axis, 30-bit codes in 32-bit keys.
+    Bits30,
+    /// 21 bits per axis, 63-bit codes in 64-bit keys.
+    Bits63,
+}
+
+impl MortonBits {
+    /// Bits per axis: 10 or 21.
+    pub const fn per_axis(self) -> u32 {
+        match self {
+            Self::Bits30 => 10,
+            Self::Bits63 => 21,
+        }
+    }
+
+    /// Width of the sort key holding the code: 32 or 64.
+    pub const fn key_bits(self) -> u32 {
+        match self {
+            Self::Bits30 => 32,
+            Self::Bits63 => 64,
+        }
+    }
+
+    /// The codes of `points` (widened to u64) in their [`MortonFrame::from_points`] frame.
+    pub fn point_codes(self, points: &[[f32; 3]]) -> (Vec<u64>, MortonFrame) {
+        encode_points(points, self.per_axis(), morton63)
+    }
+}
+
+/// Spreads the low 21 bits of `x` so that bit `k` lands at bit `3k`.
+fn spread_bits(x: u64) -> u64 {
+    let mut x = x & 0x1f_ffff;
+    x = (x | (x << 32)) & 0x001f_0000_0000_ffff;
+    x = (x | (x << 16)) & 0x001f_0000_ff00_00ff;
+    x = (x | (x << 8)) & 0x100f_00f0_0f00_f00f;
+    x = (x | (x << 4)) & 0x10c3_0c30_c30c_30c3;
+    (x | (x << 2)) & 0x1249_2492_4924_9249
+}
+
+/// Inverse of [`spread_bits`]: gathers bits `0, 3, 6, ...` of `x` into its low 21 bits.
+fn compact_bits(x: u64) -> u64 {
+    let mut x = x & 0x1249_2492_4924_9249;
+    x = (x ^ (x >> 2)) & 0x10c3_0c30_c30c_30c3;
+    x = (x ^ (x >> 4)) & 0x100f_00f0_0f00_f00f;
+    x = (x ^ (x >> 8)) & 0x001f_0000_ff00_00ff;
+    x = (x ^ (x >> 16)) & 0x001f_0000_0000_ffff;
+    (x ^ (x >> 32)) & 0x1f_ffff
+}
+
+/// The 63-bit Morton code of grid coordinates (their low 21 bits).
+pub fn morton63(q: [u32; 3]) -> u64 {
+    (spread_bits(q[0] as u64) << 2) | (spread_bits(q[1] as u64) << 1) | spread_bits(q[2] as u64)
+}
+
+/// The 30-bit Morton code of grid coordinates (their low 10 bits).
+pub fn morton30(q: [u32; 3]) -> u32 {
+    morton63(q.map(|c| c & 0x3ff)) as u32
+}
+
+/// The grid coordinates of a 63-bit (or, widened, 30-bit) Morton code.
+pub fn morton_decode(code: u64) -> [u32; 3] {
+    [2, 1, 0].map(|shift| compact_bits(code >> shift) as u32)
+}
+
+/// Quantizes `points` in their frame with `bits` per axis and encodes each.
+pub(crate) fn encode_points<K>(
+    points: &[[f32; 3]],
+    bits: u32,
+    encode: impl Fn([u32; 3]) -> K,
+) -> (Vec<K>, MortonFrame) {
+    let frame = MortonFrame::from_points(points, bits);
+    let codes = points
+        .iter()
+        .map(|&p| encode(frame.quantize(p, bits)))
+        .collect();
+    (codes, frame)
+}
+
+/// 30-bit codes of points, in the frame of their bounds.
+pub fn point_morton_codes30(points: &[[f32; 3]]) -> (Vec<u32>, MortonFrame) {
+    encode_points(points, MortonBits::Bits30.per_axis(), morton30)
+}
+
+/// 63-bit codes of points, in the frame of their bounds.
+pub fn point_morton_codes63(points: &[[f32; 3]]) -> (Vec<u64>, MortonFrame) {
+    encode_points(points, MortonBits::Bits63.per_axis(), morton63)
+}
+
+/// 30-bit codes of the triangles' centroids, in the frame of the centroids' bounds.
+pub fn triangle_morton_codes30(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+) -> (Vec<u32>, MortonFrame) {
+    point_morton_codes30(&triangle_centroids(positions, triangles))
+}
+
+/// 63-bit codes of the triangles' centroids, in the frame of the centroids' bounds.
+pub fn triangle_morton_codes63(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+) -> (Vec<u64>, MortonFrame) {
+    point_morton_codes63(&triangle_centroids(positions, triangles))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::rng::Rng;
+
+    /// Bit `k` of axis `a` to bit `3k + 2 - a`, one bit at a time.
+    fn naive_morton(q: [u32; 3], bits: u32) -> u64 {
+        let mut code = 0u64;
+        for k in 0..bits {
+            for (a, &c) in q.iter().enumerate() {
+                code |= ((c as u64 >> k) & 1) << (3 * k + 2 - a as u32);
+            }
+        }
+        code
+    }
+
+    #[test]
+    fn morton_matches_naive_interleave() {
+        let mut rng = Rng::new(1);
+        for _ in 0..10_000 {
+            let q = [rng.next_u32(), rng.next_u32(), rng.next_u32()];
+            let q21 = q.map(|c| c & 0x1f_ffff);
+            let q10 = q.map(|c| c & 0x3ff);
+            assert_eq!(morton63(q), naive_morton(q21, 21));
+            assert_eq!(morton30(q) as u64, naive_morton(q10, 10));
+            assert_eq!(morton_decode(morton63(q)), q21);
+            assert_eq!(morton_decode(morton30(q) as u64), q10);
+        }
+        assert_eq!(morton30([1023; 3]), (1 << 30) - 1);
+        assert_eq!(morton63([(1 << 21) - 1; 3]), (1 << 63) - 1);
+        assert_eq!(morton30([1, 0, 0]), 4);
+        assert_eq!(morton30([0, 1, 0]), 2);
+        assert_eq!(morton30([0, 0, 1]), 1);
+    }
+
+    #[test]
+    fn quantize_covers_the_grid_and_clamps() {
+        let frame = MortonFrame::new([0.0, -1.0, 5.0], [1.0, 1.0, 5.0], 10);
+        assert_eq!(frame.scale, [1024.0, 512.0, 0.0]);
+        assert_eq!(frame.quantize([0.0, -1.0, 5.0], 10), [0, 0, 0]);
+        assert_eq!(frame.quantize([1.0, 1.0, 7.0], 10), [1023, 1023, 0]);
+        assert_eq!(frame.quantize([0.5, 0.0, 5.0], 10), [512, 512, 0]);
+        assert_eq!(frame.quantize([-3.0, 9.0, 5.0], 10), [0, 1023, 0]);
+        assert_eq!(frame.quantize([f32::NAN, 0.0, 5.0], 10)[0], 0);
+    }
+
+    #[test]
+    fn triangle_codes_use_the_centroid_frame() {
+        let positions = [
+            [0.0, 0.0, 0.0],
+            [2.0, 0.0, 0.0],
+            [0.0, 2.0, 0.0],
+            [4.0, 4.0, 4.0],
+            [6.0, 4.0, 4.0],
+            [4.0, 6.0, 4.0],
+        ];
+        let triangles = [[0, 1, 2], [3, 4, 5]];
+        assert_eq!(
+            triangle_bounds(&positions, &triangles),
+            vec![([0.0; 3], [2.0, 2.0, 0.0]), ([4.0; 3], [6.0, 6.0, 4.0])]
+        );
+        let (codes, frame) = triangle_morton_codes30(&positions, &triangles);
+        assert_eq!(frame.origin, [1.0, 1.0, 0.0]);
+        assert_eq!(frame.scale, [256.0, 256.0, 256.0]);
+        assert_eq!(codes, vec![0, (1 << 30) - 1]);
+        let (codes, _) = triangle_morton_codes63(&positions, &triangles);
+        assert_eq!(codes, vec![0, (1 << 63) - 1]);
+    }
+
+    #[test]
+    fn point_codes_agree_across_widths() {
+        let mut rng = Rng::new(2);
+        let points: Vec<[f32; 3]> = (0..1000)
+            .map(|_| std::array::from_fn(|_| rng.f32_in(-10.0, 10.0)))
+            .collect();
+        let (c30, f30) = point_morton_codes30(&points);
+        let (c63, f63) = point_morton_codes63(&points);
+        let (wide, _) = MortonBits::Bits30.point_codes(&points);
+        assert_eq!(f30.origin, f63.origin);
+        assert_eq!(f63.scale.map(|s| s / 2048.0), f30.scale);
+        for ((&a, &b), &w) in c30.iter().zip(&c63).zip(&wide) {
+            assert_eq!(a as u64, w);
+            // The scales differ by 2^11 exactly, so the coarse cells are the fine cells >> 11.
+            assert_eq!(morton_decode(a as u64), morton_decode(b).map(|q| q >> 11));
+        }
+        assert_eq!(point_morton_codes30(&[]).0, Vec::<u32>::new());
+    }
+}

@@ -1,0 +1,620 @@
+//! Ray casting references: the ray and hit formats shared with the GPU, the watertight
+//! ray/triangle test, brute-force queries and BVH traversal.
+//!
+//! The triangle test is Woop, Benthin and Wald's watertight test ("Watertight Ray/Triangle
+//! Intersection", JCGT 2(1), 2013): rays that pass exactly through a shared edge or vertex
+//! hit at least one of the triangles sharing it, so closed meshes never let a ray through.
+//! GPU kernels mirror [`intersect_triangle`] operation for operation, in the same order, with
+//! the same f64 fallback, and with the arithmetic marked `precise` so that the shader compiler
+//! neither fuses nor reorders it.
+//!
+//! Closest-hit queries break ties in `t` by the smallest triangle index, so a BVH traversal
+//! returns exactly the brute-force [`Hit`].
+
+use crate::accel::bvh::{INVALID_CHILD, LEAF_BIT};
+use crate::cpu::lbvh::Lbvh;
+use crate::cpu::morton::Bounds;
+
+/// A ray: the points `origin + t · direction` for `tmin < t < tmax`. The GPU's `struct Ray`
+/// (32 bytes). `direction` need not be normalized; `t` is in its units.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Ray {
+    /// Start point.
+    pub origin: [f32; 3],
+    /// Hits at `t <= tmin` are ignored.
+    pub tmin: f32,
+    /// Direction (any length, not zero).
+    pub direction: [f32; 3],
+    /// Hits at `t >= tmax` are ignored.
+    pub tmax: f32,
+}
+
+/// The `triangle` of a [`Hit`] that found nothing.
+pub const MISS: u32 = u32::MAX;
+
+/// The result of a closest-hit query: the GPU's `struct Hit` (16 bytes). The hit point of
+/// triangle `(a, b, c)` is `(1 - u - v) · a + u · b + v · c`, which is also
+/// `origin + t · direction` up to rounding.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Hit {
+    /// Ray parameter of the hit; the ray's `tmax` on a miss.
+    pub t: f32,
+    /// Index of the triangle hit, or [`MISS`].
+    pub triangle: u32,
+    /// Barycentric weight of the triangle's second vertex `b` (0 on a miss).
+    pub u: f32,
+    /// Barycentric weight of the triangle's third vertex `c` (0 on a miss).
+    pub v: f32,
+}
+
+const _: () = assert!(std::mem::size_of::<Ray>() == 32 && std::mem::size_of::<Hit>() == 16);
+
+impl Hit {
+    /// The miss of `ray`.
+    pub fn miss(ray: &Ray) -> Self {
+        Self {
+            t: ray.tmax,
+            triangle: MISS,
+            u: 0.0,
+            v: 0.0,
+        }
+    }
+
+    /// Whether a triangle was hit.
+    pub fn is_hit(&self) -> bool {
+        self.triangle != MISS
+    }
+
+    /// Whether `self` comes before `other`: smaller `t`, then smaller triangle index.
+    fn precedes(&self, other: &Hit) -> bool {
+        self.t < other.t || (self.t == other.t && self.triangle < other.triangle)
+    }
+}
+
+/// The watertight test of `ray` against triangle `(a, b, c)`: `Some((t, u, v))` with
+/// `tmin < t < tmax`, `u` and `v` the weights of `b` and `c`.
+///
+/// The vertices are translated by `-origin` and sheared so that the ray runs along +z: `kz`
+/// is the axis of largest `|direction|` (ties to the later axis: z over y over x),
+/// `kx = (kz + 1) % 3`, `ky = (kx + 1) % 3`, `kx` and `ky` swapped if `direction[kz] < 0`;
+/// `Sx = d[kx] / d[kz]`, `Sy = d[ky] / d[kz]`, `Sz = 1 / d[kz]`. With `A = a - origin`,
+/// `Ax = A[kx] - Sx · A[kz]`, `Ay = A[ky] - Sy · A[kz]` (likewise `B`, `C`), the edge functions
+/// are `U = Cx · By - Cy · Bx` (edge b-c, opposite a), `V = Ax · Cy - Ay · Cx` (edge c-a,
+/// opposite b) and `W = Bx · Ay - By · Ax` (edge a-b, opposite c). If any of them is exactly
+/// 0, all three are recomputed from the same f32 inputs in f64 and rounded to f32. The ray
+/// misses if they have mixed signs (some < 0 and some > 0) or if `det = U + V + W` is 0
+/// (degenerate triangles are never hit). Otherwise, with `Az = Sz · A[kz]` (likewise `Bz`,
+/// `Cz`), `T = U · Az + V · Bz + W · Cz` (left to right), `t = T / det`, `u = V / det`,
+/// `v = W / det`.
+pub fn intersect_triangle(
+    ray: &Ray,
+    a: [f32; 3],
+    b: [f32; 3],
+    c: [f32; 3],
+) -> Option<(f32, f32, f32)> {
+    Shear::new(ray).intersect(ray, a, b, c)
+}
+
+/// The per-ray constants of the watertight test.
+struct Shear {
+    /// The axes that become x, y and z.
+    kx: usize,
+    ky: usize,
+    kz: usize,
+    /// `d[kx] / d[kz]`, `d[ky] / d[kz]` and `1 / d[kz]`.
+    sx: f32,
+    sy: f32,
+    sz: f32,
+}
+
+impl Shear {
+    /// The constants of `ray`.
+    fn new(ray: &Ray) -> Self {
+        let d = ray.direction;
+        let m = d.map(f32::abs);
+        let kz = if m[0] > m[1] {
+            if m[0] > m[2] { 0 } else { 2 }
+        } else if m[1] > m[2] {
+            1
+        } else {
+            2
+        };
+        let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
+        if d[kz] < 0.0 {
+            std::mem::swap(&mut kx, &mut ky);
+        }
+        Self {
+            kx,
+            ky,
+            kz,
+            sx: d[kx] / d[kz],
+            sy: d[ky] / d[kz],
+            sz: 1.0 / d[kz],
+        }
+    }
+
+    /// [`intersect_triangle`] with these constants.
+    fn intersect(
+        &self,
+        ray: &Ray,
+        a: [f32; 3],
+        b: [f32; 3],
+        c: [f32; 3],
+    ) -> Option<(f32, f32, f32)> {
+        let (kx, ky, kz) = (self.kx, self.ky, self.kz);
+        let [a, b, c] =
+            [a, b, c].map(|p| -> [f32; 3] { std::array::from_fn(|k| p[k] - ray.origin[k]) });
+        let sheared = |p: [f32; 3]| (p[kx] - self.sx * p[kz], p[ky] - self.sy * p[kz]);
+        let ((ax, ay), (bx, by), (cx, cy)) = (sheared(a), sheared(b), sheared(c));
+        let mut u = cx * by - cy * bx;
+        let mut v = ax * cy - ay * cx;
+        let mut w = bx * ay - by * ax;
+        if u == 0.0 || v == 0.0 || w == 0.0 {
+            let edge = |px: f32, py: f32, qx: f32, qy: f32| {
+                (px as f64 * qy as f64 - py as f64 * qx as f64) as f32
+            };
+            u = edge(cx, cy, bx, by);
+            v = edge(ax, ay, cx, cy);
+            w = edge(bx, by, ax, ay);
+        }
+        if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
+            return None;
+        }
+        let det = u + v + w;
+        if det == 0.0 {
+            return None;
+        }
+        let (az, bz, cz) = (self.sz * a[kz], self.sz * b[kz], self.sz * c[kz]);
+        let t = (u * az + v * bz + w * cz) / det;
+        (t > ray.tmin && t < ray.tmax).then(|| (t, v / det, w / det))
+    }
+}
+
+/// The hit of `ray` with triangle `index` of the mesh, if any.
+fn hit_triangle(
+    shear: &Shear,
+    ray: &Ray,
+    positions: &[[f32; 3]],
+    triangle: [u32; 3],
+    index: u32,
+) -> Option<Hit> {
+    let [a, b, c] = triangle.map(|v| positions[v as usize]);
+    shear.intersect(ray, a, b, c).map(|(t, u, v)| Hit {
+        t,
+        triangle: index,
+        u,
+        v,
+    })
+}
+
+/// Closest hit (or with `any`, the first hit found) over all triangles, one after another.
+fn brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray, any: bool) -> Hit {
+    let shear = Shear::new(ray);
+    let mut best = Hit::miss(ray);
+    for (tri, index) in triangles.iter().zip(0..) {
+        if let Some(hit) = hit_triangle(&shear, ray, positions, *tri, index) {
+            if any {
+                return hit;
+            }
+            if hit.precedes(&best) {
+                best = hit;
+            }
+        }
+    }
+    best
+}
+
+/// The closest hit of `ray` among all triangles (ties: the smallest triangle index).
+pub fn closest_hit_brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray) -> Hit {
+    brute_force(positions, triangles, ray, false)
+}
+
+/// Whether `ray` hits any triangle.
+pub fn any_hit_brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray) -> bool {
+    brute_force(positions, triangles, ray, true).is_hit()
+}
+
+/// Relative widening of a box's `[near, far]` interval, so that rounding in the slab test
+/// and in the triangle test's `t` never culls a box holding a triangle the ray hits.
+pub const BOX_T_SLACK: f32 = 1.0 / 65536.0;
+
+/// The slab test of a ray (`inv_dir` = `1 / direction`) against a box, widened by
+/// [`BOX_T_SLACK`]: `[near, far]`, empty (`near > far`) on a miss. Along each axis the near
+/// plane is `min` (`max` when `inv_dir` is negative, including `1 / -0 = -inf`), so an
+/// inverted (empty) box is never entered. A NaN plane distance (`0 · inf`: the origin on a
+/// plane the ray runs in) does not bound the interval: the running max and min keep their
+/// value when compared with NaN (`t > near ? t : near` on the GPU).
+fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32) {
+    let mut near = f32::NEG_INFINITY;
+    let mut far = f32::INFINITY;
+    for k in 0..3 {
+        let (lo, hi) = if inv_dir[k].is_sign_negative() {
+            (b.1[k], b.0[k])
+        } else {
+            (b.0[k], b.1[k])
+        };
+        let t_near = (lo - origin[k]) * inv_dir[k];
+        let t_far = (hi - origin[k]) * inv_dir[k];
+        if t_near > near {
+            near = t_near;
+        }
+        if t_far < far {
+            far = t_far;
+        }
+    }
+    let widen = |t: f32, up: bool| {
+        t * if (t > 0.0) == up {
+            1.0 + BOX_T_SLACK
+        } else {
+            1.0 - BOX_T_SLACK
+        }
+    };
+    (widen(near, false), widen(far, true))
+}
+
+/// Closest hit (or with `any`, the first hit found) by BVH traversal: an explicit stack, both
+/// children's boxes tested at their parent, the nearer child visited first, and subtrees
+/// skipped whose `near` is beyond the closest hit so far (kept when equal, for ties).
+fn traverse(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+    bvh: &Lbvh,
+    ray: &Ray,
+    any: bool,
+) -> Hit {
+    let mut best = Hit::miss(ray);
+    if bvh.nodes.is_empty() {
+        return best;
+    }
+    let shear = Shear::new(ray);
+    let inv_dir = ray.direction.map(|d| 1.0 / d);
+    let mut stack = vec![(0u32, f32::NEG_INFINITY)];
+    while let Some((child, near)) = stack.pop() {
+        if near > best.t {
+            continue;
+        }
+        if child & LEAF_BIT != 0 {
+            let index = bvh.leaf_primitives[(child & !LEAF_BIT) as usize];
+            if let Some(hit) =
+                hit_triangle(&shear, ray, positions, triangles[index as usize], index)
+            {
+                if any {
+                    return hit;
+                }
+                if hit.precedes(&best) {
+                    best = hit;
+                }
+            }
+            continue;
+        }
+        let node = &bvh.nodes[child as usize];
+        let mut entered = [
+            (node.left, (node.left_min, node.left_max)),
+            (node.right, (node.right_min, node.right_max)),
+        ]
+        .map(|(c, b)| {
+            let (near, far) = slab(ray.origin, inv_dir, &b);
+            let enter = c != INVALID_CHILD && near <= far && far >= ray.tmin && near <= best.t;
+            enter.then_some((c, near))
+        });
+        if let [Some(l), Some(r)] = entered
+            && l.1 < r.1
+        {
+            entered = [Some(r), Some(l)];
+        }
+        stack.extend(entered.into_iter().flatten());
+    }
+    best
+}
+
+/// The closest hit of `ray` by traversing `bvh` (built over `triangles`): exactly
+/// [`closest_hit_brute_force`].
+pub fn closest_hit_bvh(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+    bvh: &Lbvh,
+    ray: &Ray,
+) -> Hit {
+    traverse(positions, triangles, bvh, ray, false)
+}
+
+/// Whether `ray` hits any triangle, by traversing `bvh`: exactly [`any_hit_brute_force`].
+pub fn any_hit_bvh(positions: &[[f32; 3]], triangles: &[[u32; 3]], bvh: &Lbvh, ray: &Ray) -> bool {
+    traverse(positions, triangles, bvh, ray, true).is_hit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::lbvh::build_lbvh;
+    use crate::cpu::lbvh::tests::Soup;
+    use crate::cpu::morton::MortonBits;
+    use crate::cpu::rng::Rng;
+    use crate::cpu::sah_bvh::build_sah_bvh;
+
+    fn ray(origin: [f32; 3], direction: [f32; 3]) -> Ray {
+        Ray {
+            origin,
+            tmin: 0.0,
+            direction,
+            tmax: f32::INFINITY,
+        }
+    }
+
+    fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+        std::array::from_fn(|k| a[k] - b[k])
+    }
+
+    fn lerp(a: [f32; 3], b: [f32; 3], s: f32) -> [f32; 3] {
+        std::array::from_fn(|k| a[k] + (b[k] - a[k]) * s)
+    }
+
+    fn random_point(rng: &mut Rng, lo: f32, hi: f32) -> [f32; 3] {
+        std::array::from_fn(|_| rng.f32_in(lo, hi))
+    }
+
+    /// The brute-force answer, checked against both BVHs, with its hit point checked.
+    fn cast(positions: &[[f32; 3]], triangles: &[[u32; 3]], bvhs: &[Lbvh], ray: &Ray) -> Hit {
+        let hit = closest_hit_brute_force(positions, triangles, ray);
+        let any = any_hit_brute_force(positions, triangles, ray);
+        assert_eq!(any, hit.is_hit());
+        for bvh in bvhs {
+            assert_eq!(
+                closest_hit_bvh(positions, triangles, bvh, ray),
+                hit,
+                "{ray:?}"
+            );
+            assert_eq!(any_hit_bvh(positions, triangles, bvh, ray), any, "{ray:?}");
+        }
+        if hit.is_hit() {
+            let [a, b, c] = triangles[hit.triangle as usize].map(|v| positions[v as usize]);
+            let w = [1.0 - hit.u - hit.v, hit.u, hit.v];
+            assert!(
+                w.iter().all(|&x| (-1e-4..=1.0 + 1e-4).contains(&x)),
+                "{hit:?}"
+            );
+            for k in 0..3 {
+                let on_triangle = w[0] * a[k] + w[1] * b[k] + w[2] * c[k];
+                let on_ray = ray.origin[k] + hit.t * ray.direction[k];
+                assert!((on_triangle - on_ray).abs() < 1e-3, "{hit:?} {ray:?}");
+            }
+        }
+        hit
+    }
+
+    fn bvhs(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Vec<Lbvh> {
+        vec![
+            build_lbvh(positions, triangles, MortonBits::Bits30),
+            build_lbvh(positions, triangles, MortonBits::Bits63),
+            build_sah_bvh(positions, triangles),
+        ]
+    }
+
+    #[test]
+    fn single_triangle_conventions() {
+        let (a, b, c) = ([0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]);
+        let mut r = ray([0.25, 0.5, 2.0], [0.0, 0.0, -1.0]);
+        assert_eq!(intersect_triangle(&r, a, b, c), Some((2.0, 0.25, 0.5)));
+        // Both windings, from both sides.
+        assert_eq!(intersect_triangle(&r, a, c, b), Some((2.0, 0.5, 0.25)));
+        r.origin[2] = -2.0;
+        r.direction[2] = 1.0;
+        assert_eq!(intersect_triangle(&r, a, b, c), Some((2.0, 0.25, 0.5)));
+        // tmin < t < tmax, exclusive.
+        r.tmax = 2.0;
+        assert_eq!(intersect_triangle(&r, a, b, c), None);
+        r.tmax = 3.0;
+        r.tmin = 2.0;
+        assert_eq!(intersect_triangle(&r, a, b, c), None);
+        // Vertices and edges are hit; degenerate triangles and parallel rays are not.
+        let down = |x: f32, y: f32| ray([x, y, 1.0], [0.0, 0.0, -1.0]);
+        assert_eq!(
+            intersect_triangle(&down(0.0, 0.0), a, b, c),
+            Some((1.0, 0.0, 0.0))
+        );
+        assert_eq!(
+            intersect_triangle(&down(0.5, 0.5), a, b, c),
+            Some((1.0, 0.5, 0.5))
+        );
+        assert_eq!(
+            intersect_triangle(&down(0.5, 0.0), a, b, [2.0, 0.0, 0.0]),
+            None
+        );
+        assert_eq!(
+            intersect_triangle(&ray([-1.0, 0.1, 0.0], [1.0, 0.0, 0.0]), a, b, c),
+            None
+        );
+        let miss = Hit::miss(&down(5.0, 5.0));
+        assert_eq!((miss.t, miss.triangle), (f32::INFINITY, MISS));
+        assert_eq!(
+            closest_hit_brute_force(&[a, b, c], &[[0, 1, 2]], &down(5.0, 5.0)),
+            miss
+        );
+    }
+
+    #[test]
+    fn bvh_traversal_equals_brute_force() {
+        let mut soup = Soup::random(1500, 21);
+        // Duplicates of earlier triangles: ties in t go to the smaller index.
+        for i in 0..100 {
+            let tri = soup.triangles[i * 7];
+            soup.triangles.push(tri);
+        }
+        let (p, t) = (&soup.positions, &soup.triangles);
+        let bvhs = bvhs(p, t);
+        let mut rng = Rng::new(22);
+        let mut hits = 0;
+        for i in 0..3000 {
+            let origin = random_point(&mut rng, -0.5, 1.5);
+            let mut direction = sub(random_point(&mut rng, 0.0, 1.0), origin);
+            // Some rays run along axes or planes, with zero (and negative zero) components.
+            match i % 5 {
+                0 => direction[rng.below(3) as usize] = 0.0,
+                1 => {
+                    let keep = rng.below(3) as usize;
+                    for k in (0..3).filter(|&k| k != keep) {
+                        direction[k] = if rng.below(2) == 0 { 0.0 } else { -0.0 };
+                    }
+                }
+                _ => {}
+            }
+            let mut r = ray(origin, direction);
+            if i % 3 == 0 {
+                r.tmin = rng.f32_in(0.0, 0.5);
+                r.tmax = r.tmin + rng.f32_in(0.0, 1.0);
+            }
+            hits += cast(p, t, &bvhs, &r).is_hit() as u32;
+        }
+        assert!(hits > 1000, "{hits} hits");
+        // Duplicates are hit by their first copy.
+        let r = ray(
+            [0.0; 3],
+            sub(lerp(p[0], lerp(p[1], p[2], 0.5), 0.5), [0.0; 3]),
+        );
+        let hit = closest_hit_brute_force(p, t, &r);
+        assert!(hit.is_hit() && hit.triangle < 1500);
+    }
+
+    #[test]
+    fn rays_through_shared_edges_and_vertices_of_a_fan_hit() {
+        let mut rng = Rng::new(23);
+        for _ in 0..20 {
+            // A gently sloped height field around the center (angular gaps below 180°), so that
+            // from every origin above or below, rays cross it rather than graze a fold.
+            let m = 4 + rng.below(9);
+            let center = [
+                rng.f32_in(-1.0, 1.0),
+                rng.f32_in(-1.0, 1.0),
+                rng.f32_in(-0.1, 0.1),
+            ];
+            let mut positions = vec![center];
+            for j in 0..m {
+                let angle = (j as f32 + rng.f32_in(0.0, 0.5)) * std::f32::consts::TAU / m as f32;
+                let radius = rng.f32_in(0.5, 2.0);
+                positions.push([
+                    center[0] + radius * angle.cos(),
+                    center[1] + radius * angle.sin(),
+                    center[2] + rng.f32_in(-0.1, 0.1),
+                ]);
+            }
+            let triangles: Vec<[u32; 3]> = (0..m).map(|j| [0, 1 + j, 1 + (j + 1) % m]).collect();
+            let bvhs = bvhs(&positions, &triangles);
+            for _ in 0..200 {
+                let mut origin = random_point(&mut rng, -3.0, 3.0);
+                origin[2] = if rng.below(2) == 0 { 4.0 } else { -4.0 };
+                let spoke = 1 + rng.below(m) as usize;
+                let target = match rng.below(3) {
+                    0 => center,
+                    1 => lerp(center, positions[spoke], rng.f32_in(0.0, 0.9)),
+                    _ => lerp(center, positions[spoke], 0.5),
+                };
+                let hit = cast(
+                    &positions,
+                    &triangles,
+                    &bvhs,
+                    &ray(origin, sub(target, origin)),
+                );
+                assert!(
+                    hit.is_hit(),
+                    "a ray at {target:?} from {origin:?} passed through the fan"
+                );
+            }
+        }
+    }
+
+    /// The surface of the cube [-1, 1]^3, each face an n × n grid of quads split in two,
+    /// vertices shared between faces, interior grid vertices jittered.
+    fn subdivided_cube(n: u32, rng: &mut Rng) -> (Vec<[f32; 3]>, Vec<[u32; 3]>) {
+        let mut index = std::collections::HashMap::new();
+        let mut positions = Vec::new();
+        let mut triangles = Vec::new();
+        let mut vertex = |g: [u32; 3], rng: &mut Rng| {
+            *index.entry(g).or_insert_with(|| {
+                let boundary = g.iter().filter(|&&c| c == 0 || c == n).count();
+                let jitter = if boundary == 1 { 0.3 / n as f32 } else { 0.0 };
+                let mut p = g.map(|c| 2.0 * c as f32 / n as f32 - 1.0);
+                for (k, x) in p.iter_mut().enumerate() {
+                    if g[k] != 0 && g[k] != n {
+                        *x += rng.f32_in(-jitter, jitter);
+                    }
+                }
+                positions.push(p);
+                positions.len() as u32 - 1
+            })
+        };
+        for axis in 0..3 {
+            for side in [0, n] {
+                for i in 0..n {
+                    for j in 0..n {
+                        let corner = |di: u32, dj: u32| {
+                            let mut g = [0; 3];
+                            g[axis] = side;
+                            g[(axis + 1) % 3] = i + di;
+                            g[(axis + 2) % 3] = j + dj;
+                            g
+                        };
+                        let q = [corner(0, 0), corner(1, 0), corner(1, 1), corner(0, 1)]
+                            .map(|g| vertex(g, rng));
+                        triangles.push([q[0], q[1], q[2]]);
+                        triangles.push([q[0], q[2], q[3]]);
+                    }
+                }
+            }
+        }
+        (positions, triangles)
+    }
+
+    #[test]
+    fn closed_mesh_lets_no_ray_out() {
+        let mut rng = Rng::new(24);
+        let (positions, triangles) = subdivided_cube(8, &mut rng);
+        assert_eq!(triangles.len(), 6 * 8 * 8 * 2);
+        let bvhs = bvhs(&positions, &triangles);
+        for i in 0..3000 {
+            let origin = random_point(&mut rng, -0.9, 0.9);
+            let direction = match i % 3 {
+                0 => sub(
+                    positions[rng.below(positions.len() as u32) as usize],
+                    origin,
+                ),
+                1 => {
+                    let [a, b, _] = triangles[rng.below(triangles.len() as u32) as usize];
+                    sub(
+                        lerp(
+                            positions[a as usize],
+                            positions[b as usize],
+                            rng.f32_in(0.0, 1.0),
+                        ),
+                        origin,
+                    )
+                }
+                _ => random_point(&mut rng, -1.0, 1.0),
+            };
+            let hit = cast(&positions, &triangles, &bvhs, &ray(origin, direction));
+            assert!(
+                hit.is_hit(),
+                "ray {i} from {origin:?} along {direction:?} left the cube"
+            );
+        }
+    }
+
+    #[test]
+    fn slab_handles_zero_directions_and_empty_boxes() {
+        let b: Bounds = ([0.0; 3], [1.0; 3]);
+        let inv = |d: [f32; 3]| d.map(|x| 1.0 / x);
+        // Along +x from the plane y = 0 of the box: the y and z slabs do not bound t.
+        let (near, far) = slab([-1.0, 0.0, 0.5], inv([1.0, 0.0, -0.0]), &b);
+        assert!((0.99..=1.0).contains(&near) && (2.0..2.01).contains(&far));
+        // Parallel to a slab but outside it.
+        let (near, far) = slab([-1.0, 1.5, 0.5], inv([1.0, 0.0, 0.0]), &b);
+        assert!(near > far);
+        let (near, far) = slab(
+            [0.5; 3],
+            inv([1.0, -2.0, 0.5]),
+            &crate::cpu::morton::EMPTY_BOUNDS,
+        );
+        assert_eq!((near, far), (f32::INFINITY, f32::NEG_INFINITY));
+    }
+}
