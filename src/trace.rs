@@ -117,9 +117,7 @@ impl Tracer {
             Query::Closest => &self.closest,
             Query::Any => &self.any,
         };
-        let groups = self
-            .indirect
-            .groups_for(rec, 0, &count, WORKGROUP_SIZE, 0);
+        let groups = self.indirect.groups_for(rec, 0, &count, WORKGROUP_SIZE, 0);
         rec.dispatch_groups(pipeline, &push, &groups);
         Ok(())
     }

@@ -28,8 +28,12 @@ fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
     let n = mesh.triangle_count() as u32;
     let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n).unwrap();
     let mut bvh = Bvh::new(ctx, n).unwrap();
-    let positions = ctx.create_buffer_with("positions", &mesh.positions).unwrap();
-    let triangles = ctx.create_buffer_with("triangles", &mesh.triangles).unwrap();
+    let positions = ctx
+        .create_buffer_with("positions", &mesh.positions)
+        .unwrap();
+    let triangles = ctx
+        .create_buffer_with("triangles", &mesh.triangles)
+        .unwrap();
     ctx.submit_and_wait(|rec| {
         let input = TriangleInput {
             positions: Slice::whole(&positions),
@@ -47,7 +51,9 @@ fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
             .into_iter()
             .map(u64::from)
             .collect(),
-        MortonBits::Bits63 => ctx.download::<u64>(builder.sorted_keys(), 0, n as usize).unwrap(),
+        MortonBits::Bits63 => ctx
+            .download::<u64>(builder.sorted_keys(), 0, n as usize)
+            .unwrap(),
     };
     assert_valid(ctx);
     Built {
@@ -57,13 +63,6 @@ fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
         bvh,
         _positions: positions,
         _triangles: triangles,
-    }
-}
-
-fn cpu_bits(bits: MortonBits) -> morton::MortonBits {
-    match bits {
-        MortonBits::Bits30 => morton::MortonBits::Bits30,
-        MortonBits::Bits63 => morton::MortonBits::Bits63,
     }
 }
 
@@ -79,13 +78,16 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
     // Codes: sorted, and each equal to the CPU's code of the leaf's triangle up to one cell
     // per axis (the GPU may round the grid scale's division differently).
     let centroids: Vec<[f32; 3]> = boxes.iter().map(morton::centroid).collect();
-    let (cpu_codes, _) = cpu_bits(bits).point_codes(&centroids);
+    let (cpu_codes, _) = bits.point_codes(&centroids);
     let mut exact = 0;
     for (k, (&key, &p)) in built.keys.iter().zip(&built.leaf_primitives).enumerate() {
         if k > 0 {
             assert!(built.keys[k - 1] <= key, "{label}: keys unsorted at {k}");
         }
-        let (gpu, cpu) = (morton::morton_decode(key), morton::morton_decode(cpu_codes[p as usize]));
+        let (gpu, cpu) = (
+            morton::morton_decode(key),
+            morton::morton_decode(cpu_codes[p as usize]),
+        );
         for a in 0..3 {
             assert!(
                 gpu[a].abs_diff(cpu[a]) <= 1,
@@ -94,16 +96,22 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
         }
         exact += (key == cpu_codes[p as usize]) as usize;
     }
-    assert!(exact * 1000 >= n * 999, "{label}: only {exact} of {n} codes exact");
+    assert!(
+        exact * 1000 >= n * 999,
+        "{label}: only {exact} of {n} codes exact"
+    );
     // Equal keys keep triangle order (the sort is stable).
     for k in 1..n {
         if built.keys[k - 1] == built.keys[k] {
-            assert!(built.leaf_primitives[k - 1] < built.leaf_primitives[k], "{label}: unstable at {k}");
+            assert!(
+                built.leaf_primitives[k - 1] < built.leaf_primitives[k],
+                "{label}: unstable at {k}"
+            );
         }
     }
 
     // Topology: exactly the CPU radix tree over the GPU's sorted keys.
-    let key_bits = cpu_bits(bits).key_bits();
+    let key_bits = bits.key_bits();
     let expected = cpu_lbvh::build_radix_tree(&built.keys, key_bits);
     for (i, (g, c)) in built.nodes.iter().zip(&expected).enumerate() {
         assert_eq!(
@@ -124,7 +132,9 @@ fn random_mesh(rng: &mut Rng, n: usize, extent: f32, size: f32) -> Mesh {
         }
     }
     Mesh {
-        triangles: (0..n as u32).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect(),
+        triangles: (0..n as u32)
+            .map(|t| [3 * t, 3 * t + 1, 3 * t + 2])
+            .collect(),
         positions,
         normals: Vec::new(),
     }
@@ -156,7 +166,11 @@ fn adversarial_meshes() {
     };
     for bits in [MortonBits::Bits30, MortonBits::Bits63] {
         let stats = check_tree(&ctx, &same, bits, "identical");
-        assert!(stats.depth <= 13, "identical: depth {} for 3000 leaves", stats.depth);
+        assert!(
+            stats.depth <= 13,
+            "identical: depth {} for 3000 leaves",
+            stats.depth
+        );
     }
     // Two clusters far apart.
     let mut clusters = random_mesh(&mut rng, 2000, 1.0, 0.01);
@@ -170,7 +184,11 @@ fn adversarial_meshes() {
     for t in 0..500 {
         let a = degenerate.positions[3 * t];
         degenerate.positions[3 * t + 1] = a;
-        degenerate.positions[3 * t + 2] = if t % 2 == 0 { a } else { [a[0] + 1.0, a[1], a[2]] };
+        degenerate.positions[3 * t + 2] = if t % 2 == 0 {
+            a
+        } else {
+            [a[0] + 1.0, a[1], a[2]]
+        };
     }
     let mut mixed = random_mesh(&mut rng, 1000, 1.0, 1e-4);
     mixed.positions[0] = [-1e4, -1e4, 0.0];
@@ -202,7 +220,7 @@ fn real_meshes() {
         let mesh = shared_mesh(name);
         let stats = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
         let reference = cpu_lbvh::tree_stats(
-            &cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, morton::MortonBits::Bits30).nodes,
+            &cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, MortonBits::Bits30).nodes,
             mesh.triangle_count(),
         );
         println!(
@@ -212,12 +230,15 @@ fn real_meshes() {
             stats.sah_cost,
             reference.sah_cost
         );
-        assert!((stats.sah_cost / reference.sah_cost - 1.0).abs() < 0.02, "{name}: SAH cost far from the CPU's");
+        assert!(
+            (stats.sah_cost / reference.sah_cost - 1.0).abs() < 0.02,
+            "{name}: SAH cost far from the CPU's"
+        );
     }
 }
 
-/// Random rays: from outside or inside the mesh's box towards random points in it, and some
-/// in random directions with finite and infinite tmax.
+/// Random rays: from outside or inside the mesh's box towards random points in it or on a
+/// random triangle, and some in random directions, with finite and infinite tmax.
 fn random_rays(rng: &mut Rng, mesh: &Mesh, count: usize) -> Vec<Ray> {
     let (lo, hi) = mesh.bounds().unwrap();
     let point = |rng: &mut Rng, grow: f32| -> [f32; 3] {
@@ -231,6 +252,11 @@ fn random_rays(rng: &mut Rng, mesh: &Mesh, count: usize) -> Vec<Ray> {
             let origin = point(rng, if i % 3 == 0 { 0.0 } else { 0.5 });
             let direction: [f32; 3] = if i % 5 == 4 {
                 std::array::from_fn(|_| rng.f32_in(-1.0, 1.0))
+            } else if i % 2 == 0 {
+                let t = mesh.triangles[rng.below(mesh.triangles.len() as u32) as usize];
+                let (u, v) = (rng.f32_in(0.0, 0.5), rng.f32_in(0.0, 0.5));
+                let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
+                std::array::from_fn(|k| (1.0 - u - v) * a[k] + u * b[k] + v * c[k] - origin[k])
             } else {
                 let target = point(rng, 0.0);
                 std::array::from_fn(|a| target[a] - origin[a])
@@ -250,7 +276,11 @@ fn trace(ctx: &Context, built: &Built, rays: &[Ray], query: Query) -> Vec<Hit> {
     let tracer = Tracer::new(ctx).unwrap();
     let ray_buffer = ctx.create_buffer_with("rays", rays).unwrap();
     let hits = ctx
-        .create_buffer("hits", (rays.len() * 16) as u64, canopy::vk::MemoryKind::Device)
+        .create_buffer(
+            "hits",
+            (rays.len() * 16) as u64,
+            canopy::vk::MemoryKind::Device,
+        )
         .unwrap();
     ctx.submit_and_wait(|rec| {
         tracer.record(
@@ -267,8 +297,18 @@ fn trace(ctx: &Context, built: &Built, rays: &[Ray], query: Query) -> Vec<Hit> {
     ctx.download(&hits, 0, rays.len()).unwrap()
 }
 
+/// Whether two distances along `ray` name the same point up to float rounding, which scales
+/// with the coordinates' magnitude: within 1e-5 relative to the distance travelled or 1e-6 of
+/// the mesh's extent.
+fn same_distance(ray: &Ray, a: f32, b: f32, extent: f32) -> bool {
+    let length = ray.direction.iter().map(|d| d * d).sum::<f32>().sqrt();
+    (a - b).abs() * length <= 1e-5 * (a.abs() * length) + 1e-6 * extent
+}
+
 fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: &str) {
     let built = build(ctx, mesh, bits);
+    let (lo, hi) = mesh.bounds().unwrap();
+    let extent = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f32::max);
     let mut rng = Rng::new(mesh.triangle_count() as u64);
     let rays = random_rays(&mut rng, mesh, rays);
     let closest = trace(ctx, &built, &rays, Query::Closest);
@@ -281,16 +321,32 @@ fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: 
         let same = got.triangle == expected.triangle
             || (got.triangle != MISS
                 && expected.triangle != MISS
-                && (got.t - expected.t).abs() <= 1e-5 * expected.t.abs().max(1e-30));
-        assert!(same, "{label}: ray {i} {ray:?}: GPU {got:?}, brute force {expected:?}");
+                && same_distance(ray, got.t, expected.t, extent));
+        assert!(
+            same,
+            "{label}: ray {i} {ray:?}: GPU {got:?}, brute force {expected:?}"
+        );
         if got.triangle == expected.triangle && got.triangle != MISS {
-            assert!((got.t - expected.t).abs() <= 1e-5 * expected.t.abs(), "{label}: ray {i} t");
-            assert!((got.u - expected.u).abs() < 1e-4 && (got.v - expected.v).abs() < 1e-4, "{label}: ray {i} uv");
+            assert!(
+                same_distance(ray, got.t, expected.t, extent),
+                "{label}: ray {i} t: GPU {got:?}, CPU {expected:?}"
+            );
+            assert!(
+                (got.u - expected.u).abs() < 1e-4 && (got.v - expected.v).abs() < 1e-4,
+                "{label}: ray {i} uv"
+            );
         }
         let occluded = raycast::any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
-        assert_eq!(any[i].triangle != MISS, occluded, "{label}: ray {i} any-hit");
+        assert_eq!(
+            any[i].triangle != MISS,
+            occluded,
+            "{label}: ray {i} any-hit"
+        );
     }
-    assert!(hit_count * 4 > rays.len(), "{label}: too few rays hit ({hit_count})");
+    assert!(
+        hit_count * 4 > rays.len(),
+        "{label}: too few rays hit ({hit_count})"
+    );
 }
 
 #[test]

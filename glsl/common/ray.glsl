@@ -43,7 +43,7 @@ RayQuery ray_query(Ray ray) {
     vec3 signs = mix(vec3(-1.0), vec3(1.0), greaterThanEqual(d, vec3(0.0)));
     q.inv_direction = 1.0 / mix(d, signs * 1e-30, lessThan(abs(d), vec3(1e-30)));
     vec3 ad = abs(d);
-    int kz = ad.x >= ad.y ? (ad.x >= ad.z ? 0 : 2) : (ad.y >= ad.z ? 1 : 2);
+    int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
     int kx = (kz + 1) % 3;
     int ky = (kx + 1) % 3;
     if (d[kz] < 0.0) {
@@ -74,7 +74,9 @@ float box_entry(RayQuery q, vec3 lo, vec3 hi, float tmax) {
 // of the three edge functions U, V, W (weights of a, b, c) decide inside or outside exactly
 // as on the neighbouring triangle, so no ray passes between triangles sharing an edge.
 // Degenerate triangles (U + V + W = 0) are never hit. On a hit in (tmin, t) it updates t and
-// the weights u (of b) and v (of c).
+// the weights u (of b) and v (of c). cpu/raycast.rs recomputes U, V, W in double precision
+// when one is exactly zero; the GPU keeps single precision (shaderFloat64 is optional), which
+// stays watertight: a zero edge function counts as inside for both triangles of the edge.
 bool intersect_triangle(RayQuery q, vec3 a, vec3 b, vec3 c, inout float t, out vec2 uv) {
     int kx = q.axes.x;
     int ky = q.axes.y;
@@ -99,7 +101,7 @@ bool intersect_triangle(RayQuery q, vec3 a, vec3 b, vec3 c, inout float t, out v
     if (det == 0.0) {
         return false;
     }
-    float hit_t = (u * q.shear.z * A[kz] + v * q.shear.z * B[kz] + w * q.shear.z * C[kz]) / det;
+    precise float hit_t = (u * (q.shear.z * A[kz]) + v * (q.shear.z * B[kz]) + w * (q.shear.z * C[kz])) / det;
     if (!(hit_t > q.tmin && hit_t < t)) {
         return false;
     }

@@ -22,30 +22,12 @@ use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use std::sync::Arc;
 
-/// Width of the Morton codes the leaves are ordered by.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MortonBits {
-    /// 10 bits per axis in a u32: the fastest sort; enough for most scenes.
-    #[default]
-    Bits30,
-    /// 21 bits per axis in a u64: for scenes whose detail is tiny against their extent.
-    Bits63,
-}
+pub use crate::cpu::morton::MortonBits;
 
-impl MortonBits {
-    /// Bits of the sort key.
-    pub fn key_bits(self) -> u32 {
-        match self {
-            MortonBits::Bits30 => 30,
-            MortonBits::Bits63 => 63,
-        }
-    }
-
-    pub(crate) fn key_type(self) -> KeyType {
-        match self {
-            MortonBits::Bits30 => KeyType::U32,
-            MortonBits::Bits63 => KeyType::U64,
-        }
+fn key_type(bits: MortonBits) -> KeyType {
+    match bits {
+        MortonBits::Bits30 => KeyType::U32,
+        MortonBits::Bits63 => KeyType::U64,
     }
 }
 
@@ -183,11 +165,8 @@ impl RadixTreeSteps {
     ) -> Result<Self> {
         let codes63 = (morton_bits == MortonBits::Bits63) as u32;
         let tiles = capacity.div_ceil(BOUNDS_TILE).max(1) as u64;
-        let reduce_scratch = ctx.create_buffer(
-            "lbvh bounds partials",
-            32 * (tiles + 1),
-            MemoryKind::Device,
-        )?;
+        let reduce_scratch =
+            ctx.create_buffer("lbvh bounds partials", 32 * (tiles + 1), MemoryKind::Device)?;
         ctx.submit_and_wait(|rec| {
             rec.fill(&reduce_scratch, 0, 4, 0);
             Ok(())
@@ -201,7 +180,7 @@ impl RadixTreeSteps {
             )?,
             morton: ctx.pipeline(&shaders::LBVH_MORTON_CODES, WORKGROUP_SIZE, &[codes63])?,
             radix_tree: ctx.pipeline(&shaders::LBVH_RADIX_TREE, WORKGROUP_SIZE, &[codes63])?,
-            sort: RadixSort::new(ctx, morton_bits.key_type(), capacity)?,
+            sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
             indirect: IndirectArgs::new(ctx, "lbvh", 4)?,
             reduce_scratch,
             centroid_bounds: ctx.create_buffer("lbvh centroid bounds", 32, MemoryKind::Device)?,
@@ -210,10 +189,7 @@ impl RadixTreeSteps {
 
     /// Bytes of a key.
     pub(crate) fn key_bytes(&self) -> u64 {
-        match self.morton_bits {
-            MortonBits::Bits30 => 4,
-            MortonBits::Bits63 => 8,
-        }
+        self.morton_bits.key_bits() as u64 / 8
     }
 
     /// Steps 1-2: boxes (into `boxes`), centroid bounds, and (key, index) pairs.
@@ -229,9 +205,7 @@ impl RadixTreeSteps {
     ) {
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: bounds");
-        let groups = self
-            .indirect
-            .groups_for(rec, 0, &count, BOUNDS_TILE, 1);
+        let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1);
         let push = PrimitiveBoundsPush {
             positions_address: positions,
             triangles_address: triangles,
@@ -247,9 +221,7 @@ impl RadixTreeSteps {
         rec.end_stage();
 
         rec.begin_stage("lbvh: morton codes");
-        let groups = self
-            .indirect
-            .groups_for(rec, 1, &count, WORKGROUP_SIZE, 0);
+        let groups = self.indirect.groups_for(rec, 1, &count, WORKGROUP_SIZE, 0);
         let push = MortonPush {
             boxes_address: boxes,
             bounds_address: self.centroid_bounds.address(),
@@ -299,9 +271,7 @@ impl RadixTreeSteps {
     ) {
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: radix tree");
-        let groups = self
-            .indirect
-            .groups_for(rec, 2, &count, WORKGROUP_SIZE, 1);
+        let groups = self.indirect.groups_for(rec, 2, &count, WORKGROUP_SIZE, 1);
         let push = RadixTreePush {
             keys_address: keys,
             nodes_address: nodes,

@@ -230,10 +230,7 @@ impl OctreeBuilder {
 
     /// Levels of the octree (10 or 21).
     pub fn levels(&self) -> u32 {
-        match self.steps.morton_bits {
-            MortonBits::Bits30 => 10,
-            MortonBits::Bits63 => 21,
-        }
+        self.steps.morton_bits.per_axis()
     }
 
     /// Device memory for the octree of up to this builder's capacity.

@@ -356,7 +356,11 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         "{} frames in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
         gpu_ms.len(),
         frames / wall,
-        if args.no_write { "" } else { " with PNG output" },
+        if args.no_write {
+            ""
+        } else {
+            " with PNG output"
+        },
     );
     Ok(())
 }
@@ -373,10 +377,7 @@ fn print_frame_profile(frame: u32, stages: &[(String, f64)], pixels: u32, lights
     for (name, ms) in &sums {
         let rate = match name.as_str() {
             "trace: primary" => format!("  {:.3} G rays/s", pixels as f64 / ms * 1e-6),
-            "trace: shadow" => format!(
-                "  {:.3} G rays/s",
-                (pixels * lights) as f64 / ms * 1e-6
-            ),
+            "trace: shadow" => format!("  {:.3} G rays/s", (pixels * lights) as f64 / ms * 1e-6),
             _ => String::new(),
         };
         println!("  {name:<28} {ms:>9.3} ms{rate}");

@@ -14,42 +14,7 @@
 use crate::accel::bvh::{INVALID_CHILD, LEAF_BIT};
 use crate::cpu::lbvh::Lbvh;
 use crate::cpu::morton::Bounds;
-
-/// A ray: the points `origin + t · direction` for `tmin < t < tmax`. The GPU's `struct Ray`
-/// (32 bytes). `direction` need not be normalized; `t` is in its units.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Ray {
-    /// Start point.
-    pub origin: [f32; 3],
-    /// Hits at `t <= tmin` are ignored.
-    pub tmin: f32,
-    /// Direction (any length, not zero).
-    pub direction: [f32; 3],
-    /// Hits at `t >= tmax` are ignored.
-    pub tmax: f32,
-}
-
-/// The `triangle` of a [`Hit`] that found nothing.
-pub const MISS: u32 = u32::MAX;
-
-/// The result of a closest-hit query: the GPU's `struct Hit` (16 bytes). The hit point of
-/// triangle `(a, b, c)` is `(1 - u - v) · a + u · b + v · c`, which is also
-/// `origin + t · direction` up to rounding.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Hit {
-    /// Ray parameter of the hit; the ray's `tmax` on a miss.
-    pub t: f32,
-    /// Index of the triangle hit, or [`MISS`].
-    pub triangle: u32,
-    /// Barycentric weight of the triangle's second vertex `b` (0 on a miss).
-    pub u: f32,
-    /// Barycentric weight of the triangle's third vertex `c` (0 on a miss).
-    pub v: f32,
-}
-
-const _: () = assert!(std::mem::size_of::<Ray>() == 32 && std::mem::size_of::<Hit>() == 16);
+pub use crate::trace::{Hit, MISS, Ray};
 
 impl Hit {
     /// The miss of `ray`.

@@ -205,14 +205,26 @@ impl Renderer {
             shadow_rays: ctx.pipeline(&shaders::RENDER_SHADOW_RAYS, WORKGROUP_SIZE, &[])?,
             shade: ctx.pipeline(&shaders::RENDER_SHADE, WORKGROUP_SIZE, &[])?,
             tracer: Tracer::new(ctx)?,
-            primary_rays: ctx.create_buffer("primary rays", pixels * ray_bytes, MemoryKind::Device)?,
-            primary_hits: ctx.create_buffer("primary hits", pixels * hit_bytes, MemoryKind::Device)?,
+            primary_rays: ctx.create_buffer(
+                "primary rays",
+                pixels * ray_bytes,
+                MemoryKind::Device,
+            )?,
+            primary_hits: ctx.create_buffer(
+                "primary hits",
+                pixels * hit_bytes,
+                MemoryKind::Device,
+            )?,
             shadow_ray_buffer: ctx.create_buffer(
                 "shadow rays",
                 shadow * ray_bytes,
                 MemoryKind::Device,
             )?,
-            shadow_hits: ctx.create_buffer("shadow hits", shadow * hit_bytes, MemoryKind::Device)?,
+            shadow_hits: ctx.create_buffer(
+                "shadow hits",
+                shadow * hit_bytes,
+                MemoryKind::Device,
+            )?,
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
             readback: ctx.create_buffer("image readback", pixels * 4, MemoryKind::Readback)?,
         })

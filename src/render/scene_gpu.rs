@@ -150,7 +150,8 @@ impl SceneGpu {
             positions: ctx.create_buffer("scene positions", vertex_bytes, MemoryKind::Device)?,
             normals: ctx.create_buffer("scene normals", vertex_bytes, MemoryKind::Device)?,
             triangles: ctx.create_buffer_with("scene triangles", triangles)?,
-            triangle_materials: ctx.create_buffer_with("scene triangle materials", triangle_materials)?,
+            triangle_materials: ctx
+                .create_buffer_with("scene triangle materials", triangle_materials)?,
             materials: ctx.create_buffer_with("scene materials", materials)?,
             lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
             vertex_count,
