@@ -9,6 +9,11 @@
 #[path = "common/spirv.rs"]
 mod spirv;
 
+use canopy::accel::bvh::{BvhNode, LeafTriangle};
+use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
+use canopy::accel::octree::{
+    EdgeCountsPush, GatherKeysPush, LinkNodesPush, OctreeNode, UniqueFlagsPush,
+};
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
 use canopy::prims::multisplit::BinHistogramPush;
@@ -16,7 +21,10 @@ use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
 use canopy::prims::reduce::{Aabb, ReducePush};
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
+use canopy::render::{CameraRaysPush, GpuLight, Material, ShadePush, ShadowRaysPush};
+use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
+use canopy::trace::{Hit, Ray, TracePush};
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
 
@@ -148,6 +156,163 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 pad
             })),
         ),
+        (
+            shaders::LBVH_PRIMITIVE_BOUNDS,
+            Rust(rust_layout!(PrimitiveBoundsPush {
+                positions_address,
+                triangles_address,
+                boxes_address,
+                bounds_address,
+                scratch_address,
+                count_address,
+                host_count
+            })),
+        ),
+        (
+            shaders::LBVH_MORTON_CODES,
+            Rust(rust_layout!(MortonPush {
+                boxes_address,
+                bounds_address,
+                keys_address,
+                values_address,
+                count_address,
+                host_count
+            })),
+        ),
+        (
+            shaders::LBVH_RADIX_TREE,
+            Rust(rust_layout!(RadixTreePush {
+                keys_address,
+                nodes_address,
+                leaf_parents_address,
+                counters_address,
+                count_address,
+                host_count
+            })),
+        ),
+        (
+            shaders::LBVH_BOTTOM_UP_BOXES,
+            Rust(rust_layout!(BottomUpPush {
+                positions_address,
+                triangles_address,
+                leaf_primitives_address,
+                nodes_address,
+                leaf_parents_address,
+                counters_address,
+                leaf_triangles_address,
+                count_address,
+                host_count
+            })),
+        ),
+        (
+            shaders::TRACE_TRACE_BVH,
+            Rust(rust_layout!(TracePush {
+                nodes_address,
+                leaf_triangles_address,
+                rays_address,
+                hits_address,
+                count_address,
+                host_count,
+                primitive_count
+            })),
+        ),
+        (
+            shaders::SCENE_DEFAULT_SURFACE,
+            Rust(rust_layout!(DefaultSurfacePush {
+                positions_address,
+                normals_address,
+                segments_u,
+                segments_v,
+                time,
+                ground_half_size,
+                ground_height
+            })),
+        ),
+        (
+            shaders::RENDER_CAMERA_RAYS,
+            Rust(rust_layout!(CameraRaysPush {
+                rays_address,
+                origin,
+                width,
+                forward,
+                height,
+                right,
+                pad0,
+                up,
+                pad1
+            })),
+        ),
+        (
+            shaders::RENDER_SHADOW_RAYS,
+            Rust(rust_layout!(ShadowRaysPush {
+                scene,
+                primary_rays_address,
+                primary_hits_address,
+                lights_address,
+                shadow_rays_address,
+                pixels,
+                light_count,
+                surface_offset
+            })),
+        ),
+        (
+            shaders::RENDER_SHADE,
+            Rust(rust_layout!(ShadePush {
+                scene,
+                primary_rays_address,
+                primary_hits_address,
+                lights_address,
+                shadow_hits_address,
+                image_address,
+                pixels,
+                light_count,
+                ambient
+            })),
+        ),
+        (
+            shaders::OCTREE_UNIQUE_FLAGS,
+            Rust(rust_layout!(UniqueFlagsPush {
+                keys_address,
+                flags_address,
+                count
+            })),
+        ),
+        (
+            shaders::OCTREE_GATHER_KEYS,
+            Rust(rust_layout!(GatherKeysPush {
+                keys_address,
+                indices_address,
+                unique_keys_address,
+                count_address
+            })),
+        ),
+        (
+            shaders::OCTREE_EDGE_COUNTS,
+            Rust(rust_layout!(EdgeCountsPush {
+                keys_address,
+                nodes_address,
+                leaf_parents_address,
+                bounds_address,
+                count_address,
+                edge_counts_address,
+                splits_address,
+                entries
+            })),
+        ),
+        (
+            shaders::OCTREE_LINK_NODES,
+            Rust(rust_layout!(LinkNodesPush {
+                keys_address,
+                nodes_address,
+                leaf_parents_address,
+                count_address,
+                edge_counts_address,
+                offsets_address,
+                octree_address,
+                octree_count_address,
+                entries
+            })),
+        ),
         // {u64 src_address, u64 dst_address, u32 vector_count}: the bench's copy (src/cli/bench.rs).
         (shaders::PRIMS_COPY, GlslOffsets(&[0, 8, 16])),
     ]
@@ -169,18 +334,104 @@ struct SharedStruct {
 
 /// One entry per struct shared with GLSL through buffers.
 fn shared_struct_layouts() -> Vec<SharedStruct> {
-    vec![SharedStruct {
-        kernel: shaders::PRIMS_REDUCE_AABB,
-        name: "Aabb",
-        shape: &["vec3<f32>", "u32", "vec3<f32>", "u32"],
-        rust: rust_layout!(Aabb {
-            min,
-            pad0,
-            max,
-            pad1
-        }),
-        offsets: &[0, 12, 16, 28],
-    }]
+    vec![
+        SharedStruct {
+            kernel: shaders::PRIMS_REDUCE_AABB,
+            name: "Aabb",
+            shape: &["vec3<f32>", "u32", "vec3<f32>", "u32"],
+            rust: rust_layout!(Aabb {
+                min,
+                pad0,
+                max,
+                pad1
+            }),
+            offsets: &[0, 12, 16, 28],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_BVH,
+            name: "BvhNode",
+            shape: &[
+                "vec3<f32>",
+                "u32",
+                "vec3<f32>",
+                "u32",
+                "vec3<f32>",
+                "u32",
+                "vec3<f32>",
+                "u32",
+            ],
+            rust: rust_layout!(BvhNode {
+                left_min,
+                left,
+                left_max,
+                right,
+                right_min,
+                parent,
+                right_max,
+                leaf_count
+            }),
+            offsets: &[0, 12, 16, 28, 32, 44, 48, 60],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_BVH,
+            name: "LeafTriangle",
+            shape: &["vec4<f32>", "vec4<f32>", "vec4<f32>"],
+            rust: rust_layout!(LeafTriangle { a, b, c }),
+            offsets: &[0, 16, 32],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_BVH,
+            name: "Ray",
+            shape: &["vec3<f32>", "f32", "vec3<f32>", "f32"],
+            rust: rust_layout!(Ray {
+                origin,
+                tmin,
+                direction,
+                tmax
+            }),
+            offsets: &[0, 12, 16, 28],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_BVH,
+            name: "Hit",
+            shape: &["f32", "u32", "f32", "f32"],
+            rust: rust_layout!(Hit { t, triangle, u, v }),
+            offsets: &[0, 4, 8, 12],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "Material",
+            shape: &["vec3<f32>", "f32"],
+            rust: rust_layout!(Material {
+                albedo,
+                checker_scale
+            }),
+            offsets: &[0, 12],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "Light",
+            shape: &["vec3<f32>", "u32", "vec3<f32>", "f32"],
+            rust: rust_layout!(GpuLight {
+                vector,
+                kind,
+                intensity,
+                pad
+            }),
+            offsets: &[0, 12, 16, 28],
+        },
+        SharedStruct {
+            kernel: shaders::OCTREE_LINK_NODES,
+            name: "OctreeNode",
+            shape: &["u64", "u32", "u32"],
+            rust: rust_layout!(OctreeNode {
+                prefix,
+                parent,
+                level
+            }),
+            offsets: &[0, 8, 12],
+        },
+    ]
 }
 
 /// Differences between a GLSL struct and its Rust mirror, each a line naming `what`.

@@ -8,6 +8,7 @@
 //! The k-d tree is that radix tree itself: each internal node splits its points by the bit
 //! after their common prefix, that is by an axis-aligned plane, see [`point_kd_splits`].
 
+pub use crate::accel::octree::KdSplit;
 use crate::cpu::lbvh::radix_node;
 use crate::cpu::morton::{MortonFrame, encode_points, morton_decode, morton63};
 
@@ -83,15 +84,6 @@ pub fn build_octree(points: &[[f32; 3]], levels: u32) -> CpuOctree {
         nodes_per_level,
         nodes,
     }
-}
-
-/// The plane of a k-d tree node.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KdSplit {
-    /// 0, 1 or 2 for x, y or z.
-    pub axis: u32,
-    /// Position along `axis` of the boundary between the two half-cells.
-    pub plane: f32,
 }
 
 /// The split of radix node `i` over `unique_codes` as (axis, boundary in grid units): points

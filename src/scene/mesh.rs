@@ -84,6 +84,27 @@ impl Mesh {
     /// Loads the mesh in `path`, choosing the reader by the extension (`.obj`, `.ply`, `.gltf`,
     /// `.glb`, in any case), and [validates](Self::validate) it.
     pub fn load(path: &Path) -> Result<Mesh, SceneError> {
+        let mesh = Self::read(path)?;
+        mesh.validate(path)?;
+        Ok(mesh)
+    }
+
+    /// The vertex positions in `path` as a point cloud (every vertex, used by a face or not):
+    /// for octrees and point k-d trees. Rejects a file without vertices ([`SceneError::Empty`])
+    /// or with a non-finite one (`vertex N`).
+    pub fn load_points(path: &Path) -> Result<Vec<[f32; 3]>, SceneError> {
+        let mesh = Self::read(path)?;
+        if mesh.positions.is_empty() {
+            return Err(SceneError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        mesh.check_finite(path)?;
+        Ok(mesh.positions)
+    }
+
+    /// Reads `path` with the reader its extension names, unvalidated.
+    fn read(path: &Path) -> Result<Mesh, SceneError> {
         let extension = path
             .extension()
             .and_then(|e| e.to_str())
@@ -98,7 +119,6 @@ impl Mesh {
                 });
             }
         };
-        mesh.validate(path)?;
         Ok(mesh)
     }
 
@@ -115,17 +135,7 @@ impl Mesh {
                 path: path.to_path_buf(),
             });
         }
-        if let Some(v) = self
-            .positions
-            .iter()
-            .position(|p| !p.iter().all(|c| c.is_finite()))
-        {
-            return Err(SceneError::malformed(
-                path,
-                format!("vertex {v}"),
-                format!("non-finite position {:?}", self.positions[v]),
-            ));
-        }
+        self.check_finite(path)?;
         let vertices = self.positions.len();
         if let Some(t) = self
             .triangles
@@ -149,6 +159,22 @@ impl Mesh {
             ));
         }
         Ok(())
+    }
+
+    /// Rejects a non-finite position, naming its vertex.
+    fn check_finite(&self, path: &Path) -> Result<(), SceneError> {
+        match self
+            .positions
+            .iter()
+            .position(|p| !p.iter().all(|c| c.is_finite()))
+        {
+            Some(v) => Err(SceneError::malformed(
+                path,
+                format!("vertex {v}"),
+                format!("non-finite position {:?}", self.positions[v]),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Number of triangles.
