@@ -44,6 +44,8 @@ enum Command {
     Info,
     /// Run every GPU primitive on seeded random input against its CPU reference.
     Selfcheck,
+    /// Build an acceleration structure over a file on the GPU and report its shape and cost.
+    Build(cli::build::BuildArgs),
     /// Render frames of the animated default scene (or a mesh) to PNG files, rebuilding the
     /// acceleration structure on the GPU every frame.
     Render(cli::render::RenderArgs),
@@ -94,6 +96,7 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
     match args.command {
         Some(Command::Info) => cli::info::run(&options).map(drop),
         Some(Command::Selfcheck) => cli::selfcheck::run(&cli::context(&options)?),
+        Some(Command::Build(ref build)) => cli::build::run(&cli::context(&options)?, build),
         Some(Command::Render(ref render)) => cli::render::run(&cli::context(&options)?, render),
         Some(Command::Bench(BenchCommand::Prims(ref bench))) => {
             cli::bench::run(&cli::context(&options)?, bench)

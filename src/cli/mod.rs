@@ -1,6 +1,7 @@
 //! The subcommands of the `canopy` binary, one module each.
 
 pub mod bench;
+pub mod build;
 pub mod info;
 pub mod render;
 pub mod selfcheck;

@@ -61,6 +61,15 @@ pub enum MortonArg {
     Bits63,
 }
 
+impl From<MortonArg> for MortonBits {
+    fn from(arg: MortonArg) -> Self {
+        match arg {
+            MortonArg::Bits30 => MortonBits::Bits30,
+            MortonArg::Bits63 => MortonBits::Bits63,
+        }
+    }
+}
+
 fn parse_frames(text: &str) -> Result<Range<u32>, String> {
     let (first, last, inclusive) = if let Some((a, b)) = text.split_once("..=") {
         (a, b, true)
@@ -275,10 +284,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         None => default_subject(ctx, args.triangles)?,
     };
     let scene = &subject.scene;
-    let morton_bits = match args.morton_bits {
-        MortonArg::Bits30 => MortonBits::Bits30,
-        MortonArg::Bits63 => MortonBits::Bits63,
-    };
+    let morton_bits = args.morton_bits.into();
     let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits }, scene.triangle_count)?;
     let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
     let renderer = Renderer::new(ctx, width, height, scene.light_count)?;
