@@ -9,8 +9,8 @@ use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::prims::Slice;
 use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
-use canopy::scene::Mesh;
 use canopy::scene::default_scene::DefaultScene;
+use canopy::scene::{Mesh, shapes};
 use canopy::vk::{Context, Profiler};
 use glam::Vec3;
 use std::ops::Range;
@@ -179,14 +179,7 @@ fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
         mesh.compute_vertex_normals();
     }
     let mut materials = vec![0u32; mesh.triangle_count()];
-    let s = radius * 3.0;
-    let ground = Mesh {
-        positions: [(-s, -s), (s, -s), (-s, s), (s, s)]
-            .map(|(x, z)| [centre.x + x, lo.y, centre.z + z])
-            .to_vec(),
-        normals: vec![[0.0, 1.0, 0.0]; 4],
-        triangles: vec![[0, 2, 3], [0, 3, 1]],
-    };
+    let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
     mesh.append(&ground);
     materials.extend([1, 1]);
     let gpu = SceneGpu::allocate(

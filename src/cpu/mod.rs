@@ -5,5 +5,6 @@ pub mod morton;
 pub mod octree;
 pub mod prims;
 pub mod raycast;
+pub mod render;
 pub mod rng;
 pub mod sah_bvh;

@@ -6,5 +6,6 @@ pub mod gltf_loader;
 pub mod mesh;
 pub mod obj;
 pub mod ply;
+pub mod shapes;
 
 pub use mesh::{Mesh, SceneError};
