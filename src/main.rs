@@ -58,6 +58,10 @@ enum Command {
 enum BenchCommand {
     /// Every primitive over a range of sizes, against the device-local copy bandwidth.
     Prims(cli::bench::PrimsArgs),
+    /// LBVH builds of the default scene from 10K to 4M triangles and of a random soup.
+    Lbvh(cli::bench_accel::LbvhArgs),
+    /// Ray casting and whole frames of the default scene.
+    Render(cli::bench_accel::RenderBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -100,6 +104,12 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         Some(Command::Render(ref render)) => cli::render::run(&cli::context(&options)?, render),
         Some(Command::Bench(BenchCommand::Prims(ref bench))) => {
             cli::bench::run(&cli::context(&options)?, bench)
+        }
+        Some(Command::Bench(BenchCommand::Lbvh(ref bench))) => {
+            cli::bench_accel::run_lbvh(&cli::context(&options)?, bench)
+        }
+        Some(Command::Bench(BenchCommand::Render(ref bench))) => {
+            cli::bench_accel::run_render(&cli::context(&options)?, bench)
         }
         None => {
             let ctx = cli::info::run(&options)?;

@@ -47,14 +47,16 @@ pub struct PrimsArgs {
     pub only: Option<String>,
 }
 
-struct Timing {
-    median_ms: f64,
+/// The median GPU time of a timed run and of each stage in it.
+pub(super) struct Timing {
+    /// Median run, in ms.
+    pub(super) median_ms: f64,
     /// Per nested stage name: the median over runs of its summed time within a run.
-    stages: Vec<(String, f64)>,
+    pub(super) stages: Vec<(String, f64)>,
 }
 
 impl Timing {
-    fn print_stages(&self) {
+    pub(super) fn print_stages(&self) {
         for (name, ms) in &self.stages {
             println!("    {name:<30} {ms:>10.4} ms");
         }
@@ -63,7 +65,7 @@ impl Timing {
 
 /// Records `setup` (untimed) then `work` (timed) `repeats + 1` times; returns the median of the
 /// timed runs after the first.
-fn time_runs(
+pub(super) fn time_runs(
     ctx: &Context,
     repeats: u32,
     mut setup: impl FnMut(&mut Recorder) -> Result<()>,

@@ -1,6 +1,7 @@
 //! The subcommands of the `canopy` binary, one module each.
 
 pub mod bench;
+pub mod bench_accel;
 pub mod build;
 pub mod info;
 pub mod render;

@@ -90,7 +90,7 @@ fn parse_frames(text: &str) -> Result<Range<u32>, String> {
     Ok(a..b)
 }
 
-fn parse_size(text: &str) -> Result<(u32, u32), String> {
+pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
     let (w, h) = text
         .split_once(['x', 'X'])
         .ok_or_else(|| format!("'{text}': expected WxH, e.g. 1920x1080"))?;

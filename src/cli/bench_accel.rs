@@ -1,0 +1,302 @@
+//! `canopy bench lbvh` and `canopy bench render`: GPU-timestamp timings of the LBVH build
+//! over the default scene from 10K to 4M triangles and over a random triangle soup (per stage,
+//! with the cost per triangle and the tree's SAH cost against a CPU SAH BVH), and of ray
+//! casting and whole frames at 1920x1080. Each figure is the median of `--repeats` runs
+//! recorded in one command buffer after a warm-up run (see `bench::time_runs`).
+
+use super::CliError;
+use super::bench::time_runs;
+use canopy::accel::bvh::Bvh;
+use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
+use canopy::cpu::rng::Rng;
+use canopy::cpu::{lbvh as cpu_lbvh, morton, sah_bvh};
+use canopy::prims::{Count, Slice};
+use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
+use canopy::scene::default_scene::DefaultScene;
+use canopy::trace::{Query, Ray};
+use canopy::vk::{Context, MemoryKind};
+use glam::Vec3;
+
+/// Options of `canopy bench lbvh`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct LbvhArgs {
+    /// Triangle counts of the default scene to build (the scaling table).
+    #[arg(long, value_delimiter = ',', default_value = "10000,40000,160000,640000,1000000,2500000,4000000")]
+    pub triangles: Vec<u64>,
+    /// Triangles of the random soup built besides (0: none).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub soup: u32,
+    /// Timed runs per size (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 15)]
+    pub repeats: u32,
+    /// Morton code width.
+    #[arg(long, value_enum, default_value_t = super::render::MortonArg::Bits30)]
+    pub morton_bits: super::render::MortonArg,
+    /// Compare the SAH cost with a CPU full-sweep SAH BVH at sizes up to this many triangles.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub sah_up_to: u64,
+}
+
+/// Options of `canopy bench render`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RenderBenchArgs {
+    /// Triangles of the default scene.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub triangles: u64,
+    /// Image size.
+    #[arg(long, default_value = "1920x1080", value_parser = super::render::parse_size, value_name = "WxH")]
+    pub size: (u32, u32),
+    /// Timed runs (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 15)]
+    pub repeats: u32,
+}
+
+/// A triangle mesh on the device.
+struct DeviceMesh {
+    positions: canopy::vk::Buffer,
+    triangles: canopy::vk::Buffer,
+    triangle_count: u32,
+}
+
+impl DeviceMesh {
+    fn input(&self) -> TriangleInput<'_> {
+        TriangleInput {
+            positions: Slice::whole(&self.positions),
+            triangles: Slice::whole(&self.triangles),
+            count: self.triangle_count,
+        }
+    }
+}
+
+/// The default scene at time 0 with about `triangles` triangles, made on the GPU.
+fn default_scene_mesh(ctx: &Context, triangles: u64) -> Result<DeviceMesh, CliError> {
+    let scene = DefaultScene::new(ctx, triangles)?;
+    let vertex_bytes = scene.vertex_count() as u64 * 12;
+    let positions = ctx.create_buffer("bench positions", vertex_bytes, MemoryKind::Device)?;
+    let normals = ctx.create_buffer("bench normals", vertex_bytes, MemoryKind::Device)?;
+    ctx.submit_and_wait(|rec| {
+        scene.record(rec, &positions, &normals, 0.0);
+        Ok(())
+    })?;
+    let (topology, _) = scene.topology();
+    Ok(DeviceMesh {
+        positions,
+        triangles: ctx.create_buffer_with("bench triangles", &topology)?,
+        triangle_count: scene.triangle_count(),
+    })
+}
+
+/// `n` random triangles of edge up to 1% of the unit cube they fill (a soup with no
+/// coherence, as in the driver builders' published figures).
+fn random_soup(ctx: &Context, n: u32) -> Result<DeviceMesh, CliError> {
+    let mut rng = Rng::new(42);
+    let mut positions: Vec<[f32; 3]> = Vec::with_capacity(3 * n as usize);
+    for _ in 0..n {
+        let c: [f32; 3] = std::array::from_fn(|_| rng.f32_in(0.0, 1.0));
+        for _ in 0..3 {
+            positions.push(std::array::from_fn(|a| c[a] + rng.f32_in(-0.01, 0.01)));
+        }
+    }
+    let triangles: Vec<[u32; 3]> = (0..n).map(|t| [3 * t, 3 * t + 1, 3 * t + 2]).collect();
+    Ok(DeviceMesh {
+        positions: ctx.create_buffer_with("bench soup positions", &positions)?,
+        triangles: ctx.create_buffer_with("bench soup triangles", &triangles)?,
+        triangle_count: n,
+    })
+}
+
+/// The short names of the LBVH's stages, in order.
+const STAGES: [(&str, &str); 5] = [
+    ("lbvh: bounds", "bounds"),
+    ("lbvh: morton codes", "morton"),
+    ("lbvh: sort", "sort"),
+    ("lbvh: radix tree", "tree"),
+    ("lbvh: bottom-up boxes", "boxes"),
+];
+
+fn bench_build(
+    ctx: &Context,
+    args: &LbvhArgs,
+    label: &str,
+    mesh: &DeviceMesh,
+) -> Result<(), CliError> {
+    let n = mesh.triangle_count;
+    let bits: MortonBits = args.morton_bits.into();
+    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n)?;
+    let mut bvh = Bvh::new(ctx, n)?;
+    let input = mesh.input();
+    let t = time_runs(ctx, args.repeats, |_| Ok(()), |rec| builder.record(rec, &input, &mut bvh))?;
+    let stage = |name: &str| t.stages.iter().find(|s| s.0 == name).map_or(0.0, |s| s.1);
+    let split: Vec<String> = STAGES
+        .iter()
+        .map(|(name, short)| format!("{short} {:.3}", stage(name)))
+        .collect();
+    let mut quality = String::new();
+    if n as u64 <= args.sah_up_to {
+        let (nodes, leaves) = bvh.download(ctx)?;
+        let positions: Vec<[f32; 3]> =
+            ctx.download(&mesh.positions, 0, (mesh.positions.size() / 12) as usize)?;
+        let triangles: Vec<[u32; 3]> = ctx.download(&mesh.triangles, 0, n as usize)?;
+        let boxes = morton::triangle_bounds(&positions, &triangles);
+        let stats = cpu_lbvh::check_invariants(&nodes, &leaves, &boxes)
+            .map_err(|e| CliError::Failed(format!("{label}: invalid tree: {e}")))?;
+        let sah = cpu_lbvh::tree_stats(&sah_bvh::build_sah_bvh(&positions, &triangles).nodes, n as usize);
+        quality = format!(
+            "  depth {} SAH {:.1} vs CPU SAH BVH {:.1} ({:.3}x)",
+            stats.depth,
+            stats.sah_cost,
+            sah.sah_cost,
+            stats.sah_cost / sah.sah_cost
+        );
+    }
+    println!(
+        "{label:<14} {n:>9} tris {:>8.4} ms {:>7.2} ns/tri {:>7.0} Mtris/s  [{}]{quality}",
+        t.median_ms,
+        t.median_ms * 1e6 / n as f64,
+        n as f64 / t.median_ms * 1e-3,
+        split.join(", ")
+    );
+    Ok(())
+}
+
+/// Runs `canopy bench lbvh`.
+pub fn run_lbvh(ctx: &Context, args: &LbvhArgs) -> Result<(), CliError> {
+    println!(
+        "LBVH build on {} ({:?} codes), median of {} runs, GPU timestamps; stage split in ms",
+        ctx.caps().name,
+        MortonBits::from(args.morton_bits),
+        args.repeats
+    );
+    for &triangles in &args.triangles {
+        let mesh = default_scene_mesh(ctx, triangles)?;
+        bench_build(ctx, args, "default scene", &mesh)?;
+    }
+    if args.soup > 0 {
+        let soup = random_soup(ctx, args.soup)?;
+        bench_build(ctx, args, "random soup", &soup)?;
+    }
+    Ok(())
+}
+
+/// Runs `canopy bench render`.
+pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
+    let (width, height) = args.size;
+    let scene = DefaultScene::new(ctx, args.triangles)?;
+    let (topology, materials) = scene.topology();
+    let lights = [
+        Light::Directional {
+            direction: Vec3::new(-0.4, -1.0, -0.3),
+            intensity: Vec3::new(0.85, 0.8, 0.7),
+        },
+        Light::Point {
+            position: Vec3::new(2.7, 3.6, 2.2),
+            intensity: Vec3::splat(6.5),
+        },
+    ];
+    let gpu = SceneGpu::allocate(
+        ctx,
+        scene.vertex_count(),
+        &topology,
+        &materials,
+        &[
+            Material {
+                albedo: [0.8, 0.55, 0.3],
+                checker_scale: 0.0,
+            },
+            Material {
+                albedo: [0.75, 0.75, 0.72],
+                checker_scale: 0.5,
+            },
+        ],
+        &lights,
+    )?;
+    let n = gpu.triangle_count;
+    let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n)?;
+    let mut bvh = Bvh::new(ctx, n)?;
+    let renderer = Renderer::new(ctx, width, height, lights.len() as u32)?;
+    let camera = Camera::orbit(Vec3::new(0.0, 0.5, 0.0), 5.4, 35.0, 28.0, 40.0);
+    let shading = ShadingParams {
+        ambient: 0.12,
+        surface_offset: 2e-4,
+    };
+    let input = TriangleInput {
+        positions: Slice::whole(&gpu.positions),
+        triangles: Slice::whole(&gpu.triangles),
+        count: n,
+    };
+    println!(
+        "default scene, {n} triangles, {width}x{height}, {} lights, on {}; median of {} runs",
+        lights.len(),
+        ctx.caps().name,
+        args.repeats
+    );
+    let frame = time_runs(
+        ctx,
+        args.repeats,
+        |_| Ok(()),
+        |rec| {
+            scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
+            builder.record(rec, &input, &mut bvh)?;
+            renderer.record(rec, &gpu, &bvh, &camera, &shading)
+        },
+    )?;
+    let pixels = (width * height) as f64;
+    println!(
+        "whole frame (deform + rebuild + primary + shadow + shade): {:.3} ms = {:.1} frames/s (GPU)",
+        frame.median_ms,
+        1e3 / frame.median_ms
+    );
+    frame.print_stages();
+    for (stage, rays) in [
+        ("trace: primary", pixels),
+        ("trace: shadow", pixels * lights.len() as f64),
+    ] {
+        if let Some((_, ms)) = frame.stages.iter().find(|s| s.0 == stage) {
+            println!("{stage}: {:.3} G rays/s", rays / ms * 1e-6);
+        }
+    }
+
+    // Closest-hit rate on the rays of a frame, alone: the camera's primary rays.
+    let rays: Vec<Ray> = {
+        let (forward, right, up) = camera.basis(width, height);
+        (0..height)
+            .flat_map(|y| (0..width).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let u = (x as f32 + 0.5) / width as f32 * 2.0 - 1.0;
+                let v = 1.0 - (y as f32 + 0.5) / height as f32 * 2.0;
+                Ray {
+                    origin: camera.position.to_array(),
+                    tmin: 0.0,
+                    direction: (forward + u * right + v * up).to_array(),
+                    tmax: f32::INFINITY,
+                }
+            })
+            .collect()
+    };
+    let ray_buffer = ctx.create_buffer_with("bench rays", &rays)?;
+    let hits = ctx.create_buffer("bench hits", rays.len() as u64 * 16, MemoryKind::Device)?;
+    let tracer = canopy::trace::Tracer::new(ctx)?;
+    for query in [Query::Closest, Query::Any] {
+        let t = time_runs(
+            ctx,
+            args.repeats,
+            |_| Ok(()),
+            |rec| {
+                tracer.record(
+                    rec,
+                    &bvh,
+                    query,
+                    Slice::whole(&ray_buffer),
+                    Slice::whole(&hits),
+                    Count::Host(rays.len() as u32),
+                )
+            },
+        )?;
+        println!(
+            "{query:?}-hit, primary rays alone: {:.4} ms = {:.3} G rays/s",
+            t.median_ms,
+            rays.len() as f64 / t.median_ms * 1e-6
+        );
+    }
+    Ok(())
+}
