@@ -113,6 +113,10 @@ pub fn run(options: &ContextOptions) -> Result<Context, CliError> {
             format!("{} ns", caps.timestamp_period_ns),
         ),
         ("float atomic add", yes_no(caps.float_atomic_add).into()),
+        (
+            "accel structures",
+            yes_no(caps.acceleration_structure).into(),
+        ),
         ("validation layer", {
             let on = ctx.validation_enabled();
             (if on { "on" } else { "off" }).into()

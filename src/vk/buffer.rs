@@ -17,6 +17,10 @@ pub enum MemoryKind {
     Upload,
     /// Host-visible, read by the CPU: staging for readbacks.
     Readback,
+    /// Device-local storage of a Vulkan acceleration structure (the driver's own BVH, see
+    /// [`crate::accel::native`]); only on devices with
+    /// [`DeviceCaps::acceleration_structure`](super::DeviceCaps::acceleration_structure).
+    AccelerationStructure,
 }
 
 /// A Vulkan buffer with its memory and device address. Freed on drop.
@@ -73,30 +77,55 @@ impl Drop for Buffer {
 
 impl Context {
     /// Allocates a named buffer usable as storage, transfer source/destination, and indirect
-    /// argument source. Zero-sized and oversized requests are errors.
+    /// argument source. On devices with
+    /// [`DeviceCaps::acceleration_structure`](super::DeviceCaps::acceleration_structure),
+    /// device-local buffers are also acceleration structure build inputs (vertices and
+    /// indices for the driver's builder). [`MemoryKind::AccelerationStructure`] buffers are
+    /// only acceleration structure storage. Zero-sized and oversized requests are errors.
     pub fn create_buffer(&self, name: &str, size: u64, kind: MemoryKind) -> Result<Buffer> {
         if size == 0 {
             return Err(Error::InvalidInput(format!(
                 "buffer '{name}' has zero length"
             )));
         }
+        let acceleration_structure = self.caps().acceleration_structure;
+        if kind == MemoryKind::AccelerationStructure && !acceleration_structure {
+            return Err(Error::MissingFeature {
+                device: self.caps().name.clone(),
+                what: "VK_KHR_acceleration_structure".into(),
+            });
+        }
+        let device_local = matches!(kind, MemoryKind::Device | MemoryKind::AccelerationStructure);
         let heap_limit = self.caps().device_local_bytes.max(1);
-        if kind == MemoryKind::Device && size > heap_limit {
+        if device_local && size > heap_limit {
             return Err(Error::OutOfDeviceMemory {
                 name: name.into(),
                 bytes: size,
             });
         }
         let shared = &self.shared;
-        let info = vk::BufferCreateInfo::default()
-            .size(size)
-            .usage(
+        let usage = match kind {
+            MemoryKind::AccelerationStructure => {
+                vk::BufferUsageFlags::ACCELERATION_STRUCTURE_STORAGE_KHR
+                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
+            }
+            _ => {
+                let build_input = if kind == MemoryKind::Device && acceleration_structure {
+                    vk::BufferUsageFlags::ACCELERATION_STRUCTURE_BUILD_INPUT_READ_ONLY_KHR
+                } else {
+                    vk::BufferUsageFlags::empty()
+                };
                 vk::BufferUsageFlags::STORAGE_BUFFER
                     | vk::BufferUsageFlags::TRANSFER_SRC
                     | vk::BufferUsageFlags::TRANSFER_DST
                     | vk::BufferUsageFlags::INDIRECT_BUFFER
-                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
-            )
+                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
+                    | build_input
+            }
+        };
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         let raw = unsafe { shared.device.create_buffer(&info, None) }.map_err(|e| match e {
             vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
@@ -112,7 +141,7 @@ impl Context {
         })?;
         let requirements = unsafe { shared.device.get_buffer_memory_requirements(raw) };
         let location = match kind {
-            MemoryKind::Device => MemoryLocation::GpuOnly,
+            MemoryKind::Device | MemoryKind::AccelerationStructure => MemoryLocation::GpuOnly,
             MemoryKind::Upload => MemoryLocation::CpuToGpu,
             MemoryKind::Readback => MemoryLocation::GpuToCpu,
         };

@@ -87,6 +87,11 @@ pub struct DeviceCaps {
     pub device_local_bytes: u64,
     /// Whether 32-bit float atomic add on buffers is available.
     pub float_atomic_add: bool,
+    /// Whether `VK_KHR_acceleration_structure` (with `VK_KHR_deferred_host_operations` and the
+    /// `accelerationStructure` feature) is enabled, so that the driver's own BVH builder can
+    /// run on canopy's buffers (see [`crate::accel::native`]). Headless contexts enable it
+    /// where the device supports it; on an application's device it is `false`.
+    pub acceleration_structure: bool,
 }
 
 /// Validation messages collected by the debug messenger.
@@ -98,6 +103,7 @@ pub(crate) struct ValidationLog {
 pub(crate) struct Shared {
     pub entry: ash::Entry,
     pub instance: ash::Instance,
+    pub physical_device: vk::PhysicalDevice,
     pub device: ash::Device,
     pub queue: vk::Queue,
     pub queue_family: u32,
@@ -220,13 +226,29 @@ fn read_caps(
     );
     let required_stages = size_control.required_subgroup_size_stages;
 
+    let extensions =
+        unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    let has_extension = |name: &CStr| {
+        extensions
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(name))
+    };
+    let as_extensions = ACCELERATION_STRUCTURE_EXTENSIONS
+        .iter()
+        .all(|name| has_extension(name));
+
     let mut sc_features = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
     let mut float_atomics = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+    let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default();
     let mut f2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut sc_features)
         .push_next(&mut float_atomics);
+    if as_extensions {
+        f2 = f2.push_next(&mut as_features);
+    }
     unsafe { instance.get_physical_device_features2(pd, &mut f2) };
     let float_atomic_add = float_atomics.shader_buffer_float32_atomic_add == vk::TRUE;
+    let acceleration_structure = as_extensions && as_features.acceleration_structure == vk::TRUE;
     let sc = vk::PhysicalDeviceSubgroupSizeControlFeatures {
         subgroup_size_control: sc_features.subgroup_size_control,
         compute_full_subgroups: sc_features.compute_full_subgroups,
@@ -268,9 +290,16 @@ fn read_caps(
         heaps,
         device_local_bytes,
         float_atomic_add,
+        acceleration_structure,
     };
     (caps, sc)
 }
+
+/// The device extensions behind [`DeviceCaps::acceleration_structure`].
+const ACCELERATION_STRUCTURE_EXTENSIONS: [&CStr; 2] = [
+    ash::khr::acceleration_structure::NAME,
+    ash::khr::deferred_host_operations::NAME,
+];
 
 /// Subgroup operations every canopy kernel relies on.
 const REQUIRED_SUBGROUP_OPS: vk::SubgroupFeatureFlags = vk::SubgroupFeatureFlags::from_raw(
@@ -409,10 +438,15 @@ impl Context {
             .compute_full_subgroups(caps.full_subgroups);
         let mut float_atomics = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
             .shader_buffer_float32_atomic_add(caps.float_atomic_add);
+        let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default()
+            .acceleration_structure(true);
         let features = vk::PhysicalDeviceFeatures::default().shader_int64(true);
         let mut device_extensions = Vec::new();
         if caps.float_atomic_add {
             device_extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+        }
+        if caps.acceleration_structure {
+            device_extensions.extend(ACCELERATION_STRUCTURE_EXTENSIONS.map(CStr::as_ptr));
         }
         let mut device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
@@ -422,6 +456,9 @@ impl Context {
             .push_next(&mut f13);
         if caps.float_atomic_add {
             device_info = device_info.push_next(&mut float_atomics);
+        }
+        if caps.acceleration_structure {
+            device_info = device_info.push_next(&mut as_features);
         }
         let device = unsafe { instance.create_device(physical_device, &device_info, None) }
             .map_err(|e| Error::MissingFeature {
@@ -447,8 +484,10 @@ impl Context {
     /// Wraps an application's device. canopy records into command buffers the application
     /// passes it and never destroys the application's objects.
     pub fn from_external(external: ExternalDevice) -> Result<Self> {
-        let (caps, _) = read_caps(&external.instance, external.physical_device);
+        let (mut caps, _) = read_caps(&external.instance, external.physical_device);
         check_caps(&caps)?;
+        // canopy cannot tell which extensions the application enabled.
+        caps.acceleration_structure = false;
         Self::finish(Parts {
             entry: external.entry,
             instance: external.instance,
@@ -492,6 +531,7 @@ impl Context {
             shared: Arc::new(Shared {
                 entry: parts.entry,
                 instance: parts.instance,
+                physical_device: parts.physical_device,
                 device: parts.device,
                 queue: parts.queue,
                 queue_family: parts.queue_family,
