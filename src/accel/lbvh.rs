@@ -143,6 +143,21 @@ pub struct BottomUpPush {
 const BOUNDS_ITEMS_PER_INVOCATION: u32 = 4;
 const BOUNDS_TILE: u32 = WORKGROUP_SIZE * BOUNDS_ITEMS_PER_INVOCATION;
 
+/// Device addresses the Morton code steps read and write.
+#[derive(Clone, Copy)]
+pub(crate) struct CodeBuffers {
+    /// Vertex (or point) positions.
+    pub(crate) positions: u64,
+    /// Triangles (0 for points).
+    pub(crate) triangles: u64,
+    /// Per-primitive boxes written.
+    pub(crate) boxes: u64,
+    /// Keys written.
+    pub(crate) keys: u64,
+    /// Values written.
+    pub(crate) values: u64,
+}
+
 /// The steps shared by the LBVH and the octree: bounds, Morton codes, sort and radix tree.
 pub(crate) struct RadixTreeSteps {
     pub(crate) morton_bits: MortonBits,
@@ -192,17 +207,15 @@ impl RadixTreeSteps {
         self.morton_bits.key_bits() as u64 / 8
     }
 
-    /// Steps 1-2: boxes (into `boxes`), centroid bounds, and (key, index) pairs.
-    pub(crate) fn record_codes(
-        &self,
-        rec: &mut Recorder,
-        positions: u64,
-        triangles: u64,
-        boxes: u64,
-        keys: u64,
-        values: u64,
-        count: Count,
-    ) {
+    /// Steps 1-2: boxes (into `buffers.boxes`), centroid bounds, and (key, index) pairs.
+    pub(crate) fn record_codes(&self, rec: &mut Recorder, buffers: &CodeBuffers, count: Count) {
+        let CodeBuffers {
+            positions,
+            triangles,
+            boxes,
+            keys,
+            values,
+        } = *buffers;
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: bounds");
         let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1);
@@ -365,15 +378,14 @@ impl LbvhBuilder {
         let steps = &self.steps;
         let boxes = self.arena.address();
         let values = output.leaf_primitives.address();
-        steps.record_codes(
-            rec,
-            input.positions.address(),
-            input.triangles.address(),
+        let buffers = CodeBuffers {
+            positions: input.positions.address(),
+            triangles: input.triangles.address(),
             boxes,
-            self.keys.address(),
+            keys: self.keys.address(),
             values,
-            count,
-        );
+        };
+        steps.record_codes(rec, &buffers, count);
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
         // The boxes are dead: the arena now holds leaf parents, then visit counters.
         let leaf_parents = self.arena.address();

@@ -9,7 +9,7 @@
 //! internal node on axis `δ mod 3` at the boundary of the two half-cells of its first
 //! differing bit ([`KdSplit`]). Everything stays on the GPU; counts are device counts.
 
-use super::lbvh::{MortonBits, RadixTreeSteps};
+use super::lbvh::{CodeBuffers, MortonBits, RadixTreeSteps};
 use crate::accel::bvh::BvhNode;
 use crate::prims::compact::Compact;
 use crate::prims::scan::{Scan, ScanKind};
@@ -263,15 +263,14 @@ impl OctreeBuilder {
         points.check("octree points", count as u64, 4)?;
         let steps = &self.steps;
         let host = Count::Host(count);
-        steps.record_codes(
-            rec,
-            points.address(),
-            0,
-            self.boxes.address(),
-            self.keys.address(),
-            self.values.address(),
-            host,
-        );
+        let buffers = CodeBuffers {
+            positions: points.address(),
+            triangles: 0,
+            boxes: self.boxes.address(),
+            keys: self.keys.address(),
+            values: self.values.address(),
+        };
+        steps.record_codes(rec, &buffers, host);
         steps.record_sort(rec, &self.keys, &self.values, host)?;
 
         rec.begin_stage("octree: distinct codes");

@@ -8,6 +8,7 @@ use super::CliError;
 use super::bench::time_runs;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
+use canopy::accel::native::NativeBlasBuilder;
 use canopy::cpu::rng::Rng;
 use canopy::cpu::{lbvh as cpu_lbvh, morton, sah_bvh};
 use canopy::prims::{Count, Slice};
@@ -21,7 +22,11 @@ use glam::Vec3;
 #[derive(clap::Args, Clone, Debug)]
 pub struct LbvhArgs {
     /// Triangle counts of the default scene to build (the scaling table).
-    #[arg(long, value_delimiter = ',', default_value = "10000,40000,160000,640000,1000000,2500000,4000000")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10000,40000,160000,640000,1000000,2500000,4000000"
+    )]
     pub triangles: Vec<u64>,
     /// Triangles of the random soup built besides (0: none).
     #[arg(long, default_value_t = 1_000_000)]
@@ -125,7 +130,12 @@ fn bench_build(
     let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n)?;
     let mut bvh = Bvh::new(ctx, n)?;
     let input = mesh.input();
-    let t = time_runs(ctx, args.repeats, |_| Ok(()), |rec| builder.record(rec, &input, &mut bvh))?;
+    let t = time_runs(
+        ctx,
+        args.repeats,
+        |_| Ok(()),
+        |rec| builder.record(rec, &input, &mut bvh),
+    )?;
     let stage = |name: &str| t.stages.iter().find(|s| s.0 == name).map_or(0.0, |s| s.1);
     let split: Vec<String> = STAGES
         .iter()
@@ -140,7 +150,10 @@ fn bench_build(
         let boxes = morton::triangle_bounds(&positions, &triangles);
         let stats = cpu_lbvh::check_invariants(&nodes, &leaves, &boxes)
             .map_err(|e| CliError::Failed(format!("{label}: invalid tree: {e}")))?;
-        let sah = cpu_lbvh::tree_stats(&sah_bvh::build_sah_bvh(&positions, &triangles).nodes, n as usize);
+        let sah = cpu_lbvh::tree_stats(
+            &sah_bvh::build_sah_bvh(&positions, &triangles).nodes,
+            n as usize,
+        );
         quality = format!(
             "  depth {} SAH {:.1} vs CPU SAH BVH {:.1} ({:.3}x)",
             stats.depth,
@@ -156,6 +169,22 @@ fn bench_build(
         n as f64 / t.median_ms * 1e-3,
         split.join(", ")
     );
+    let vertices = (mesh.positions.size() / 12) as u32;
+    if let Some(native) = NativeBlasBuilder::new(ctx, n, vertices)? {
+        let t_native = time_runs(
+            ctx,
+            args.repeats,
+            |_| Ok(()),
+            |rec| native.record(rec, &mesh.positions, vertices, &mesh.triangles, n),
+        )?;
+        println!(
+            "{:<14} {n:>9} tris {:>8.4} ms: the driver's builder (VK_KHR_acceleration_structure, \
+             PREFER_FAST_BUILD); canopy/driver time {:.3}",
+            "  native",
+            t_native.median_ms,
+            t.median_ms / t_native.median_ms
+        );
+    }
     Ok(())
 }
 
