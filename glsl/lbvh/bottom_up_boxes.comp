@@ -1,19 +1,25 @@
 #version 460
 // Boxes of every node, bottom-up (Karras 2012 §4): invocation k starts at leaf k, copies its
-// triangle in leaf order for traversal, and walks up the parent links writing the box of the
-// child it comes from into the parent's slot. At each parent an atomic counter lets the first
+// triangle in leaf order for traversal, and walks up the climb links (parent and side, written
+// by radix_tree.comp) writing the box of the child it comes from into the parent's slot. At each parent an atomic counter lets the first
 // arrival stop and the second continue with the union of both children, so every internal
 // node is processed exactly once, after both of its children.
 #include "../common/prelude.glsl"
 #include "../common/bvh.glsl"
 #include "../common/geometry.glsl"
 
+// Whether the whole workgroup loops until its last invocation has stopped climbing. Set on
+// devices that end an invocation reaching a memory barrier in divergent control flow
+// (lavapipe); elsewhere each invocation loops on its own.
+layout(constant_id = 2) const bool UNIFORM_CLIMB = false;
+
 layout(push_constant, scalar) uniform Push {
     uint64_t positions_address;       // vec3 per vertex
     uint64_t triangles_address;       // uvec3 per triangle
     uint64_t leaf_primitives_address; // u32 per leaf: triangle id in Morton order
     uint64_t nodes_address;           // BvhNode per internal node: boxes written here
-    uint64_t leaf_parents_address;    // u32 per leaf
+    uint64_t leaf_links_address;      // u32 per leaf: parent | right << 31
+    uint64_t node_links_address;      // u32 per internal node: parent | right << 31
     uint64_t counters_address;        // u32 per internal node, zero on entry
     uint64_t leaf_triangles_address;  // out: LeafTriangle per leaf
     uint64_t count_address;
@@ -54,26 +60,31 @@ void copy_leaf(uint k, out vec3 lo, out vec3 hi) {
 void main() {
     uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     bool climbing = k < element_count(pc.count_address, pc.host_count);
-    uint child = LEAF_BIT | k;
-    uint node = NO_PARENT;
+    uint link = NO_PARENT;
     vec3 lo;
     vec3 hi;
     if (climbing) {
-        node = U32s(pc.leaf_parents_address).v[k];
+        link = U32s(pc.leaf_links_address).v[k];
         copy_leaf(k, lo, hi);
-        climbing = node != NO_PARENT;
     }
     CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
-    // The whole workgroup loops while any invocation climbs: lavapipe runs a memory barrier
-    // as a point every invocation of the workgroup must reach, and ends those that diverge.
-    while (workgroup_any(climbing)) {
+    for (;;) {
+        if (UNIFORM_CLIMB) {
+            if (!workgroup_any(climbing)) {
+                break;
+            }
+        } else if (!climbing) {
+            break;
+        }
+        uint node = link & ~CLIMB_RIGHT;
+        bool from_right = (link & CLIMB_RIGHT) != 0u;
         if (climbing) {
-            if (nodes.v[node].left == child) {
-                nodes.v[node].left_lo = lo;
-                nodes.v[node].left_hi = hi;
-            } else {
+            if (from_right) {
                 nodes.v[node].right_lo = lo;
                 nodes.v[node].right_hi = hi;
+            } else {
+                nodes.v[node].left_lo = lo;
+                nodes.v[node].left_hi = hi;
             }
         }
         memoryBarrierBuffer();
@@ -83,11 +94,15 @@ void main() {
         }
         memoryBarrierBuffer();
         if (climbing) {
-            lo = min(nodes.v[node].left_lo, nodes.v[node].right_lo);
-            hi = max(nodes.v[node].left_hi, nodes.v[node].right_hi);
-            child = node;
-            node = nodes.v[node].parent;
-            climbing = node != NO_PARENT;
+            if (from_right) {
+                lo = min(lo, nodes.v[node].left_lo);
+                hi = max(hi, nodes.v[node].left_hi);
+            } else {
+                lo = min(lo, nodes.v[node].right_lo);
+                hi = max(hi, nodes.v[node].right_hi);
+            }
+            link = U32s(pc.node_links_address).v[node];
+            climbing = link != NO_PARENT;
         }
     }
 }

@@ -11,7 +11,7 @@
 //!
 //! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory is one
 //! arena sized for the capacity: the per-triangle boxes of steps 1-2, then (once dead) the
-//! leaf parents and visit counters of steps 4-5.
+//! climb links (parent and side) and visit counters of steps 4-5.
 
 use super::bvh::Bvh;
 use crate::prims::indirect::IndirectArgs;
@@ -101,8 +101,10 @@ pub struct RadixTreePush {
     pub keys_address: u64,
     /// Internal nodes written.
     pub nodes_address: u64,
-    /// Leaf parents written.
-    pub leaf_parents_address: u64,
+    /// Leaf climb links (parent | right << 31) written.
+    pub leaf_links_address: u64,
+    /// Internal node climb links written.
+    pub node_links_address: u64,
     /// Visit counters zeroed.
     pub counters_address: u64,
     /// Device count or 0.
@@ -125,8 +127,10 @@ pub struct BottomUpPush {
     pub leaf_primitives_address: u64,
     /// Internal nodes.
     pub nodes_address: u64,
-    /// Leaf parents.
-    pub leaf_parents_address: u64,
+    /// Leaf climb links.
+    pub leaf_links_address: u64,
+    /// Internal node climb links.
+    pub node_links_address: u64,
     /// Visit counters.
     pub counters_address: u64,
     /// Leaf triangles written.
@@ -156,6 +160,21 @@ pub(crate) struct CodeBuffers {
     pub(crate) keys: u64,
     /// Values written.
     pub(crate) values: u64,
+}
+
+/// Device addresses the radix tree step reads and writes.
+#[derive(Clone, Copy)]
+pub(crate) struct RadixTreeBuffers {
+    /// Sorted keys.
+    pub(crate) keys: u64,
+    /// Internal nodes written.
+    pub(crate) nodes: u64,
+    /// Leaf climb links written (u32 per leaf).
+    pub(crate) leaf_links: u64,
+    /// Internal node climb links written (u32 per internal node).
+    pub(crate) node_links: u64,
+    /// Visit counters zeroed (u32 per internal node).
+    pub(crate) counters: u64,
 }
 
 /// The steps shared by the LBVH and the octree: bounds, Morton codes, sort and radix tree.
@@ -276,20 +295,18 @@ impl RadixTreeSteps {
     pub(crate) fn record_radix_tree(
         &self,
         rec: &mut Recorder,
-        keys: u64,
-        nodes: u64,
-        leaf_parents: u64,
-        counters: u64,
+        buffers: &RadixTreeBuffers,
         count: Count,
     ) {
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: radix tree");
         let groups = self.indirect.groups_for(rec, 2, &count, WORKGROUP_SIZE, 1);
         let push = RadixTreePush {
-            keys_address: keys,
-            nodes_address: nodes,
-            leaf_parents_address: leaf_parents,
-            counters_address: counters,
+            keys_address: buffers.keys,
+            nodes_address: buffers.nodes,
+            leaf_links_address: buffers.leaf_links,
+            node_links_address: buffers.node_links,
+            counters_address: buffers.counters,
             count_address,
             host_count,
             pad: 0,
@@ -305,7 +322,7 @@ pub struct LbvhBuilder {
     steps: RadixTreeSteps,
     bottom_up: Arc<Pipeline>,
     capacity: u32,
-    /// Boxes (32 bytes per triangle), later leaf parents and visit counters (4 + 4).
+    /// Boxes (32 bytes per triangle), later climb links and visit counters (4 + 4 + 4).
     arena: Buffer,
     keys: Buffer,
 }
@@ -321,7 +338,11 @@ impl LbvhBuilder {
         let steps = RadixTreeSteps::new(ctx, params.morton_bits, false, capacity)?;
         let n = capacity as u64;
         Ok(Self {
-            bottom_up: ctx.pipeline(&shaders::LBVH_BOTTOM_UP_BOXES, WORKGROUP_SIZE, &[])?,
+            bottom_up: ctx.pipeline(
+                &shaders::LBVH_BOTTOM_UP_BOXES,
+                WORKGROUP_SIZE,
+                &[ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32],
+            )?,
             arena: ctx.create_buffer(
                 "lbvh arena",
                 n * std::mem::size_of::<Aabb>() as u64,
@@ -387,17 +408,16 @@ impl LbvhBuilder {
         };
         steps.record_codes(rec, &buffers, count);
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
-        // The boxes are dead: the arena now holds leaf parents, then visit counters.
-        let leaf_parents = self.arena.address();
-        let counters = leaf_parents + 4 * n as u64;
-        steps.record_radix_tree(
-            rec,
-            self.keys.address(),
-            output.nodes.address(),
-            leaf_parents,
-            counters,
-            count,
-        );
+        // The boxes are dead: the arena now holds climb links and visit counters.
+        let arena = self.arena.address();
+        let tree = RadixTreeBuffers {
+            keys: self.keys.address(),
+            nodes: output.nodes.address(),
+            leaf_links: arena,
+            node_links: arena + 4 * n as u64,
+            counters: arena + 8 * n as u64,
+        };
+        steps.record_radix_tree(rec, &tree, count);
 
         rec.begin_stage("lbvh: bottom-up boxes");
         let push = BottomUpPush {
@@ -405,8 +425,9 @@ impl LbvhBuilder {
             triangles_address: input.triangles.address(),
             leaf_primitives_address: values,
             nodes_address: output.nodes.address(),
-            leaf_parents_address: leaf_parents,
-            counters_address: counters,
+            leaf_links_address: tree.leaf_links,
+            node_links_address: tree.node_links,
+            counters_address: tree.counters,
             leaf_triangles_address: output.leaf_triangles.address(),
             count_address: 0,
             host_count: n,

@@ -329,6 +329,15 @@ fn check_caps(caps: &DeviceCaps) -> Result<()> {
     Ok(())
 }
 
+impl DeviceCaps {
+    /// Whether the driver ends an invocation that reaches a memory barrier in divergent
+    /// control flow (seen on lavapipe, Mesa's CPU driver): kernels that need such barriers
+    /// then keep the whole workgroup in the loop.
+    pub fn ends_divergent_invocations_at_memory_barriers(&self) -> bool {
+        self.device_type == vk::PhysicalDeviceType::CPU
+    }
+}
+
 impl Context {
     /// Creates a headless instance and device: the device named by `options.device` (or the
     /// `CANOPY_DEVICE` environment variable), else the best by type.
