@@ -77,10 +77,10 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
 
     // Codes: sorted, and each equal to the CPU's code of the leaf's triangle up to one cell
     // per axis: the GPU's division for the grid scale may be off by an ulp or two (SPIR-V
-    // allows 2.5), which moves points within that of a cell boundary to the next cell.
+    // allows 2.5), which moves points that close to a cell boundary into the next cell (on an
+    // H200, 12% of the 63-bit codes of the two-cluster scene, whose cells are near an ulp).
     let centroids: Vec<[f32; 3]> = boxes.iter().map(morton::centroid).collect();
     let (cpu_codes, _) = bits.point_codes(&centroids);
-    let mut exact = 0;
     for (k, (&key, &p)) in built.keys.iter().zip(&built.leaf_primitives).enumerate() {
         if k > 0 {
             assert!(built.keys[k - 1] <= key, "{label}: keys unsorted at {k}");
@@ -95,13 +95,7 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
                 "{label}: leaf {k} (triangle {p}) code cell {gpu:?} vs CPU {cpu:?}"
             );
         }
-        exact += (key == cpu_codes[p as usize]) as usize;
     }
-    println!("{label} ({bits:?}, n={n}): {exact} codes equal the CPU's");
-    assert!(
-        exact * 100 >= n * 99,
-        "{label}: only {exact} of {n} codes exact"
-    );
     // Equal keys keep triangle order (the sort is stable).
     for k in 1..n {
         if built.keys[k - 1] == built.keys[k] {
