@@ -1,6 +1,6 @@
-//! `canopy`: the command line. Run with no subcommand it does its main job for now: describe
-//! the device (`info`), then check every GPU primitive against its CPU reference
-//! (`selfcheck`).
+//! `canopy`: the command line. `canopy render` is the main job (frames of the animated default
+//! scene); with no subcommand it describes the device (`info`) and checks every GPU primitive
+//! against its CPU reference (`selfcheck`).
 
 mod cli;
 

@@ -28,7 +28,7 @@ pub struct RenderArgs {
     #[arg(long, default_value = "frames")]
     pub out: PathBuf,
     /// Frames to render: a..b (b excluded) or a..=b.
-    #[arg(long, default_value = "0..48", value_parser = parse_frames)]
+    #[arg(long, default_value = "0..24", value_parser = parse_frames)]
     pub frames: Range<u32>,
     /// Image size.
     #[arg(long, default_value = "960x540", value_parser = parse_size, value_name = "WxH")]
