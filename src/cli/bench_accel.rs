@@ -12,11 +12,10 @@ use canopy::accel::native::NativeBlasBuilder;
 use canopy::cpu::rng::Rng;
 use canopy::cpu::{lbvh as cpu_lbvh, morton, sah_bvh};
 use canopy::prims::{Count, Slice};
-use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
+use canopy::render::{Renderer, ShadingParams, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::trace::{Query, Ray};
 use canopy::vk::{Context, MemoryKind};
-use glam::Vec3;
 
 /// Options of `canopy bench lbvh`.
 #[derive(clap::Args, Clone, Debug)]
@@ -239,39 +238,19 @@ pub fn run_lbvh(ctx: &Context, args: &LbvhArgs) -> Result<(), CliError> {
 pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
     let scene = DefaultScene::new(ctx, args.triangles)?;
-    let (topology, materials) = scene.topology();
-    let lights = [
-        Light::Directional {
-            direction: Vec3::new(-0.4, -1.0, -0.3),
-            intensity: Vec3::new(0.85, 0.8, 0.7),
-        },
-        Light::Point {
-            position: Vec3::new(2.7, 3.6, 2.2),
-            intensity: Vec3::splat(6.5),
-        },
-    ];
-    let gpu = SceneGpu::allocate(
-        ctx,
-        scene.vertex_count(),
-        &topology,
-        &materials,
-        &[
-            Material {
-                albedo: [0.8, 0.55, 0.3],
-                checker_scale: 0.0,
-            },
-            Material {
-                albedo: [0.75, 0.75, 0.72],
-                checker_scale: 0.5,
-            },
-        ],
-        &lights,
-    )?;
+    let gpu = presets::default_scene_gpu(ctx, &scene)?;
     let n = gpu.triangle_count;
     let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n)?;
     let mut bvh = Bvh::new(ctx, n)?;
-    let renderer = Renderer::new(ctx, width, height, lights.len() as u32)?;
-    let camera = Camera::orbit(Vec3::new(0.0, 0.5, 0.0), 5.4, 35.0, 28.0, 40.0);
+    let lights = gpu.light_count;
+    let renderer = Renderer::new(ctx, width, height, lights)?;
+    let camera = presets::orbit_camera(
+        presets::DEFAULT_SCENE_CENTRE,
+        presets::DEFAULT_SCENE_RADIUS,
+        1.0,
+        width as f32 / height as f32,
+        8.0,
+    );
     let shading = ShadingParams {
         ambient: 0.12,
         surface_offset: 2e-4,
@@ -283,7 +262,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     };
     println!(
         "default scene, {n} triangles, {width}x{height}, {} lights, on {}; median of {} runs",
-        lights.len(),
+        lights,
         ctx.caps().name,
         args.repeats
     );
@@ -306,7 +285,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     frame.print_stages();
     for (stage, rays) in [
         ("trace: primary", pixels),
-        ("trace: shadow", pixels * lights.len() as f64),
+        ("trace: shadow", pixels * lights as f64),
     ] {
         if let Some((_, ms)) = frame.stages.iter().find(|s| s.0 == stage) {
             println!("{stage}: {:.3} G rays/s", rays / ms * 1e-6);

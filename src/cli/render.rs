@@ -8,7 +8,7 @@ use super::CliError;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::prims::Slice;
-use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
+use canopy::render::{Camera, Renderer, SceneGpu, ShadingParams, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::scene::{Mesh, shapes};
 use canopy::vk::{Context, Profiler};
@@ -111,61 +111,18 @@ struct Subject {
 
 impl Subject {
     fn camera(&self, time: f32, aspect: f32) -> Camera {
-        let fov: f32 = 40.0;
-        let fit = self.radius / (fov.to_radians() * 0.5).tan().min(aspect.min(1.0));
-        match self.animation {
-            Some(_) => Camera::orbit(self.centre, fit * 1.1, 35.0 + 8.0 * time, 28.0, fov),
-            None => Camera::orbit(self.centre, fit * 1.2, 30.0 + 15.0 * time, 20.0, fov),
-        }
-    }
-}
-
-fn lights(centre: Vec3, radius: f32) -> Vec<Light> {
-    vec![
-        Light::Directional {
-            direction: Vec3::new(-0.4, -1.0, -0.3),
-            intensity: Vec3::new(0.85, 0.8, 0.7),
-        },
-        Light::Point {
-            position: centre + Vec3::new(1.5, 2.0, 1.2) * radius,
-            intensity: Vec3::splat(0.5 * radius * radius * 4.0),
-        },
-    ]
-}
-
-fn surface_material() -> Material {
-    Material {
-        albedo: [0.8, 0.55, 0.3],
-        checker_scale: 0.0,
-    }
-}
-
-fn ground_material(scale: f32) -> Material {
-    Material {
-        albedo: [0.75, 0.75, 0.72],
-        checker_scale: scale,
+        let degrees_per_second = if self.animation.is_some() { 8.0 } else { 15.0 };
+        presets::orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
     }
 }
 
 fn default_subject(ctx: &Context, triangles: u64) -> Result<Subject, CliError> {
     let scene = DefaultScene::new(ctx, triangles)?;
-    let (topology, materials) = scene.topology();
-    let centre = Vec3::new(0.0, 0.5, 0.0);
-    let radius = 1.8;
-    let gpu = SceneGpu::allocate(
-        ctx,
-        scene.vertex_count(),
-        &topology,
-        &materials,
-        // Indexed by TORUS_MATERIAL and GROUND_MATERIAL.
-        &[surface_material(), ground_material(0.5)],
-        &lights(centre, radius),
-    )?;
     Ok(Subject {
-        scene: gpu,
+        scene: presets::default_scene_gpu(ctx, &scene)?,
         animation: Some(scene),
-        centre,
-        radius,
+        centre: presets::DEFAULT_SCENE_CENTRE,
+        radius: presets::DEFAULT_SCENE_RADIUS,
     })
 }
 
@@ -187,8 +144,8 @@ fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
         mesh.vertex_count() as u32,
         &mesh.triangles,
         &materials,
-        &[surface_material(), ground_material(radius * 0.25)],
-        &lights(centre, radius),
+        &[presets::clay(), presets::checker_ground(radius * 0.25)],
+        &presets::studio_lights(centre, radius),
     )?;
     ctx.upload(&gpu.positions, 0, &mesh.positions)?;
     ctx.upload(&gpu.normals, 0, &mesh.normals)?;

@@ -6,6 +6,7 @@
 //! shading with interpolated normals into an RGBA8 image (`glsl/render/shade.comp`), which is
 //! copied to a host-visible buffer for PNG output. `cpu::render` renders the same image.
 
+pub mod presets;
 pub mod scene_gpu;
 
 pub use scene_gpu::{GpuLight, Light, Material, SceneGpu};

@@ -1,0 +1,79 @@
+//! The looks `canopy render` and the benchmarks share: a sun and a point light placed around a
+//! subject, a clay material, a checkered ground, and the default scene's buffers and camera.
+
+use super::{Camera, Light, Material, SceneGpu};
+use crate::scene::default_scene::{DefaultScene, GROUND_MATERIAL, TORUS_MATERIAL};
+use crate::vk::{Context, Result};
+use glam::Vec3;
+
+/// Centre of the default scene's subject (the torus).
+pub const DEFAULT_SCENE_CENTRE: Vec3 = Vec3::new(0.0, 0.5, 0.0);
+/// Radius of a sphere holding the default scene's torus in every frame.
+pub const DEFAULT_SCENE_RADIUS: f32 = 1.8;
+
+/// A sun from above and to the side, and a point light above the subject whose irradiance
+/// there is about that of the sun.
+pub fn studio_lights(centre: Vec3, radius: f32) -> Vec<Light> {
+    vec![
+        Light::Directional {
+            direction: Vec3::new(-0.4, -1.0, -0.3),
+            intensity: Vec3::new(0.85, 0.8, 0.7),
+        },
+        Light::Point {
+            position: centre + Vec3::new(1.5, 2.0, 1.2) * radius,
+            intensity: Vec3::splat(2.0 * radius * radius),
+        },
+    ]
+}
+
+/// A warm clay colour for the subject.
+pub fn clay() -> Material {
+    Material {
+        albedo: [0.8, 0.55, 0.3],
+        checker_scale: 0.0,
+    }
+}
+
+/// A light grey ground, checkered with squares of side `square`.
+pub fn checker_ground(square: f32) -> Material {
+    Material {
+        albedo: [0.75, 0.75, 0.72],
+        checker_scale: square,
+    }
+}
+
+/// The device buffers of the default scene: its topology, clay torus, checkered ground and
+/// studio lights; the vertices are written every frame by [`DefaultScene::record`].
+pub fn default_scene_gpu(ctx: &Context, scene: &DefaultScene) -> Result<SceneGpu> {
+    let (topology, triangle_materials) = scene.topology();
+    const { assert!(TORUS_MATERIAL == 0 && GROUND_MATERIAL == 1) };
+    let materials = [clay(), checker_ground(0.5)];
+    SceneGpu::allocate(
+        ctx,
+        scene.vertex_count(),
+        &topology,
+        &triangle_materials,
+        &materials,
+        &studio_lights(DEFAULT_SCENE_CENTRE, DEFAULT_SCENE_RADIUS),
+    )
+}
+
+/// A camera orbiting a subject of `radius` around `centre` over `time` seconds, far enough for
+/// the subject to fill about the frame's height at `aspect` = width / height.
+pub fn orbit_camera(
+    centre: Vec3,
+    radius: f32,
+    time: f32,
+    aspect: f32,
+    degrees_per_second: f32,
+) -> Camera {
+    let fov: f32 = 40.0;
+    let distance = 1.1 * radius / (fov.to_radians() * 0.5).tan().min(aspect.min(1.0));
+    Camera::orbit(
+        centre,
+        distance,
+        35.0 + degrees_per_second * time,
+        28.0,
+        fov,
+    )
+}
