@@ -25,8 +25,16 @@ struct Built {
 }
 
 fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
-    let n = mesh.triangle_count() as u32;
-    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n).unwrap();
+    let params = LbvhParams {
+        morton_bits: bits,
+        ..LbvhParams::default()
+    };
+    build_with(ctx, mesh, params)
+}
+
+fn build_with(ctx: &Context, mesh: &Mesh, params: LbvhParams) -> Built {
+    let (n, bits) = (mesh.triangle_count() as u32, params.morton_bits);
+    let builder = LbvhBuilder::new(ctx, params, n).unwrap();
     let mut bvh = Bvh::new(ctx, n).unwrap();
     let positions = ctx
         .create_buffer_with("positions", &mesh.positions)
@@ -146,6 +154,33 @@ fn random_meshes_at_every_size() {
             let mesh = random_mesh(&mut rng, n, 10.0, 0.3);
             check_tree(&ctx, &mesh, bits, &format!("random {n}"));
         }
+    }
+}
+
+#[test]
+fn any_climb_workgroup_size() {
+    let ctx = context();
+    let mesh = random_mesh(&mut Rng::new(9), 5000, 10.0, 0.3);
+    let boxes = morton::triangle_bounds(&mesh.positions, &mesh.triangles);
+    for climb_workgroup_size in [32, 64, 128] {
+        let params = LbvhParams {
+            climb_workgroup_size,
+            ..LbvhParams::default()
+        };
+        let built = build_with(&ctx, &mesh, params);
+        cpu_lbvh::check_invariants(&built.nodes, &built.leaf_primitives, &boxes)
+            .unwrap_or_else(|e| panic!("workgroups of {climb_workgroup_size}: {e}"));
+    }
+    for climb_workgroup_size in [0, 12, 512] {
+        let params = LbvhParams {
+            climb_workgroup_size,
+            ..LbvhParams::default()
+        };
+        let error = LbvhBuilder::new(&ctx, params, 10).err().expect("rejected");
+        assert!(
+            error.to_string().contains("climb workgroup size"),
+            "{error}"
+        );
     }
 }
 

@@ -32,10 +32,24 @@ fn key_type(bits: MortonBits) -> KeyType {
 }
 
 /// LBVH build parameters.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct LbvhParams {
     /// Morton code width (default 30 bits).
     pub morton_bits: MortonBits,
+    /// Invocations per workgroup of the bottom-up pass (default 256; a multiple of the
+    /// subgroup size, at most 256). Its invocations climb
+    /// for very different numbers of levels and a workgroup ends with its last one, so this
+    /// trades occupancy against dispatch granularity.
+    pub climb_workgroup_size: u32,
+}
+
+impl Default for LbvhParams {
+    fn default() -> Self {
+        Self {
+            morton_bits: MortonBits::default(),
+            climb_workgroup_size: 256,
+        }
+    }
 }
 
 /// Triangles on the device: `count` triangles of vertex indices into `positions`. Indices
@@ -321,6 +335,7 @@ impl RadixTreeSteps {
 pub struct LbvhBuilder {
     steps: RadixTreeSteps,
     bottom_up: Arc<Pipeline>,
+    climb_workgroup_size: u32,
     capacity: u32,
     /// Boxes (32 bytes per triangle), later climb links and visit counters (4 + 4 + 4).
     arena: Buffer,
@@ -335,12 +350,20 @@ impl LbvhBuilder {
                 "LBVH capacity {capacity}: must be in 1..2^31"
             )));
         }
+        let climb = params.climb_workgroup_size;
+        let subgroup = ctx.caps().subgroup_size;
+        if climb == 0 || climb > WORKGROUP_SIZE || climb % subgroup != 0 {
+            return Err(Error::InvalidInput(format!(
+                "LBVH climb workgroup size {climb}: must be a multiple of the subgroup size \
+                 ({subgroup}) up to {WORKGROUP_SIZE}"
+            )));
+        }
         let steps = RadixTreeSteps::new(ctx, params.morton_bits, false, capacity)?;
         let n = capacity as u64;
         Ok(Self {
             bottom_up: ctx.pipeline(
                 &shaders::LBVH_BOTTOM_UP_BOXES,
-                WORKGROUP_SIZE,
+                params.climb_workgroup_size,
                 &[ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32],
             )?,
             arena: ctx.create_buffer(
@@ -351,6 +374,7 @@ impl LbvhBuilder {
             keys: ctx.create_buffer("lbvh keys", n * steps.key_bytes(), MemoryKind::Device)?,
             steps,
             capacity,
+            climb_workgroup_size: params.climb_workgroup_size,
         })
     }
 
@@ -433,7 +457,11 @@ impl LbvhBuilder {
             host_count: n,
             pad: 0,
         };
-        rec.dispatch(&self.bottom_up, &push, n.div_ceil(WORKGROUP_SIZE));
+        rec.dispatch(
+            &self.bottom_up,
+            &push,
+            n.div_ceil(self.climb_workgroup_size),
+        );
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

@@ -36,6 +36,9 @@ pub struct LbvhArgs {
     /// Morton code width.
     #[arg(long, value_enum, default_value_t = super::render::MortonArg::Bits30)]
     pub morton_bits: super::render::MortonArg,
+    /// Invocations per workgroup of the bottom-up pass (a tuning knob; see LbvhParams).
+    #[arg(long, default_value_t = LbvhParams::default().climb_workgroup_size)]
+    pub climb_workgroup_size: u32,
     /// Compare the SAH cost with a CPU full-sweep SAH BVH at sizes up to this many triangles.
     #[arg(long, default_value_t = 1_000_000)]
     pub sah_up_to: u64,
@@ -126,7 +129,11 @@ fn bench_build(
 ) -> Result<(), CliError> {
     let n = mesh.triangle_count;
     let bits: MortonBits = args.morton_bits.into();
-    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n)?;
+    let params = LbvhParams {
+        morton_bits: bits,
+        climb_workgroup_size: args.climb_workgroup_size,
+    };
+    let builder = LbvhBuilder::new(ctx, params, n)?;
     let mut bvh = Bvh::new(ctx, n)?;
     let input = mesh.input();
     let t = time_runs(
@@ -176,7 +183,11 @@ fn quality(
     mesh: &DeviceMesh,
 ) -> Result<(), CliError> {
     let n = mesh.triangle_count;
-    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n)?;
+    let params = LbvhParams {
+        morton_bits: bits,
+        ..LbvhParams::default()
+    };
+    let builder = LbvhBuilder::new(ctx, params, n)?;
     let mut bvh = Bvh::new(ctx, n)?;
     ctx.submit_and_wait(|rec| builder.record(rec, &mesh.input(), &mut bvh))?;
     let (nodes, leaves) = bvh.download(ctx)?;

@@ -50,7 +50,14 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
         Structure::Lbvh => {
             let mesh = Mesh::load(&args.file).map_err(failed)?;
             let n = mesh.triangle_count() as u32;
-            let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits: bits }, n)?;
+            let builder = LbvhBuilder::new(
+                ctx,
+                LbvhParams {
+                    morton_bits: bits,
+                    ..LbvhParams::default()
+                },
+                n,
+            )?;
             let mut bvh = Bvh::new(ctx, n)?;
             let positions = ctx.create_buffer_with("positions", &mesh.positions)?;
             let triangles = ctx.create_buffer_with("triangles", &mesh.triangles)?;

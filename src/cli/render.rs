@@ -235,7 +235,14 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     };
     let scene = &subject.scene;
     let morton_bits = args.morton_bits.into();
-    let builder = LbvhBuilder::new(ctx, LbvhParams { morton_bits }, scene.triangle_count)?;
+    let builder = LbvhBuilder::new(
+        ctx,
+        LbvhParams {
+            morton_bits,
+            ..LbvhParams::default()
+        },
+        scene.triangle_count,
+    )?;
     let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
     let renderer = Renderer::new(ctx, width, height, scene.light_count)?;
     let shading = ShadingParams {
