@@ -352,7 +352,7 @@ impl LbvhBuilder {
         }
         let climb = params.climb_workgroup_size;
         let subgroup = ctx.caps().subgroup_size;
-        if climb == 0 || climb > WORKGROUP_SIZE || climb % subgroup != 0 {
+        if climb == 0 || climb > WORKGROUP_SIZE || !climb.is_multiple_of(subgroup) {
             return Err(Error::InvalidInput(format!(
                 "LBVH climb workgroup size {climb}: must be a multiple of the subgroup size \
                  ({subgroup}) up to {WORKGROUP_SIZE}"
