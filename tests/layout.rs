@@ -184,8 +184,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(RadixTreePush {
                 keys_address,
                 nodes_address,
-                leaf_links_address,
-                node_links_address,
+                leaf_parents_address,
                 counters_address,
                 count_address,
                 host_count
@@ -198,8 +197,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 triangles_address,
                 leaf_primitives_address,
                 nodes_address,
-                leaf_links_address,
-                node_links_address,
+                leaf_parents_address,
                 counters_address,
                 leaf_triangles_address,
                 count_address,
@@ -293,7 +291,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(EdgeCountsPush {
                 keys_address,
                 nodes_address,
-                leaf_links_address,
+                leaf_parents_address,
                 bounds_address,
                 count_address,
                 edge_counts_address,
@@ -306,7 +304,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(LinkNodesPush {
                 keys_address,
                 nodes_address,
-                leaf_links_address,
+                leaf_parents_address,
                 count_address,
                 edge_counts_address,
                 offsets_address,

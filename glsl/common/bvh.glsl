@@ -9,8 +9,6 @@
 const uint LEAF_BIT = 0x80000000u;
 const uint INVALID_CHILD = 0xffffffffu;
 const uint NO_PARENT = 0xffffffffu;
-// Set in a climb link (the builders' parent reference) when the child is its parent's right.
-const uint CLIMB_RIGHT = 0x80000000u;
 
 struct BvhNode {
     vec3 left_lo;

@@ -48,9 +48,9 @@ int radix_prefix(uint64_t keys, BvhNodes nodes, int r, int m) {
 }
 
 // The radix node above r (NO_PARENT above the root) as a radix node number.
-uint radix_parent(BvhNodes nodes, uint64_t leaf_links, int r, int m) {
+uint radix_parent(BvhNodes nodes, uint64_t leaf_parents, int r, int m) {
     if (r >= m - 1) {
-        return U32s(leaf_links).v[r - (m - 1)] & ~CLIMB_RIGHT;
+        return U32s(leaf_parents).v[r - (m - 1)];
     }
     return nodes.v[r].parent;
 }

@@ -1,7 +1,9 @@
 #version 460
 // Boxes of every node, bottom-up (Karras 2012 §4): invocation k starts at leaf k, copies its
-// triangle in leaf order for traversal, and walks up the climb links (parent and side, written
-// by radix_tree.comp) writing the box of the child it comes from into the parent's slot. At each parent an atomic counter lets the first
+// triangle in leaf order for traversal, and walks up the parent links writing the box of the
+// child it comes from into the parent's slot (the side read from the parent's child references
+// sits in the cache line of the boxes and the parent link, which measured faster than a
+// separate array of links carrying the side). At each parent an atomic counter lets the first
 // arrival stop and the second continue with the union of both children, so every internal
 // node is processed exactly once, after both of its children.
 #include "../common/prelude.glsl"
@@ -18,8 +20,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t triangles_address;       // uvec3 per triangle
     uint64_t leaf_primitives_address; // u32 per leaf: triangle id in Morton order
     uint64_t nodes_address;           // BvhNode per internal node: boxes written here
-    uint64_t leaf_links_address;      // u32 per leaf: parent | right << 31
-    uint64_t node_links_address;      // u32 per internal node: parent | right << 31
+    uint64_t leaf_parents_address;    // u32 per leaf
     uint64_t counters_address;        // u32 per internal node, zero on entry
     uint64_t leaf_triangles_address;  // out: LeafTriangle per leaf
     uint64_t count_address;
@@ -60,11 +61,12 @@ void copy_leaf(uint k, out vec3 lo, out vec3 hi) {
 void main() {
     uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     bool climbing = k < element_count(pc.count_address, pc.host_count);
-    uint link = NO_PARENT;
+    uint child = LEAF_BIT | k;
+    uint node = NO_PARENT;
     vec3 lo;
     vec3 hi;
     if (climbing) {
-        link = U32s(pc.leaf_links_address).v[k];
+        node = U32s(pc.leaf_parents_address).v[k];
         copy_leaf(k, lo, hi);
     }
     CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
@@ -76,15 +78,13 @@ void main() {
         } else if (!climbing) {
             break;
         }
-        uint node = link & ~CLIMB_RIGHT;
-        bool from_right = (link & CLIMB_RIGHT) != 0u;
         if (climbing) {
-            if (from_right) {
-                nodes.v[node].right_lo = lo;
-                nodes.v[node].right_hi = hi;
-            } else {
+            if (nodes.v[node].left == child) {
                 nodes.v[node].left_lo = lo;
                 nodes.v[node].left_hi = hi;
+            } else {
+                nodes.v[node].right_lo = lo;
+                nodes.v[node].right_hi = hi;
             }
         }
         memoryBarrierBuffer();
@@ -94,15 +94,11 @@ void main() {
         }
         memoryBarrierBuffer();
         if (climbing) {
-            if (from_right) {
-                lo = min(lo, nodes.v[node].left_lo);
-                hi = max(hi, nodes.v[node].left_hi);
-            } else {
-                lo = min(lo, nodes.v[node].right_lo);
-                hi = max(hi, nodes.v[node].right_hi);
-            }
-            link = U32s(pc.node_links_address).v[node];
-            climbing = link != NO_PARENT;
+            lo = min(nodes.v[node].left_lo, nodes.v[node].right_lo);
+            hi = max(nodes.v[node].left_hi, nodes.v[node].right_hi);
+            child = node;
+            node = nodes.v[node].parent;
+            climbing = node != NO_PARENT;
         }
     }
 }

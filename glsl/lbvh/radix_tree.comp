@@ -5,8 +5,7 @@
 // search, and the split γ by a binary search for the first key differing in the range's
 // highest differing bit. Equal keys compare by index instead (δ = key bits + common-prefix
 // length of the indices), so duplicate codes still give a valid tree. Children get their
-// parent links (the node format's, and for the bottom-up box pass a climb link: the parent
-// with the child's side in bit 31), and the node's visit counter is zeroed.
+// parent links, and the node's visit counter for the bottom-up box pass is zeroed.
 //
 // Worked example (keys 00001 00010 00100 00101 10011 10011, n = 6): node 0 spans [0,5] and
 // splits after key 3 (the top bit first differs there); node 4 spans [4,5] of equal keys and
@@ -25,8 +24,7 @@ const int KEY_BITS = KEYS64 ? 64 : 32;
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // sorted u32 or u64 keys
     uint64_t nodes_address;        // out: BvhNode per internal node (children, parent, count)
-    uint64_t leaf_links_address;   // out: u32 per leaf, parent | right << 31
-    uint64_t node_links_address;   // out: u32 per internal node, parent | right << 31
+    uint64_t leaf_parents_address; // out: u32 per leaf
     uint64_t counters_address;     // out: u32 per internal node, zeroed
     uint64_t count_address;
     uint host_count;
@@ -57,12 +55,10 @@ void set_child(BvhNodes nodes, uint parent, uint child, bool is_left) {
     } else {
         nodes.v[parent].right = child;
     }
-    uint link = parent | (is_left ? 0u : CLIMB_RIGHT);
     if ((child & LEAF_BIT) != 0u) {
-        U32s(pc.leaf_links_address).v[child & ~LEAF_BIT] = link;
+        U32s(pc.leaf_parents_address).v[child & ~LEAF_BIT] = parent;
     } else {
         nodes.v[child].parent = parent;
-        U32s(pc.node_links_address).v[child] = link;
     }
 }
 
@@ -76,7 +72,6 @@ void main() {
         nodes.v[0].right_hi = empty.hi;
         nodes.v[0].right = INVALID_CHILD;
         nodes.v[0].parent = NO_PARENT;
-        U32s(pc.node_links_address).v[0] = NO_PARENT;
         nodes.v[0].leaf_count = 1u;
         U32s(pc.counters_address).v[0] = 0u;
         set_child(nodes, 0u, LEAF_BIT, true);
@@ -120,7 +115,6 @@ void main() {
     nodes.v[i].leaf_count = uint(last - first + 1);
     if (i == 0) {
         nodes.v[0].parent = NO_PARENT;
-        U32s(pc.node_links_address).v[0] = NO_PARENT;
     }
     U32s(pc.counters_address).v[i] = 0u;
 }

@@ -13,7 +13,7 @@
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // distinct sorted keys
     uint64_t nodes_address;        // radix tree internal nodes
-    uint64_t leaf_links_address;   // radix tree leaf links (parent | side)
+    uint64_t leaf_parents_address; // radix tree leaf parents
     uint64_t bounds_address;       // Aabb: the points' bounds (the Morton grid)
     uint64_t count_address;        // u32: m, the number of distinct keys
     uint64_t edge_counts_address;  // out: u32 per radix node (capacity 2n - 1)
@@ -35,7 +35,7 @@ void main() {
     BvhNodes nodes = BvhNodes(pc.nodes_address);
     int prefix = radix_prefix(pc.keys_address, nodes, r, m);
     int parent_prefix = 0;
-    uint parent = radix_parent(nodes, pc.leaf_links_address, r, m);
+    uint parent = radix_parent(nodes, pc.leaf_parents_address, r, m);
     if (parent != NO_PARENT && m > 1) {
         parent_prefix = radix_prefix(pc.keys_address, nodes, int(parent), m);
     }

@@ -10,7 +10,7 @@
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // distinct sorted keys
     uint64_t nodes_address;        // radix tree internal nodes
-    uint64_t leaf_links_address;   // radix tree leaf links (parent | side)
+    uint64_t leaf_parents_address; // radix tree leaf parents
     uint64_t count_address;        // u32: m, the number of distinct keys
     uint64_t edge_counts_address;  // u32 per radix node
     uint64_t offsets_address;      // u32 per radix node: exclusive scan of the counts
@@ -40,7 +40,7 @@ void main() {
     }
     BvhNodes nodes = BvhNodes(pc.nodes_address);
     uint parent = 0u;
-    uint above = m > 1 ? radix_parent(nodes, pc.leaf_links_address, r, m) : NO_PARENT;
+    uint above = m > 1 ? radix_parent(nodes, pc.leaf_parents_address, r, m) : NO_PARENT;
     while (above != NO_PARENT) {
         if (counts.v[above] != 0u) {
             parent = 1u + offsets.v[above] + counts.v[above] - 1u;

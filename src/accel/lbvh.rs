@@ -11,7 +11,7 @@
 //!
 //! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory is one
 //! arena sized for the capacity: the per-triangle boxes of steps 1-2, then (once dead) the
-//! climb links (parent and side) and visit counters of steps 4-5.
+//! leaf parents and visit counters of steps 4-5.
 
 use super::bvh::Bvh;
 use crate::prims::indirect::IndirectArgs;
@@ -115,10 +115,8 @@ pub struct RadixTreePush {
     pub keys_address: u64,
     /// Internal nodes written.
     pub nodes_address: u64,
-    /// Leaf climb links (parent | right << 31) written.
-    pub leaf_links_address: u64,
-    /// Internal node climb links written.
-    pub node_links_address: u64,
+    /// Leaf parents written.
+    pub leaf_parents_address: u64,
     /// Visit counters zeroed.
     pub counters_address: u64,
     /// Device count or 0.
@@ -141,10 +139,8 @@ pub struct BottomUpPush {
     pub leaf_primitives_address: u64,
     /// Internal nodes.
     pub nodes_address: u64,
-    /// Leaf climb links.
-    pub leaf_links_address: u64,
-    /// Internal node climb links.
-    pub node_links_address: u64,
+    /// Leaf parents.
+    pub leaf_parents_address: u64,
     /// Visit counters.
     pub counters_address: u64,
     /// Leaf triangles written.
@@ -183,10 +179,8 @@ pub(crate) struct RadixTreeBuffers {
     pub(crate) keys: u64,
     /// Internal nodes written.
     pub(crate) nodes: u64,
-    /// Leaf climb links written (u32 per leaf).
-    pub(crate) leaf_links: u64,
-    /// Internal node climb links written (u32 per internal node).
-    pub(crate) node_links: u64,
+    /// Leaf parents written (u32 per leaf).
+    pub(crate) leaf_parents: u64,
     /// Visit counters zeroed (u32 per internal node).
     pub(crate) counters: u64,
 }
@@ -318,8 +312,7 @@ impl RadixTreeSteps {
         let push = RadixTreePush {
             keys_address: buffers.keys,
             nodes_address: buffers.nodes,
-            leaf_links_address: buffers.leaf_links,
-            node_links_address: buffers.node_links,
+            leaf_parents_address: buffers.leaf_parents,
             counters_address: buffers.counters,
             count_address,
             host_count,
@@ -337,7 +330,7 @@ pub struct LbvhBuilder {
     bottom_up: Arc<Pipeline>,
     climb_workgroup_size: u32,
     capacity: u32,
-    /// Boxes (32 bytes per triangle), later climb links and visit counters (4 + 4 + 4).
+    /// Boxes (32 bytes per triangle), later leaf parents and visit counters (4 + 4).
     arena: Buffer,
     keys: Buffer,
 }
@@ -432,14 +425,13 @@ impl LbvhBuilder {
         };
         steps.record_codes(rec, &buffers, count);
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
-        // The boxes are dead: the arena now holds climb links and visit counters.
+        // The boxes are dead: the arena now holds leaf parents and visit counters.
         let arena = self.arena.address();
         let tree = RadixTreeBuffers {
             keys: self.keys.address(),
             nodes: output.nodes.address(),
-            leaf_links: arena,
-            node_links: arena + 4 * n as u64,
-            counters: arena + 8 * n as u64,
+            leaf_parents: arena,
+            counters: arena + 4 * n as u64,
         };
         steps.record_radix_tree(rec, &tree, count);
 
@@ -449,8 +441,7 @@ impl LbvhBuilder {
             triangles_address: input.triangles.address(),
             leaf_primitives_address: values,
             nodes_address: output.nodes.address(),
-            leaf_links_address: tree.leaf_links,
-            node_links_address: tree.node_links,
+            leaf_parents_address: tree.leaf_parents,
             counters_address: tree.counters,
             leaf_triangles_address: output.leaf_triangles.address(),
             count_address: 0,

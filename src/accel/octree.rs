@@ -76,8 +76,8 @@ pub struct EdgeCountsPush {
     pub keys_address: u64,
     /// Radix tree internal nodes.
     pub nodes_address: u64,
-    /// Radix tree leaf climb links (parent | side).
-    pub leaf_links_address: u64,
+    /// Radix tree leaf parents.
+    pub leaf_parents_address: u64,
     /// Point bounds.
     pub bounds_address: u64,
     /// Distinct keys (device).
@@ -100,8 +100,8 @@ pub struct LinkNodesPush {
     pub keys_address: u64,
     /// Radix tree internal nodes.
     pub nodes_address: u64,
-    /// Radix tree leaf climb links (parent | side).
-    pub leaf_links_address: u64,
+    /// Radix tree leaf parents.
+    pub leaf_parents_address: u64,
     /// Distinct keys (device).
     pub count_address: u64,
     /// Edge counts.
@@ -188,7 +188,7 @@ pub struct OctreeBuilder {
     flags: Buffer,
     kept: Buffer,
     unique_keys: Buffer,
-    leaf_links: Buffer,
+    leaf_parents: Buffer,
     edge_counts_buffer: Buffer,
     offsets: Buffer,
 }
@@ -221,7 +221,7 @@ impl OctreeBuilder {
             flags: device("octree unique flags", 4 * n)?,
             kept: device("octree kept indices", 4 * n)?,
             unique_keys: device("octree distinct keys", key_bytes * n)?,
-            leaf_links: device("octree leaf links", 4 * n)?,
+            leaf_parents: device("octree leaf parents", 4 * n)?,
             edge_counts_buffer: device("octree edge counts", 4 * entries)?,
             offsets: device("octree edge offsets", 4 * entries)?,
             steps,
@@ -308,13 +308,12 @@ impl OctreeBuilder {
             offset: 0,
             max: count,
         };
-        // The climb links of internal nodes and the visit counters are not used (the octree
-        // needs no boxes): they go to buffers written later.
+        // The visit counters are not used (the octree needs no boxes): they go to a buffer
+        // written later.
         let tree = RadixTreeBuffers {
             keys: self.unique_keys.address(),
             nodes: output.radix_nodes.address(),
-            leaf_links: self.leaf_links.address(),
-            node_links: self.offsets.address(),
+            leaf_parents: self.leaf_parents.address(),
             counters: self.edge_counts_buffer.address(),
         };
         steps.record_radix_tree(rec, &tree, distinct_count);
@@ -325,7 +324,7 @@ impl OctreeBuilder {
         let push = EdgeCountsPush {
             keys_address: self.unique_keys.address(),
             nodes_address: output.radix_nodes.address(),
-            leaf_links_address: self.leaf_links.address(),
+            leaf_parents_address: self.leaf_parents.address(),
             bounds_address: steps.centroid_bounds.address(),
             count_address: distinct.address(),
             edge_counts_address: self.edge_counts_buffer.address(),
@@ -345,7 +344,7 @@ impl OctreeBuilder {
         let push = LinkNodesPush {
             keys_address: self.unique_keys.address(),
             nodes_address: output.radix_nodes.address(),
-            leaf_links_address: self.leaf_links.address(),
+            leaf_parents_address: self.leaf_parents.address(),
             count_address: distinct.address(),
             edge_counts_address: self.edge_counts_buffer.address(),
             offsets_address: self.offsets.address(),
