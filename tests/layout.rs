@@ -161,7 +161,6 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(PrimitiveBoundsPush {
                 positions_address,
                 triangles_address,
-                boxes_address,
                 bounds_address,
                 scratch_address,
                 count_address,
@@ -171,7 +170,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
         (
             shaders::LBVH_MORTON_CODES,
             Rust(rust_layout!(MortonPush {
-                boxes_address,
+                positions_address,
+                triangles_address,
                 bounds_address,
                 keys_address,
                 values_address,

@@ -6,11 +6,13 @@
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/morton.glsl"
+#include "../common/primitive.glsl"
 
-layout(constant_id = 2) const bool CODES63 = false;
+layout(constant_id = 3) const bool CODES63 = false;
 
 layout(push_constant, scalar) uniform Push {
-    uint64_t boxes_address;  // Aabb per primitive
+    uint64_t positions_address; // vec3 per vertex (or per point)
+    uint64_t triangles_address; // uvec3 per triangle (unused for points)
     uint64_t bounds_address; // one Aabb: centroid bounds
     uint64_t keys_address;   // out: u32 or u64 per primitive
     uint64_t values_address; // out: u32 per primitive (its index)
@@ -27,8 +29,8 @@ void main() {
     Aabb bounds = Aabbs(pc.bounds_address).v[0];
     vec3 extent = bounds.hi - bounds.lo;
     vec3 scale = morton_scale(extent, bits);
-    Aabb box = Aabbs(pc.boxes_address).v[i];
-    uvec3 cell = morton_quantize((box.lo + box.hi) * 0.5, bounds.lo, scale, bits);
+    vec3 center = primitive_centroid(pc.positions_address, pc.triangles_address, i);
+    uvec3 cell = morton_quantize(center, bounds.lo, scale, bits);
     if (CODES63) {
         U64s(pc.keys_address).v[i] = morton63(cell);
     } else {

@@ -1,20 +1,18 @@
 #version 460
-// The box of every primitive and the bounds of their centroids, in one dispatch: each
-// invocation computes its triangle's box (or its point's degenerate box) and writes it to
-// `boxes`, and the centroids (box centres, 0.5 * (lo + hi)) are reduced to one box with
-// common/single_pass_reduce.glsl. The centroid bounds frame the Morton grid of the next step;
-// the boxes spare the Morton step from reading the vertices again.
+// The bounds of the primitives' centroids (the centres of their boxes, 0.5 * (lo + hi):
+// common/primitive.glsl), reduced in one dispatch with common/single_pass_reduce.glsl. They
+// frame the Morton grid of the next step, which recomputes each centroid from the vertices:
+// reading them again costs less than writing and reading a box per primitive.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
+#include "../common/primitive.glsl"
 
-layout(constant_id = 2) const uint ITEMS_PER_INVOCATION = 4;
-layout(constant_id = 3) const bool POINTS = false;
+layout(constant_id = 3) const uint ITEMS_PER_INVOCATION = 4;
 const uint TILE = WORKGROUP_SIZE * ITEMS_PER_INVOCATION;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t positions_address; // vec3 per vertex (or per point)
     uint64_t triangles_address; // uvec3 per triangle (unused for points)
-    uint64_t boxes_address;     // out: Aabb per primitive
     uint64_t bounds_address;    // out: one Aabb, the centroid bounds
     uint64_t scratch_address;   // u32 done-counter (zero), pad to 32 bytes, then one Aabb per tile
     uint64_t count_address;
@@ -33,20 +31,7 @@ Value subgroup_reduce_value(Value v) {
     return Aabb(subgroupMin(v.lo), 0, subgroupMax(v.hi), 0);
 }
 Value load_element(uint i) {
-    Vec3s positions = Vec3s(pc.positions_address);
-    Aabb box;
-    if (POINTS) {
-        vec3 p = positions.v[i];
-        box = Aabb(p, 0, p, 0);
-    } else {
-        uvec3 t = UVec3s(pc.triangles_address).v[i];
-        vec3 a = positions.v[t.x];
-        vec3 b = positions.v[t.y];
-        vec3 c = positions.v[t.z];
-        box = Aabb(min(a, min(b, c)), 0, max(a, max(b, c)), 0);
-    }
-    Aabbs(pc.boxes_address).v[i] = box;
-    vec3 center = (box.lo + box.hi) * 0.5;
+    vec3 center = primitive_centroid(pc.positions_address, pc.triangles_address, i);
     return Aabb(center, 0, center, 0);
 }
 void store_partial(uint slot, Value v) { CoherentAabbs(pc.scratch_address).v[1 + slot] = v; }

@@ -1,22 +1,22 @@
 //! The LBVH builder (Karras 2012): every frame from scratch, in five GPU steps.
 //!
-//! 1. `glsl/lbvh/primitive_bounds.comp`: each triangle's box, and the bounds of the box
-//!    centres, in one dispatch.
-//! 2. `glsl/lbvh/morton_codes.comp`: 30- or 63-bit Morton code of each box centre.
+//! 1. `glsl/lbvh/primitive_bounds.comp`: the bounds of the triangles' box centres, in one
+//!    dispatch.
+//! 2. `glsl/lbvh/morton_codes.comp`: 30- or 63-bit Morton code of each box centre (recomputed
+//!    from the vertices: cheaper than storing a box per triangle).
 //! 3. [`RadixSort`] of (code, triangle) pairs: the sorted values are the leaf order.
 //! 4. `glsl/lbvh/radix_tree.comp`: the whole binary radix tree in one dispatch, with parent
 //!    links; duplicate codes are split by index.
 //! 5. `glsl/lbvh/bottom_up_boxes.comp`: boxes bottom-up, each internal node visited once (the
 //!    second child to arrive continues), and each leaf's triangle copied in leaf order.
 //!
-//! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory is one
-//! arena sized for the capacity: the per-triangle boxes of steps 1-2, then (once dead) the
-//! leaf parents and visit counters of steps 4-5.
+//! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory, sized for
+//! the capacity: the keys, the sort's own, and an arena for the leaf parents and visit
+//! counters of steps 4-5.
 
 use super::bvh::Bvh;
 use crate::prims::indirect::IndirectArgs;
 use crate::prims::radix_sort::{KeyType, RadixSort};
-use crate::prims::reduce::Aabb;
 use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
@@ -73,8 +73,6 @@ pub struct PrimitiveBoundsPush {
     pub positions_address: u64,
     /// Triangle indices (unused for points).
     pub triangles_address: u64,
-    /// Per-primitive boxes written.
-    pub boxes_address: u64,
     /// The centroid bounds written.
     pub bounds_address: u64,
     /// Done-counter and per-tile partials.
@@ -91,8 +89,10 @@ pub struct PrimitiveBoundsPush {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct MortonPush {
-    /// Per-primitive boxes.
-    pub boxes_address: u64,
+    /// Vertex (or point) positions.
+    pub positions_address: u64,
+    /// Triangle indices (unused for points).
+    pub triangles_address: u64,
     /// Centroid bounds.
     pub bounds_address: u64,
     /// Keys written.
@@ -164,8 +164,6 @@ pub(crate) struct CodeBuffers {
     pub(crate) positions: u64,
     /// Triangles (0 for points).
     pub(crate) triangles: u64,
-    /// Per-primitive boxes written.
-    pub(crate) boxes: u64,
     /// Keys written.
     pub(crate) keys: u64,
     /// Values written.
@@ -218,9 +216,13 @@ impl RadixTreeSteps {
             bounds: ctx.pipeline(
                 &shaders::LBVH_PRIMITIVE_BOUNDS,
                 WORKGROUP_SIZE,
-                &[BOUNDS_ITEMS_PER_INVOCATION, points as u32],
+                &[points as u32, BOUNDS_ITEMS_PER_INVOCATION],
             )?,
-            morton: ctx.pipeline(&shaders::LBVH_MORTON_CODES, WORKGROUP_SIZE, &[codes63])?,
+            morton: ctx.pipeline(
+                &shaders::LBVH_MORTON_CODES,
+                WORKGROUP_SIZE,
+                &[points as u32, codes63],
+            )?,
             radix_tree: ctx.pipeline(&shaders::LBVH_RADIX_TREE, WORKGROUP_SIZE, &[codes63])?,
             sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
             indirect: IndirectArgs::new(ctx, "lbvh", 4)?,
@@ -234,12 +236,11 @@ impl RadixTreeSteps {
         self.morton_bits.key_bits() as u64 / 8
     }
 
-    /// Steps 1-2: boxes (into `buffers.boxes`), centroid bounds, and (key, index) pairs.
+    /// Steps 1-2: centroid bounds, then (key, index) pairs.
     pub(crate) fn record_codes(&self, rec: &mut Recorder, buffers: &CodeBuffers, count: Count) {
         let CodeBuffers {
             positions,
             triangles,
-            boxes,
             keys,
             values,
         } = *buffers;
@@ -249,7 +250,6 @@ impl RadixTreeSteps {
         let push = PrimitiveBoundsPush {
             positions_address: positions,
             triangles_address: triangles,
-            boxes_address: boxes,
             bounds_address: self.centroid_bounds.address(),
             scratch_address: self.reduce_scratch.address(),
             count_address,
@@ -263,7 +263,8 @@ impl RadixTreeSteps {
         rec.begin_stage("lbvh: morton codes");
         let groups = self.indirect.groups_for(rec, 1, &count, WORKGROUP_SIZE, 0);
         let push = MortonPush {
-            boxes_address: boxes,
+            positions_address: positions,
+            triangles_address: triangles,
             bounds_address: self.centroid_bounds.address(),
             keys_address: keys,
             values_address: values,
@@ -330,7 +331,7 @@ pub struct LbvhBuilder {
     bottom_up: Arc<Pipeline>,
     climb_workgroup_size: u32,
     capacity: u32,
-    /// Boxes (32 bytes per triangle), later leaf parents and visit counters (4 + 4).
+    /// Leaf parents and visit counters (4 + 4 bytes per triangle).
     arena: Buffer,
     keys: Buffer,
 }
@@ -359,11 +360,7 @@ impl LbvhBuilder {
                 params.climb_workgroup_size,
                 &[ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32],
             )?,
-            arena: ctx.create_buffer(
-                "lbvh arena",
-                n * std::mem::size_of::<Aabb>() as u64,
-                MemoryKind::Device,
-            )?,
+            arena: ctx.create_buffer("lbvh arena", 8 * n, MemoryKind::Device)?,
             keys: ctx.create_buffer("lbvh keys", n * steps.key_bytes(), MemoryKind::Device)?,
             steps,
             capacity,
@@ -414,18 +411,15 @@ impl LbvhBuilder {
         output.set_primitive_count(n);
         let count = Count::Host(n);
         let steps = &self.steps;
-        let boxes = self.arena.address();
         let values = output.leaf_primitives.address();
         let buffers = CodeBuffers {
             positions: input.positions.address(),
             triangles: input.triangles.address(),
-            boxes,
             keys: self.keys.address(),
             values,
         };
         steps.record_codes(rec, &buffers, count);
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
-        // The boxes are dead: the arena now holds leaf parents and visit counters.
         let arena = self.arena.address();
         let tree = RadixTreeBuffers {
             keys: self.keys.address(),

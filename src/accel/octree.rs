@@ -182,7 +182,6 @@ pub struct OctreeBuilder {
     compact: Compact,
     scan: Scan,
     capacity: u32,
-    boxes: Buffer,
     keys: Buffer,
     values: Buffer,
     flags: Buffer,
@@ -215,7 +214,6 @@ impl OctreeBuilder {
             compact: Compact::new(ctx, capacity)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, entries as u32)?,
             capacity,
-            boxes: device("octree point boxes", 32 * n)?,
             keys: device("octree keys", key_bytes * n)?,
             values: device("octree values", 4 * n)?,
             flags: device("octree unique flags", 4 * n)?,
@@ -266,7 +264,6 @@ impl OctreeBuilder {
         let buffers = CodeBuffers {
             positions: points.address(),
             triangles: 0,
-            boxes: self.boxes.address(),
             keys: self.keys.address(),
             values: self.values.address(),
         };
