@@ -192,7 +192,7 @@ pub(crate) struct RadixTreeSteps {
     pub(crate) sort: RadixSort,
     pub(crate) indirect: IndirectArgs,
     reduce_scratch: Buffer,
-    /// The centroid bounds (one [`Aabb`]).
+    /// The centroid bounds (one 32-byte box, as `prims::reduce::Aabb`).
     pub(crate) centroid_bounds: Buffer,
 }
 
