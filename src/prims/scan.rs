@@ -15,9 +15,9 @@ use std::sync::Arc;
 /// Exclusive or inclusive prefix sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScanKind {
-    /// out[i] = in[0] + ... + in[i-1]
+    /// `out[i] = in[0] + ... + in[i-1]`
     Exclusive,
-    /// out[i] = in[0] + ... + in[i]
+    /// `out[i] = in[0] + ... + in[i]`
     Inclusive,
 }
 
