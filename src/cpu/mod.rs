@@ -1,5 +1,6 @@
 //! CPU references: the oracle for every GPU kernel's tests and the baseline for benchmarks.
 
+pub mod kdtree;
 pub mod lbvh;
 pub mod morton;
 pub mod octree;

@@ -33,7 +33,7 @@ impl Hit {
     }
 
     /// Whether `self` comes before `other`: smaller `t`, then smaller triangle index.
-    fn precedes(&self, other: &Hit) -> bool {
+    pub(crate) fn precedes(&self, other: &Hit) -> bool {
         self.t < other.t || (self.t == other.t && self.triangle < other.triangle)
     }
 }
@@ -191,7 +191,7 @@ pub const BOX_T_SLACK: f32 = 1.0 / 65536.0;
 /// inverted (empty) box is never entered. A NaN plane distance (`0 · inf`: the origin on a
 /// plane the ray runs in) does not bound the interval: the running max and min keep their
 /// value when compared with NaN (`t > near ? t : near` on the GPU).
-fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32) {
+pub(crate) fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32) {
     let mut near = f32::NEG_INFINITY;
     let mut far = f32::INFINITY;
     for k in 0..3 {
