@@ -1,9 +1,11 @@
-//! Ray casting against a [`Bvh`]: "trace these rays against this structure", for the renderer
-//! and for embedding apps alike. `glsl/trace/trace_bvh.comp` runs one invocation per ray with
-//! a per-ray stack and the watertight ray/triangle test; closest-hit queries return the
-//! nearest hit, any-hit (occlusion) queries stop at the first.
+//! Ray casting against a [`Bvh`] or a kd-tree: "trace these rays against this structure", for
+//! the renderer and for embedding apps alike. `glsl/trace/trace_bvh.comp` and
+//! `glsl/trace/trace_kdtree.comp` run one invocation per ray with a per-ray stack and the
+//! watertight ray/triangle test; closest-hit queries return the nearest hit, any-hit
+//! (occlusion) queries stop at the first.
 
 use crate::accel::bvh::Bvh;
+use crate::accel::kdtree::KdTreeGpu;
 use crate::prims::indirect::IndirectArgs;
 use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
 use crate::shaders;
@@ -72,29 +74,86 @@ pub struct TracePush {
     pub primitive_count: u32,
 }
 
-/// Traces batches of rays against binary BVHs.
+/// Push constants of `trace_kdtree.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TraceKdPush {
+    /// Nodes in preorder.
+    pub nodes_address: u64,
+    /// Leaf triangle ids.
+    pub leaf_triangles_address: u64,
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
+    /// Rays.
+    pub rays_address: u64,
+    /// Hits written.
+    pub hits_address: u64,
+    /// The scene box.
+    pub bounds_address: u64,
+    /// Device ray count or 0.
+    pub count_address: u64,
+    /// Host ray count.
+    pub host_count: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// What rays are traced against.
+#[derive(Clone, Copy)]
+pub enum Structure<'a> {
+    /// A binary BVH (its leaves hold copies of their triangles).
+    Bvh(&'a Bvh),
+    /// A kd-tree over these triangles (its leaves hold triangle ids).
+    KdTree {
+        /// The tree.
+        tree: &'a KdTreeGpu,
+        /// Vertex positions.
+        positions: Slice<'a, [f32; 3]>,
+        /// Triangles.
+        triangles: Slice<'a, [u32; 3]>,
+    },
+}
+
+impl<'a> From<&'a Bvh> for Structure<'a> {
+    fn from(bvh: &'a Bvh) -> Self {
+        Structure::Bvh(bvh)
+    }
+}
+
+/// Traces batches of rays against BVHs and kd-trees.
 pub struct Tracer {
-    closest: Arc<Pipeline>,
-    any: Arc<Pipeline>,
+    /// Per structure (BVH, kd-tree), the closest-hit and any-hit pipelines.
+    pipelines: [[Arc<Pipeline>; 2]; 2],
     indirect: IndirectArgs,
 }
 
 impl Tracer {
     /// The tracing kernels for `ctx`'s device.
     pub fn new(ctx: &Context) -> Result<Self> {
+        let both = |kernel| -> Result<[Arc<Pipeline>; 2]> {
+            Ok([
+                ctx.pipeline(kernel, WORKGROUP_SIZE, &[0])?,
+                ctx.pipeline(kernel, WORKGROUP_SIZE, &[1])?,
+            ])
+        };
         Ok(Self {
-            closest: ctx.pipeline(&shaders::TRACE_TRACE_BVH, WORKGROUP_SIZE, &[0])?,
-            any: ctx.pipeline(&shaders::TRACE_TRACE_BVH, WORKGROUP_SIZE, &[1])?,
+            pipelines: [
+                both(&shaders::TRACE_TRACE_BVH)?,
+                both(&shaders::TRACE_TRACE_KDTREE)?,
+            ],
             indirect: IndirectArgs::new(ctx, "trace", 1)?,
         })
     }
 
-    /// Records `query` for `count` rays of `rays` against `bvh`, writing one [`Hit`] per ray
-    /// to `hits`. The tree's build must be recorded before (with its barrier) or have run.
-    pub fn record(
+    /// Records `query` for `count` rays of `rays` against `structure` (a `&Bvh` converts),
+    /// writing one [`Hit`] per ray to `hits`. The structure's build must be recorded before
+    /// (with its barrier) or have run.
+    pub fn record<'a>(
         &self,
         rec: &mut Recorder,
-        bvh: &Bvh,
+        structure: impl Into<Structure<'a>>,
         query: Query,
         rays: Slice<Ray>,
         hits: Slice<Hit>,
@@ -104,21 +163,41 @@ impl Tracer {
         rays.check("trace rays", count.max() as u64, 16)?;
         hits.check("trace hits", count.max() as u64, 16)?;
         let (count_address, host_count) = count.push();
-        let push = TracePush {
-            nodes_address: bvh.nodes.address(),
-            leaf_triangles_address: bvh.leaf_triangles.address(),
-            rays_address: rays.address(),
-            hits_address: hits.address(),
-            count_address,
-            host_count,
-            primitive_count: bvh.primitive_count(),
-        };
-        let pipeline = match query {
-            Query::Closest => &self.closest,
-            Query::Any => &self.any,
-        };
+        let any = (query == Query::Any) as usize;
         let groups = self.indirect.groups_for(rec, 0, &count, WORKGROUP_SIZE, 0);
-        rec.dispatch_groups(pipeline, &push, &groups);
+        match structure.into() {
+            Structure::Bvh(bvh) => {
+                let push = TracePush {
+                    nodes_address: bvh.nodes.address(),
+                    leaf_triangles_address: bvh.leaf_triangles.address(),
+                    rays_address: rays.address(),
+                    hits_address: hits.address(),
+                    count_address,
+                    host_count,
+                    primitive_count: bvh.primitive_count(),
+                };
+                rec.dispatch_groups(&self.pipelines[0][any], &push, &groups);
+            }
+            Structure::KdTree {
+                tree,
+                positions,
+                triangles,
+            } => {
+                let push = TraceKdPush {
+                    nodes_address: tree.nodes.address(),
+                    leaf_triangles_address: tree.leaf_triangles.address(),
+                    positions_address: positions.address(),
+                    triangles_address: triangles.address(),
+                    rays_address: rays.address(),
+                    hits_address: hits.address(),
+                    bounds_address: tree.bounds.address(),
+                    count_address,
+                    host_count,
+                    pad: 0,
+                };
+                rec.dispatch_groups(&self.pipelines[1][any], &push, &groups);
+            }
+        }
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 mod spirv;
 
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
+use canopy::accel::kdtree::KdNode;
 use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, LinkNodesPush, OctreeNode, UniqueFlagsPush,
@@ -24,7 +25,7 @@ use canopy::prims::segmented_reduce::SegmentedReducePush;
 use canopy::render::{CameraRaysPush, GpuLight, Material, ShadePush, ShadowRaysPush};
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
-use canopy::trace::{Hit, Ray, TracePush};
+use canopy::trace::{Hit, Ray, TraceKdPush, TracePush};
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
 
@@ -217,6 +218,20 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::TRACE_TRACE_KDTREE,
+            Rust(rust_layout!(TraceKdPush {
+                nodes_address,
+                leaf_triangles_address,
+                positions_address,
+                triangles_address,
+                rays_address,
+                hits_address,
+                bounds_address,
+                count_address,
+                host_count
+            })),
+        ),
+        (
             shaders::SCENE_DEFAULT_SURFACE,
             Rust(rust_layout!(DefaultSurfacePush {
                 positions_address,
@@ -397,6 +412,13 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["f32", "u32", "f32", "f32"],
             rust: rust_layout!(Hit { t, triangle, u, v }),
             offsets: &[0, 4, 8, 12],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_KDTREE,
+            name: "KdNode",
+            shape: &["u32", "u32"],
+            rust: rust_layout!(KdNode { word0, word1 }),
+            offsets: &[0, 4],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,

@@ -7,12 +7,15 @@ mod common;
 
 use canopy::accel::bvh::{Bvh, BvhNode};
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
-use canopy::cpu::{lbvh as cpu_lbvh, morton, raycast};
-use canopy::prims::{Count, Slice};
+use canopy::cpu::{lbvh as cpu_lbvh, morton};
+use canopy::prims::Slice;
 use canopy::scene::Mesh;
-use canopy::trace::{Hit, MISS, Query, Ray, Tracer};
+use canopy::trace::{MISS, Query};
 use canopy::vk::{Buffer, Context};
-use common::{Rng, assert_valid, context};
+use common::{
+    Rng, assert_hits_match_brute_force, assert_valid, context, cube_grid, random_mesh, random_rays,
+    rays_in_plane_z0, trace,
+};
 
 /// A mesh on the device with its built tree.
 struct Built {
@@ -125,23 +128,6 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
         );
     }
     stats
-}
-
-fn random_mesh(rng: &mut Rng, n: usize, extent: f32, size: f32) -> Mesh {
-    let mut positions = Vec::with_capacity(3 * n);
-    for _ in 0..n {
-        let c: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-extent, extent));
-        for _ in 0..3 {
-            positions.push(std::array::from_fn(|a| c[a] + rng.f32_in(-size, size)));
-        }
-    }
-    Mesh {
-        triangles: (0..n as u32)
-            .map(|t| [3 * t, 3 * t + 1, 3 * t + 2])
-            .collect(),
-        positions,
-        normals: Vec::new(),
-    }
 }
 
 #[test]
@@ -268,118 +254,13 @@ fn real_meshes() {
     }
 }
 
-/// Random rays: from outside or inside the mesh's box towards random points in it or on a
-/// random triangle, and some in random directions, with finite and infinite tmax.
-fn random_rays(rng: &mut Rng, mesh: &Mesh, count: usize) -> Vec<Ray> {
-    let (lo, hi) = mesh.bounds().unwrap();
-    let point = |rng: &mut Rng, grow: f32| -> [f32; 3] {
-        std::array::from_fn(|a| {
-            let pad = (hi[a] - lo[a]) * grow + 1e-3;
-            rng.f32_in(lo[a] - pad, hi[a] + pad)
-        })
-    };
-    (0..count)
-        .map(|i| {
-            let origin = point(rng, if i % 3 == 0 { 0.0 } else { 0.5 });
-            let direction: [f32; 3] = if i % 5 == 4 {
-                std::array::from_fn(|_| rng.f32_in(-1.0, 1.0))
-            } else if i % 2 == 0 {
-                let t = mesh.triangles[rng.below(mesh.triangles.len() as u32) as usize];
-                let (u, v) = (rng.f32_in(0.0, 0.5), rng.f32_in(0.0, 0.5));
-                let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
-                std::array::from_fn(|k| (1.0 - u - v) * a[k] + u * b[k] + v * c[k] - origin[k])
-            } else {
-                let target = point(rng, 0.0);
-                std::array::from_fn(|a| target[a] - origin[a])
-            };
-            let tmax = if i % 7 == 6 { 0.5 } else { f32::INFINITY };
-            Ray {
-                origin,
-                tmin: 0.0,
-                direction,
-                tmax,
-            }
-        })
-        .collect()
-}
-
-fn trace(ctx: &Context, built: &Built, rays: &[Ray], query: Query) -> Vec<Hit> {
-    let tracer = Tracer::new(ctx).unwrap();
-    let ray_buffer = ctx.create_buffer_with("rays", rays).unwrap();
-    let hits = ctx
-        .create_buffer(
-            "hits",
-            (rays.len() * 16) as u64,
-            canopy::vk::MemoryKind::Device,
-        )
-        .unwrap();
-    ctx.submit_and_wait(|rec| {
-        tracer.record(
-            rec,
-            &built.bvh,
-            query,
-            Slice::whole(&ray_buffer),
-            Slice::whole(&hits),
-            Count::Host(rays.len() as u32),
-        )
-    })
-    .unwrap();
-    assert_valid(ctx);
-    ctx.download(&hits, 0, rays.len()).unwrap()
-}
-
-/// Whether two distances along `ray` name the same point up to float rounding, which scales
-/// with the coordinates' magnitude: within 1e-5 relative to the distance travelled or 1e-6 of
-/// the mesh's extent.
-fn same_distance(ray: &Ray, a: f32, b: f32, extent: f32) -> bool {
-    let length = ray.direction.iter().map(|d| d * d).sum::<f32>().sqrt();
-    (a - b).abs() * length <= 1e-5 * (a.abs() * length) + 1e-6 * extent
-}
-
 fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: &str) {
     let built = build(ctx, mesh, bits);
-    let (lo, hi) = mesh.bounds().unwrap();
-    let extent = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f32::max);
     let mut rng = Rng::new(mesh.triangle_count() as u64);
     let rays = random_rays(&mut rng, mesh, rays);
-    let closest = trace(ctx, &built, &rays, Query::Closest);
-    let any = trace(ctx, &built, &rays, Query::Any);
-    let mut hit_count = 0;
-    for (i, ray) in rays.iter().enumerate() {
-        let expected = raycast::closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
-        let got = closest[i];
-        hit_count += (expected.triangle != MISS) as usize;
-        let same = got.triangle == expected.triangle
-            || (got.triangle != MISS
-                && expected.triangle != MISS
-                && same_distance(ray, got.t, expected.t, extent));
-        assert!(
-            same,
-            "{label}: ray {i} {ray:?}: GPU {got:?}, brute force {expected:?}"
-        );
-        if got.triangle == expected.triangle && got.triangle != MISS {
-            // The same triangle: the same point, up to the conditioning of a grazing ray, for
-            // which the GPU's division in the shear (SPIR-V allows 2.5 ulp) moves t and the
-            // weights by more than rounding (3e-5 relative seen on an H200).
-            let close = (got.t - expected.t).abs() <= 1e-3 * expected.t.abs();
-            assert!(close, "{label}: ray {i} t: GPU {got:?}, CPU {expected:?}");
-            let uv = (got.u - expected.u).abs().max((got.v - expected.v).abs());
-            assert!(
-                uv < 1e-3,
-                "{label}: ray {i} uv: GPU {got:?}, CPU {expected:?}"
-            );
-        }
-        let occluded = raycast::any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
-        assert_eq!(
-            any[i].triangle != MISS,
-            occluded,
-            "{label}: ray {i} any-hit"
-        );
-    }
-    assert!(
-        hit_count * 4 > rays.len(),
-        "{label}: too few rays hit ({hit_count})"
-    );
+    let closest = trace(ctx, &built.bvh, &rays, Query::Closest);
+    let any = trace(ctx, &built.bvh, &rays, Query::Any);
+    assert_hits_match_brute_force(mesh, &rays, &closest, &any, label);
 }
 
 #[test]
@@ -400,6 +281,25 @@ fn ray_casting_matches_brute_force() {
 }
 
 #[test]
+fn rays_along_box_faces() {
+    let ctx = context();
+    let mut flat = random_mesh(&mut Rng::new(4), 2000, 3.0, 0.5);
+    flat.positions.iter_mut().for_each(|p| p[2] = 0.0);
+    let (cubes, along_faces) = cube_grid();
+    for (mesh, extra, label) in [
+        (&flat, rays_in_plane_z0(300), "flat"),
+        (&cubes, along_faces, "cubes"),
+    ] {
+        let built = build(&ctx, mesh, MortonBits::Bits30);
+        let mut rays = random_rays(&mut Rng::new(5), mesh, 1000);
+        rays.extend(extra);
+        let closest = trace(&ctx, &built.bvh, &rays, Query::Closest);
+        let any = trace(&ctx, &built.bvh, &rays, Query::Any);
+        assert_hits_match_brute_force(mesh, &rays, &closest, &any, label);
+    }
+}
+
+#[test]
 fn empty_tree_misses_everything() {
     let ctx = context();
     let mesh = random_mesh(&mut Rng::new(1), 4, 1.0, 1.0);
@@ -415,6 +315,6 @@ fn empty_tree_misses_everything() {
     })
     .unwrap();
     let rays = random_rays(&mut Rng::new(2), &mesh, 100);
-    let hits = trace(&ctx, &built, &rays, Query::Closest);
+    let hits = trace(&ctx, &built.bvh, &rays, Query::Closest);
     assert!(hits.iter().all(|h| h.triangle == MISS));
 }

@@ -30,7 +30,8 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Hits { Hit 
 struct RayQuery {
     vec3 origin;
     float tmin;
-    vec3 inv_direction; // 1 / direction, with zero components replaced by ±1e-30
+    vec3 inv_direction; // 1 / direction; 1 where the direction is zero (see `parallel`)
+    bvec3 parallel;     // direction components that are zero
     ivec3 axes;         // kx, ky, kz of the watertight test (kz: largest |direction|)
     vec3 shear;         // Sx, Sy, Sz
 };
@@ -40,8 +41,8 @@ RayQuery ray_query(Ray ray) {
     q.origin = ray.origin;
     q.tmin = ray.tmin;
     vec3 d = ray.direction;
-    vec3 signs = mix(vec3(-1.0), vec3(1.0), greaterThanEqual(d, vec3(0.0)));
-    q.inv_direction = 1.0 / mix(d, signs * 1e-30, lessThan(abs(d), vec3(1e-30)));
+    q.parallel = equal(d, vec3(0.0));
+    q.inv_direction = 1.0 / mix(d, vec3(1.0), q.parallel);
     vec3 ad = abs(d);
     int kz = ad.x > ad.y ? (ad.x > ad.z ? 0 : 2) : (ad.y > ad.z ? 1 : 2);
     int kx = (kz + 1) % 3;
@@ -56,18 +57,29 @@ RayQuery ray_query(Ray ray) {
     return q;
 }
 
-// Distance at which the ray enters the box within [tmin, tmax], or INF when it misses. An
-// empty (inverted) box is always missed. The exit distance is widened by 2 ulp so rounding
-// never culls a box whose triangle the watertight test would hit.
-float box_entry(RayQuery q, vec3 lo, vec3 hi, float tmax) {
+// The interval (enter, exit) in which the ray is inside the box, clipped to [tmin, tmax]; empty
+// (enter > exit) when it misses. Along an axis the ray runs parallel to, the box either holds
+// the ray's whole line (the origin lies within its slab, faces included) or none of it. An
+// empty (inverted) box is always missed. The exit is widened by 2 ulp so rounding never culls
+// a box whose triangle the watertight test would hit.
+vec2 box_interval(RayQuery q, vec3 lo, vec3 hi, float tmax) {
     vec3 t_lo = (lo - q.origin) * q.inv_direction;
     vec3 t_hi = (hi - q.origin) * q.inv_direction;
     bvec3 forward = greaterThanEqual(q.inv_direction, vec3(0.0));
     vec3 t_near = mix(t_hi, t_lo, forward);
     vec3 t_far = mix(t_lo, t_hi, forward);
+    bvec3 inside = lessThanEqual(max(lo - q.origin, q.origin - hi), vec3(0.0));
+    t_near = mix(t_near, mix(vec3(INF), vec3(-INF), inside), q.parallel);
+    t_far = mix(t_far, mix(vec3(-INF), vec3(INF), inside), q.parallel);
     float enter = max(max(t_near.x, t_near.y), max(t_near.z, q.tmin));
     float leave = min(min(t_far.x, t_far.y), min(t_far.z, tmax)) * 1.00000024;
-    return enter <= leave ? enter : INF;
+    return vec2(enter, leave);
+}
+
+// Distance at which the ray enters the box within [tmin, tmax], or INF when it misses.
+float box_entry(RayQuery q, vec3 lo, vec3 hi, float tmax) {
+    vec2 interval = box_interval(q, lo, hi, tmax);
+    return interval.x <= interval.y ? interval.x : INF;
 }
 
 // Watertight ray/triangle test: the triangle is sheared into the ray's space, where the signs

@@ -4,6 +4,7 @@
 //! same buffers as a yardstick.
 
 pub mod bvh;
+pub mod kdtree;
 pub mod lbvh;
 pub mod native;
 pub mod octree;

@@ -66,3 +66,212 @@ pub fn count_of(buffer: &canopy::vk::Buffer, n: u32, indirect: bool) -> canopy::
         canopy::prims::Count::Host(n)
     }
 }
+
+/// `n` random triangles: centres in [-extent, extent]³, vertices within `size` of them.
+pub fn random_mesh(rng: &mut Rng, n: usize, extent: f32, size: f32) -> canopy::scene::Mesh {
+    let mut positions = Vec::with_capacity(3 * n);
+    for _ in 0..n {
+        let c: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-extent, extent));
+        for _ in 0..3 {
+            positions.push(std::array::from_fn(|a| c[a] + rng.f32_in(-size, size)));
+        }
+    }
+    canopy::scene::Mesh {
+        triangles: (0..n as u32)
+            .map(|t| [3 * t, 3 * t + 1, 3 * t + 2])
+            .collect(),
+        positions,
+        normals: Vec::new(),
+    }
+}
+
+/// Random rays: from outside or inside the mesh's box towards random points in it or on a
+/// random triangle, and some in random directions, with finite and infinite tmax.
+pub fn random_rays(
+    rng: &mut Rng,
+    mesh: &canopy::scene::Mesh,
+    count: usize,
+) -> Vec<canopy::trace::Ray> {
+    let (lo, hi) = mesh.bounds().unwrap();
+    let point = |rng: &mut Rng, grow: f32| -> [f32; 3] {
+        std::array::from_fn(|a| {
+            let pad = (hi[a] - lo[a]) * grow + 1e-3;
+            rng.f32_in(lo[a] - pad, hi[a] + pad)
+        })
+    };
+    (0..count)
+        .map(|i| {
+            let origin = point(rng, if i % 3 == 0 { 0.0 } else { 0.5 });
+            let direction: [f32; 3] = if i % 5 == 4 {
+                std::array::from_fn(|_| rng.f32_in(-1.0, 1.0))
+            } else if i % 2 == 0 {
+                let t = mesh.triangles[rng.below(mesh.triangles.len() as u32) as usize];
+                let (u, v) = (rng.f32_in(0.0, 0.5), rng.f32_in(0.0, 0.5));
+                let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
+                std::array::from_fn(|k| (1.0 - u - v) * a[k] + u * b[k] + v * c[k] - origin[k])
+            } else {
+                let target = point(rng, 0.0);
+                std::array::from_fn(|a| target[a] - origin[a])
+            };
+            let tmax = if i % 7 == 6 { 0.5 } else { f32::INFINITY };
+            canopy::trace::Ray {
+                origin,
+                tmin: 0.0,
+                direction,
+                tmax,
+            }
+        })
+        .collect()
+}
+
+/// Traces `rays` with `query` against `structure`; one hit per ray.
+pub fn trace<'a>(
+    ctx: &Context,
+    structure: impl Into<canopy::trace::Structure<'a>>,
+    rays: &[canopy::trace::Ray],
+    query: canopy::trace::Query,
+) -> Vec<canopy::trace::Hit> {
+    let tracer = canopy::trace::Tracer::new(ctx).unwrap();
+    let ray_buffer = ctx.create_buffer_with("rays", rays).unwrap();
+    let bytes = (rays.len() * std::mem::size_of::<canopy::trace::Hit>()) as u64;
+    let hits = ctx
+        .create_buffer("hits", bytes, canopy::vk::MemoryKind::Device)
+        .unwrap();
+    let structure = structure.into();
+    ctx.submit_and_wait(|rec| {
+        tracer.record(
+            rec,
+            structure,
+            query,
+            canopy::prims::Slice::whole(&ray_buffer),
+            canopy::prims::Slice::whole(&hits),
+            canopy::prims::Count::Host(rays.len() as u32),
+        )
+    })
+    .unwrap();
+    assert_valid(ctx);
+    ctx.download(&hits, 0, rays.len()).unwrap()
+}
+
+/// Whether two distances along `ray` name the same point up to float rounding, which scales
+/// with the coordinates' magnitude: within 1e-5 relative to the distance travelled or 1e-6 of
+/// the mesh's extent.
+fn same_distance(ray: &canopy::trace::Ray, a: f32, b: f32, extent: f32) -> bool {
+    let length = ray.direction.iter().map(|d| d * d).sum::<f32>().sqrt();
+    (a - b).abs() * length <= 1e-5 * (a.abs() * length) + 1e-6 * extent
+}
+
+/// GPU closest hits equal brute force (the same triangle, or on ties the same distance) and
+/// GPU any-hit queries agree on occlusion; at least a quarter of the rays must hit.
+pub fn assert_hits_match_brute_force(
+    mesh: &canopy::scene::Mesh,
+    rays: &[canopy::trace::Ray],
+    closest: &[canopy::trace::Hit],
+    any: &[canopy::trace::Hit],
+    label: &str,
+) {
+    use canopy::cpu::raycast;
+    use canopy::trace::MISS;
+    let (lo, hi) = mesh.bounds().unwrap();
+    let extent = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f32::max);
+    let mut hit_count = 0;
+    for (i, ray) in rays.iter().enumerate() {
+        let expected = raycast::closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        let got = closest[i];
+        hit_count += (expected.triangle != MISS) as usize;
+        let same = got.triangle == expected.triangle
+            || (got.triangle != MISS
+                && expected.triangle != MISS
+                && same_distance(ray, got.t, expected.t, extent));
+        assert!(
+            same,
+            "{label}: ray {i} {ray:?}: GPU {got:?}, brute force {expected:?}"
+        );
+        if got.triangle == expected.triangle && got.triangle != MISS {
+            // The same triangle: the same point, up to the conditioning of a grazing ray, for
+            // which the GPU's division in the shear (SPIR-V allows 2.5 ulp) moves t and the
+            // weights by more than rounding (3e-5 relative seen on an H200).
+            let close = (got.t - expected.t).abs() <= 1e-3 * expected.t.abs();
+            assert!(close, "{label}: ray {i} t: GPU {got:?}, CPU {expected:?}");
+            let uv = (got.u - expected.u).abs().max((got.v - expected.v).abs());
+            assert!(
+                uv < 1e-3,
+                "{label}: ray {i} uv: GPU {got:?}, CPU {expected:?}"
+            );
+        }
+        let occluded = raycast::any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        assert_eq!(
+            any[i].triangle != MISS,
+            occluded,
+            "{label}: ray {i} any-hit"
+        );
+    }
+    assert!(
+        hit_count * 4 > rays.len(),
+        "{label}: too few rays hit ({hit_count})"
+    );
+}
+
+/// `count` rays lying in the plane z = 0, from a circle of radius 5 towards its centre (in a
+/// flat scene they graze every triangle's plane and every box's flat face).
+pub fn rays_in_plane_z0(count: usize) -> Vec<canopy::trace::Ray> {
+    (0..count)
+        .map(|i| {
+            let a = i as f32 * 0.031;
+            canopy::trace::Ray {
+                origin: [-5.0 * a.cos(), -5.0 * a.sin(), 0.0],
+                tmin: 0.0,
+                direction: [a.cos(), a.sin(), 0.0],
+                tmax: f32::INFINITY,
+            }
+        })
+        .collect()
+}
+
+/// A unit cube's 12 triangles at `corner`, `size` on a side.
+fn cube(corner: [f32; 3], size: f32) -> canopy::scene::Mesh {
+    let p = |i: u32| std::array::from_fn(|a| corner[a] + size * ((i >> a) & 1) as f32);
+    let quads = [
+        [0, 2, 6, 4],
+        [1, 5, 7, 3],
+        [0, 4, 5, 1],
+        [2, 3, 7, 6],
+        [0, 1, 3, 2],
+        [4, 6, 7, 5],
+    ];
+    let mut mesh = canopy::scene::Mesh {
+        positions: (0..8).map(p).collect(),
+        ..Default::default()
+    };
+    for [a, b, c, d] in quads {
+        mesh.triangles.push([a, b, c]);
+        mesh.triangles.push([a, c, d]);
+    }
+    mesh
+}
+
+/// 27 unit cubes on a 3x3x3 grid of spacing 2, and rays along +x lying in their faces and
+/// between them: every box and split plane is met edge-on.
+pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
+    let mut cubes = canopy::scene::Mesh::default();
+    for i in 0..27 {
+        let corner = [
+            (i % 3) as f32 * 2.0,
+            (i / 3 % 3) as f32 * 2.0,
+            (i / 9) as f32 * 2.0,
+        ];
+        cubes.append(&cube(corner, 1.0));
+    }
+    let rays = (0..300)
+        .map(|i| {
+            let (y, z) = ((i % 6) as f32, (i / 6 % 6) as f32 + 0.5 * (i % 2) as f32);
+            canopy::trace::Ray {
+                origin: [-1.0, y, z],
+                tmin: 0.0,
+                direction: [1.0, 0.0, 0.0],
+                tmax: f32::INFINITY,
+            }
+        })
+        .collect();
+    (cubes, rays)
+}

@@ -1,0 +1,131 @@
+#version 460
+// Closest-hit or any-hit queries of a batch of rays against a kd-tree (common/kdtree.glsl),
+// stack-based as in Zhou et al. 2008 §4: the ray is clipped to the scene box, then at each
+// internal node the distance to the split plane decides whether only the near child, only the
+// far child, or both are visited (near first, the far child pushed with the rest of the
+// interval). In a leaf every triangle is tested (watertight, common/ray.glsl); pushed intervals
+// starting beyond the closest hit are dropped, so a hit within a leaf ends the search (a ray
+// lying in a split plane visits both children over the same interval).
+// Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
+// when nothing is hit).
+//
+// The stack bound: a tree of depth D pushes at most D entries; builders cap the depth below
+// STACK_SIZE (src/accel/kdtree.rs).
+#include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
+#include "../common/kdtree.glsl"
+#include "../common/ray.glsl"
+
+layout(constant_id = 2) const bool ANY_HIT = false;
+const uint STACK_SIZE = 64;
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t nodes_address;          // KdNode per node, preorder
+    uint64_t leaf_triangles_address; // u32 triangle ids, each leaf's a run
+    uint64_t positions_address;      // vec3 per vertex
+    uint64_t triangles_address;      // uvec3 per triangle
+    uint64_t rays_address;           // Ray per query
+    uint64_t hits_address;           // out: Hit per query
+    uint64_t bounds_address;         // Aabb: the scene box the root covers
+    uint64_t count_address;          // ray count on the device, or 0
+    uint host_count;                 // ray count from the host
+} pc;
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= element_count(pc.count_address, pc.host_count)) {
+        return;
+    }
+    Ray ray = Rays(pc.rays_address).v[i];
+    RayQuery q = ray_query(ray);
+    float t = ray.tmax;
+    uint triangle = MISS;
+    vec2 uv = vec2(0.0);
+
+    Aabb bounds = Aabbs(pc.bounds_address).v[0];
+    vec2 interval = box_interval(q, bounds.lo, bounds.hi, ray.tmax);
+    if (interval.x <= interval.y) {
+        float t_enter = interval.x;
+        float t_exit = interval.y;
+        KdNodes nodes = KdNodes(pc.nodes_address);
+        U32s leaves = U32s(pc.leaf_triangles_address);
+        Vec3s positions = Vec3s(pc.positions_address);
+        UVec3s triangles = UVec3s(pc.triangles_address);
+        uint stack_node[STACK_SIZE];
+        float stack_enter[STACK_SIZE];
+        float stack_exit[STACK_SIZE];
+        uint depth = 0;
+        uint node = 0;
+        bool searching = true;
+        while (searching) {
+            KdNode n = nodes.v[node];
+            while ((n.word0 & 3u) != KD_LEAF) {
+                uint axis = n.word0 & 3u;
+                float split = uintBitsToFloat(n.word1);
+                float origin = ray.origin[axis];
+                bool below_first = origin < split || (origin == split && ray.direction[axis] <= 0.0);
+                uint near = below_first ? node + 1u : n.word0 >> 2;
+                uint far = below_first ? n.word0 >> 2 : node + 1u;
+                float t_split = (split - origin) * q.inv_direction[axis];
+                if (q.parallel[axis]) {
+                    // Parallel to the plane: the origin's side, or both when the ray lies in it
+                    // (over the same interval).
+                    if (origin == split && depth < STACK_SIZE) {
+                        stack_node[depth] = far;
+                        stack_enter[depth] = t_enter;
+                        stack_exit[depth] = t_exit;
+                        ++depth;
+                    }
+                    node = near;
+                } else if (t_split > t_exit || t_split <= 0.0) {
+                    node = near;
+                } else if (t_split < t_enter) {
+                    node = far;
+                } else {
+                    if (depth < STACK_SIZE) {
+                        stack_node[depth] = far;
+                        stack_enter[depth] = t_split;
+                        stack_exit[depth] = t_exit;
+                        ++depth;
+                    }
+                    node = near;
+                    t_exit = t_split;
+                }
+                n = nodes.v[node];
+            }
+            uint first = n.word1;
+            uint count = n.word0 >> 2;
+            bool found = false;
+            for (uint k = 0; k < count; ++k) {
+                uint id = leaves.v[first + k];
+                uvec3 tri = triangles.v[id];
+                vec2 hit_uv;
+                if (intersect_triangle(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], t, hit_uv)) {
+                    triangle = id;
+                    uv = hit_uv;
+                    found = true;
+                    if (ANY_HIT) {
+                        break;
+                    }
+                }
+            }
+            if (found && ANY_HIT) {
+                break;
+            }
+            // The next pushed interval that starts before the closest hit so far: once a hit
+            // lies within this leaf, every pushed interval starts beyond it and the search ends.
+            searching = false;
+            while (depth > 0u) {
+                --depth;
+                if (stack_enter[depth] < t) {
+                    node = stack_node[depth];
+                    t_enter = stack_enter[depth];
+                    t_exit = stack_exit[depth];
+                    searching = true;
+                    break;
+                }
+            }
+        }
+    }
+    Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
+}
