@@ -42,6 +42,7 @@ fn render_gpu(
     let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
     let mut bvh = Bvh::new(ctx, n).unwrap();
     let renderer = Renderer::new(ctx, WIDTH, HEIGHT, lights.len() as u32).unwrap();
+    let image = renderer.readback(ctx).unwrap();
     ctx.submit_and_wait(|rec| {
         let input = TriangleInput {
             positions: Slice::whole(&scene.positions),
@@ -49,11 +50,11 @@ fn render_gpu(
             count: n,
         };
         builder.record(rec, &input, &mut bvh)?;
-        renderer.record(rec, &scene, &bvh, camera, shading)
+        renderer.record(rec, &scene, &bvh, camera, shading, &image)
     })
     .unwrap();
     assert_valid(ctx);
-    renderer.image_rgba8().to_vec()
+    image.rgba8().to_vec()
 }
 
 /// Tolerance: a pixel matches when every channel is within 2 of the CPU's (pow and division

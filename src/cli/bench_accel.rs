@@ -255,6 +255,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     let mut bvh = Bvh::new(ctx, n)?;
     let lights = gpu.light_count;
     let renderer = Renderer::new(ctx, width, height, lights)?;
+    let readback = renderer.readback(ctx)?;
     let camera = presets::orbit_camera(
         presets::DEFAULT_SCENE_CENTRE,
         presets::DEFAULT_SCENE_RADIUS,
@@ -284,7 +285,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         |rec| {
             scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
             builder.record(rec, &input, &mut bvh)?;
-            renderer.record(rec, &gpu, &bvh, &camera, &shading)
+            renderer.record(rec, &gpu, &bvh, &camera, &shading, &readback)
         },
     )?;
     let pixels = (width * height) as f64;

@@ -8,10 +8,10 @@ use super::CliError;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::prims::Slice;
-use canopy::render::{Camera, Renderer, SceneGpu, ShadingParams, presets};
+use canopy::render::{Camera, ImageReadback, Renderer, SceneGpu, ShadingParams, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::scene::{Mesh, shapes};
-use canopy::vk::{Context, Profiler};
+use canopy::vk::{Context, Profiler, Submission};
 use glam::Vec3;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -254,7 +254,10 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Failed(format!("{}: {e}", args.out.display())))?;
     }
     let writers = (!args.no_write).then(|| PngWriters::new(width, height));
-    let mut profiler = Profiler::new(ctx, 128)?;
+    // Two frames in flight: the CPU waits for, reads and encodes one while the GPU renders
+    // the next. Each has its own timestamps and readback memory.
+    let mut profilers = [Profiler::new(ctx, 128)?, Profiler::new(ctx, 128)?];
+    let readbacks = [renderer.readback(ctx)?, renderer.readback(ctx)?];
     let progress = indicatif::ProgressBar::new(args.frames.len() as u64).with_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
@@ -275,10 +278,13 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     );
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
-    for frame in args.frames.clone() {
+    let mut in_flight: Option<(u32, usize, Submission)> = None;
+    for (n, frame) in args.frames.clone().enumerate() {
+        let slot = n % 2;
         let time = frame as f32 / args.fps;
         let camera = subject.camera(time, width as f32 / height as f32);
-        ctx.submit_profiled(&mut profiler, |rec| {
+        let submission = ctx.submit(Some(&mut profilers[slot]), |rec| {
+            rec.barrier_after_earlier_work();
             rec.begin_stage("frame");
             if let Some(animation) = &subject.animation {
                 animation.record(rec, &scene.positions, &scene.normals, time);
@@ -289,23 +295,29 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 count: scene.triangle_count,
             };
             builder.record(rec, &input, &mut bvh)?;
-            renderer.record(rec, scene, &bvh, &camera, &shading)?;
+            renderer.record(rec, scene, &bvh, &camera, &shading, &readbacks[slot])?;
             rec.end_stage();
             Ok(())
         })?;
-        let stages = profiler.results()?;
-        let frame_ms = stages
-            .iter()
-            .find(|(name, _)| name == "frame")
-            .map_or(0.0, |s| s.1);
-        gpu_ms.push(frame_ms);
-        if args.profile {
-            print_frame_profile(frame, &stages, width * height, scene.light_count);
+        if let Some((done, done_slot, previous)) = in_flight.replace((frame, slot, submission)) {
+            previous.wait()?;
+            let finished = FinishedFrame {
+                frame: done,
+                profiler: &profilers[done_slot],
+                image: &readbacks[done_slot],
+            };
+            gpu_ms.push(finished.output(args, &writers, scene.light_count, width * height)?);
+            progress.inc(1);
         }
-        if let Some(writers) = &writers {
-            let path = args.out.join(format!("frame_{frame:04}.png"));
-            writers.submit(path, renderer.image_rgba8().to_vec())?;
-        }
+    }
+    if let Some((done, done_slot, last)) = in_flight.take() {
+        last.wait()?;
+        let finished = FinishedFrame {
+            frame: done,
+            profiler: &profilers[done_slot],
+            image: &readbacks[done_slot],
+        };
+        gpu_ms.push(finished.output(args, &writers, scene.light_count, width * height)?);
         progress.inc(1);
     }
     if let Some(writers) = writers {
@@ -326,6 +338,38 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         },
     );
     Ok(())
+}
+
+/// A frame whose submission has completed.
+struct FinishedFrame<'a> {
+    frame: u32,
+    profiler: &'a Profiler,
+    image: &'a ImageReadback,
+}
+
+impl FinishedFrame<'_> {
+    /// Prints its profile (with `--profile`), hands its image to the PNG writers, and returns
+    /// its GPU time in ms.
+    fn output(
+        &self,
+        args: &RenderArgs,
+        writers: &Option<PngWriters>,
+        lights: u32,
+        pixels: u32,
+    ) -> Result<f64, CliError> {
+        let stages = self.profiler.results()?;
+        if args.profile {
+            print_frame_profile(self.frame, &stages, pixels, lights);
+        }
+        if let Some(writers) = writers {
+            let path = args.out.join(format!("frame_{:04}.png", self.frame));
+            writers.submit(path, self.image.rgba8().to_vec())?;
+        }
+        Ok(stages
+            .iter()
+            .find(|(name, _)| name == "frame")
+            .map_or(0.0, |s| s.1))
+    }
 }
 
 fn print_frame_profile(frame: u32, stages: &[(String, f64)], pixels: u32, lights: u32) {

@@ -4,7 +4,9 @@
 //! (`glsl/render/camera_rays.comp`), closest hits ([`Tracer`]), one shadow ray per pixel
 //! and light (`glsl/render/shadow_rays.comp`), any-hit occlusion ([`Tracer`]), and Lambert
 //! shading with interpolated normals into an RGBA8 image (`glsl/render/shade.comp`), which is
-//! copied to a host-visible buffer for PNG output. `cpu::render` renders the same image.
+//! copied to a host-visible [`ImageReadback`] for PNG output. `cpu::render` renders the same
+//! image. One readback per frame in flight lets the CPU write one frame while the GPU renders
+//! the next.
 
 pub mod presets;
 pub mod scene_gpu;
@@ -183,7 +185,18 @@ pub struct Renderer {
     shadow_ray_buffer: Buffer,
     shadow_hits: Buffer,
     image: Buffer,
-    readback: Buffer,
+}
+
+/// Host-visible memory a rendered frame is copied to.
+pub struct ImageReadback {
+    buffer: Buffer,
+}
+
+impl ImageReadback {
+    /// The image: RGBA8, rows from the top (valid once the frame's submission has completed).
+    pub fn rgba8(&self) -> &[u8] {
+        self.buffer.mapped().expect("readback buffers are mapped")
+    }
 }
 
 impl Renderer {
@@ -227,7 +240,14 @@ impl Renderer {
                 MemoryKind::Device,
             )?,
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
-            readback: ctx.create_buffer("image readback", pixels * 4, MemoryKind::Readback)?,
+        })
+    }
+
+    /// Host memory for one frame of this renderer's size.
+    pub fn readback(&self, ctx: &Context) -> Result<ImageReadback> {
+        let bytes = self.width as u64 * self.height as u64 * 4;
+        Ok(ImageReadback {
+            buffer: ctx.create_buffer("image readback", bytes, MemoryKind::Readback)?,
         })
     }
 
@@ -242,7 +262,7 @@ impl Renderer {
     }
 
     /// Records a frame of `scene` through `bvh` (whose build was recorded before) seen by
-    /// `camera`; once executed, [`Renderer::image_rgba8`] returns it.
+    /// `camera`, copied to `output` (from [`Renderer::readback`]).
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -250,6 +270,7 @@ impl Renderer {
         bvh: &Bvh,
         camera: &Camera,
         shading: &ShadingParams,
+        output: &ImageReadback,
     ) -> Result<()> {
         if scene.light_count > self.max_lights {
             return Err(Error::InvalidInput(format!(
@@ -331,14 +352,9 @@ impl Renderer {
         };
         rec.dispatch(&self.shade, &push, groups);
         rec.barrier_compute_to_transfer();
-        rec.copy_buffer(&self.image, 0, &self.readback, 0, pixels as u64 * 4);
+        rec.copy_buffer(&self.image, 0, &output.buffer, 0, pixels as u64 * 4);
         rec.barrier_transfer_to_host();
         rec.end_stage();
         Ok(())
-    }
-
-    /// The last rendered image: RGBA8, rows from the top.
-    pub fn image_rgba8(&self) -> &[u8] {
-        self.readback.mapped().expect("readback buffers are mapped")
     }
 }

@@ -17,4 +17,4 @@ pub use context::{
 pub use error::{Error, Result};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};
 pub use profiler::Profiler;
-pub use recorder::{Recorder, SUBMIT_TIMEOUT, grid_for};
+pub use recorder::{Recorder, SUBMIT_TIMEOUT, Submission, grid_for};

@@ -185,6 +185,19 @@ impl<'a> Recorder<'a> {
         self.memory_barrier(Self::TRANSFER_WRITE, Self::COMPUTE_READ_WRITE);
     }
 
+    /// Everything recorded before, in this or earlier submissions, happens before everything
+    /// recorded after: for work that reuses the buffers of a submission still in flight.
+    pub fn barrier_after_earlier_work(&mut self) {
+        let all = vk::PipelineStageFlags2::ALL_COMMANDS;
+        self.memory_barrier(
+            (all, vk::AccessFlags2::MEMORY_WRITE),
+            (
+                all,
+                vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE,
+            ),
+        );
+    }
+
     /// Compute writes become visible to transfers (readback copies), and transfers wait for
     /// compute reads of the buffers they overwrite.
     pub fn barrier_compute_to_transfer(&mut self) {
@@ -266,6 +279,18 @@ impl Context {
         profiler: Option<&mut Profiler>,
         record: impl FnOnce(&mut Recorder) -> Result<()>,
     ) -> Result<()> {
+        self.submit(profiler, record)?.wait()
+    }
+
+    /// Records with `record` into a fresh command buffer (stage timestamps into `profiler`, if
+    /// given) and submits it without waiting: the CPU can prepare the next submission while
+    /// the GPU runs this one. Submissions run in queue order; work that reuses buffers of an
+    /// earlier submission starts with the barriers that order it after that one.
+    pub fn submit(
+        &self,
+        profiler: Option<&mut Profiler>,
+        record: impl FnOnce(&mut Recorder) -> Result<()>,
+    ) -> Result<Submission> {
         let device = &self.shared.device;
         let pool = self.shared.command_pool.lock().unwrap();
         let cmd = unsafe {
@@ -279,46 +304,92 @@ impl Context {
         .call("vkAllocateCommandBuffers")?[0];
         let fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
             .call("vkCreateFence")?;
-        let result = (|| {
-            unsafe {
-                device.begin_command_buffer(
-                    cmd,
-                    &vk::CommandBufferBeginInfo::default()
-                        .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-                )
-            }
-            .call("vkBeginCommandBuffer")?;
-            let mut rec = match profiler {
-                Some(p) => Recorder::with_profiler(self, cmd, p),
-                None => Recorder::new(self, cmd),
-            };
-            let recorded = record(&mut rec);
-            unsafe { device.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
-            recorded?;
+        unsafe {
+            device.begin_command_buffer(
+                cmd,
+                &vk::CommandBufferBeginInfo::default()
+                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+            )
+        }
+        .call("vkBeginCommandBuffer")?;
+        let mut rec = match profiler {
+            Some(p) => Recorder::with_profiler(self, cmd, p),
+            None => Recorder::new(self, cmd),
+        };
+        let recorded = record(&mut rec);
+        unsafe { device.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
+        let submitted = recorded.and_then(|()| {
             let cmds = [cmd];
             let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
-            unsafe { device.queue_submit(self.shared.queue, &submit, fence) }
-                .call("vkQueueSubmit")?;
-            match unsafe {
-                device.wait_for_fences(&[fence], true, SUBMIT_TIMEOUT.as_nanos() as u64)
-            } {
-                Ok(()) => Ok(()),
-                Err(vk::Result::TIMEOUT) => Err(Error::Vulkan {
-                    call: "vkWaitForFences (GPU work did not finish in time)",
-                    result: vk::Result::TIMEOUT,
-                }),
-                Err(result) => Err(Error::Vulkan {
-                    call: "vkWaitForFences",
-                    result,
-                }),
-            }
-        })();
-        unsafe {
-            if result.is_ok() {
+            unsafe { device.queue_submit(self.shared.queue, &submit, fence) }.call("vkQueueSubmit")
+        });
+        if let Err(e) = submitted {
+            unsafe {
                 device.free_command_buffers(*pool, &[cmd]);
                 device.destroy_fence(fence, None);
             }
+            return Err(e);
         }
-        result
+        Ok(Submission {
+            ctx: self.clone(),
+            cmd,
+            fence,
+            pending: true,
+        })
+    }
+}
+
+/// GPU work submitted by [`Context::submit`] and not yet waited for. Dropping it waits.
+#[must_use = "wait for the submission (dropping it waits too, ignoring errors)"]
+pub struct Submission {
+    ctx: Context,
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    pending: bool,
+}
+
+impl Submission {
+    /// Waits until the GPU has finished this work, reporting a GPU that does not finish within
+    /// [`SUBMIT_TIMEOUT`] as an error (the command buffer is then kept: the GPU may still use
+    /// it).
+    pub fn wait(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if !self.pending {
+            return Ok(());
+        }
+        self.pending = false;
+        let device = self.ctx.device();
+        let waited = match unsafe {
+            device.wait_for_fences(&[self.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64)
+        } {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => Err(Error::Vulkan {
+                call: "vkWaitForFences (GPU work did not finish in time)",
+                result: vk::Result::TIMEOUT,
+            }),
+            Err(result) => Err(Error::Vulkan {
+                call: "vkWaitForFences",
+                result,
+            }),
+        };
+        if waited.is_ok() {
+            let pool = self.ctx.shared.command_pool.lock().unwrap();
+            unsafe {
+                device.free_command_buffers(*pool, &[self.cmd]);
+                device.destroy_fence(self.fence, None);
+            }
+        }
+        waited
+    }
+}
+
+impl Drop for Submission {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            log::error!("a dropped submission failed: {e}");
+        }
     }
 }
