@@ -6,6 +6,8 @@
 //!   multi-split, indirect-argument preparation), each with a CPU reference in [`cpu`].
 //! - [`scene`]: meshes, loaders and the procedural default scene.
 //! - [`accel`]: acceleration structures built on the GPU.
+//! - [`trace`]: ray casting against them.
+//! - [`render`]: the headless renderer.
 
 pub mod accel;
 pub mod cpu;

@@ -149,7 +149,8 @@ impl Tracer {
 
     /// Records `query` for `count` rays of `rays` against `structure` (a `&Bvh` converts),
     /// writing one [`Hit`] per ray to `hits`. The structure's build must be recorded before
-    /// (with its barrier) or have run.
+    /// (with its barrier) or have run, and the rays written before a barrier; no barrier is
+    /// recorded after the trace: readers of the hits need one.
     pub fn record<'a>(
         &self,
         rec: &mut Recorder,
@@ -183,6 +184,8 @@ impl Tracer {
                 positions,
                 triangles,
             } => {
+                positions.check("kd-tree positions", 1, 4)?;
+                triangles.check("kd-tree triangles", 1, 4)?;
                 let push = TraceKdPush {
                     nodes_address: tree.nodes.address(),
                     leaf_triangles_address: tree.leaf_triangles.address(),

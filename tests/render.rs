@@ -27,17 +27,7 @@ fn render_gpu(
     camera: &Camera,
     shading: &ShadingParams,
 ) -> Vec<u8> {
-    let scene = SceneGpu::allocate(
-        ctx,
-        mesh.vertex_count() as u32,
-        &mesh.triangles,
-        triangle_materials,
-        materials,
-        lights,
-    )
-    .unwrap();
-    ctx.upload(&scene.positions, 0, &mesh.positions).unwrap();
-    ctx.upload(&scene.normals, 0, &mesh.normals).unwrap();
+    let scene = SceneGpu::from_mesh(ctx, mesh, triangle_materials, materials, lights).unwrap();
     let n = scene.triangle_count;
     let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
     let mut bvh = Bvh::new(ctx, n).unwrap();

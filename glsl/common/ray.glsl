@@ -1,4 +1,4 @@
-// Rays and hits as the GPU stores them (Ray and Hit in src/cpu/raycast.rs), the ray/box slab
+// Rays and hits as the GPU stores them (Ray and Hit in src/trace.rs), the ray/box slab
 // test and the watertight ray/triangle test (Woop, Benthin and Wald 2013) that every tracer
 // shares. cpu/raycast.rs is the reference.
 #ifndef CANOPY_RAY

@@ -1,6 +1,6 @@
 // What the renderer's kernels share: the scene's buffers (positions, normals, triangles, a
 // material per triangle), lights, and the surface point a primary hit describes. Mirrors
-// src/render/scene_gpu.rs (GpuMaterial, GpuLight) and cpu/render.rs.
+// src/render/scene_gpu.rs (Material, GpuLight) and cpu/render.rs.
 #ifndef CANOPY_SHADING
 #define CANOPY_SHADING
 #include "prelude.glsl"

@@ -2,8 +2,9 @@
 // Octree nodes per radix-tree edge (Karras 2012 §4): a radix node with prefix length δ under a
 // parent with prefix length δp stands for the octree nodes at levels floor(δp/3)+1 ..
 // floor(δ/3), so its edge carries floor(δ/3) - floor(δp/3) of them (the root's parent counts as
-// δp = 0: level 0 is the octree root itself). Entries past the 2m - 1 radix nodes are zeroed so
-// the scan that follows allocates the nodes over the capacity. Each internal node also gets its
+// δp = 0: level 0 is the octree root itself). Entries past the 2m - 1 radix nodes (m, the
+// distinct codes, is known only on the GPU) up to the 2n - 1 of the n points are zeroed, so the
+// scan that follows can run over 2n - 1 entries. Each internal node also gets its
 // point k-d tree split: axis δ mod 3, plane at the boundary between the two half-cells its first
 // differing bit separates.
 #include "../common/prelude.glsl"
@@ -16,9 +17,9 @@ layout(push_constant, scalar) uniform Push {
     uint64_t leaf_parents_address; // radix tree leaf parents
     uint64_t bounds_address;       // Aabb: the points' bounds (the Morton grid)
     uint64_t count_address;        // u32: m, the number of distinct keys
-    uint64_t edge_counts_address;  // out: u32 per radix node (capacity 2n - 1)
+    uint64_t edge_counts_address;  // out: u32 per radix node (2n - 1 entries)
     uint64_t splits_address;       // out: KdSplit {uint axis; float plane} per internal node
-    uint entries;                  // 2n - 1 for capacity n
+    uint entries;                  // 2n - 1 for the n points of this build
 } pc;
 
 void main() {

@@ -5,7 +5,7 @@
 // two inner children the nearer is entered first while the farther is pushed with its entry
 // distance, so it is skipped when a closer hit has been found by the time it is popped.
 // Any-hit (occlusion) queries stop at the first hit. Every ray writes a Hit; a miss has
-// triangle = MISS and t = tmax. Rays with NaN components miss everything.
+// triangle = MISS and t = tmax.
 //
 // The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32
 // levels deep, and a ray holds at most one pushed node per level (96 covers 63-bit codes).

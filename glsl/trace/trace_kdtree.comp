@@ -9,8 +9,8 @@
 // Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
 // when nothing is hit).
 //
-// The stack bound: a tree of depth D pushes at most D entries; builders cap the depth below
-// STACK_SIZE (src/accel/kdtree.rs).
+// The stack bound: a tree of depth D pushes at most D entries; KdTreeGpu::upload refuses trees
+// deeper than STACK_SIZE (MAX_DEPTH in src/accel/kdtree.rs).
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/kdtree.glsl"

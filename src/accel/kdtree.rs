@@ -2,9 +2,9 @@
 //! (`glsl/common/kdtree.glsl`), and a kd-tree on the device.
 //!
 //! Nodes are stored in preorder, 8 bytes each ([`KdNode`]); leaves list their triangles as
-//! runs of ids in one array. A kd-tree on the device is built today by uploading the CPU
-//! builder's tree ([`crate::cpu::kdtree::build_sah_kdtree`]); the GPU builder (Zhou et al. 2008
-//! with Chang et al. 2013) writes the same format.
+//! runs of ids in one array. A kd-tree reaches the device by uploading the CPU builder's tree
+//! ([`crate::cpu::kdtree::build_sah_kdtree`]); the GPU builder (Zhou et al. 2008 with Chang et
+//! al. 2013) is to write the same format.
 
 use crate::cpu::kdtree::KdTree;
 use crate::prims::reduce::Aabb;
@@ -12,7 +12,8 @@ use crate::vk::{Buffer, Context, Error, Result};
 
 pub use crate::cpu::kdtree::KdNode;
 
-/// The deepest tree the ray casting kernel traverses (its stack size).
+/// The deepest tree the ray casting kernel traverses: its stack size (`STACK_SIZE` in
+/// `glsl/trace/trace_kdtree.comp`).
 pub const MAX_DEPTH: u32 = 64;
 
 /// A kd-tree on the device.
@@ -26,9 +27,11 @@ pub struct KdTreeGpu {
 }
 
 impl KdTreeGpu {
-    /// Uploads a tree built on the CPU. Trees deeper than [`MAX_DEPTH`] are refused.
+    /// Uploads a tree built on the CPU. Malformed trees (child or triangle references out of
+    /// range) and trees deeper than [`MAX_DEPTH`] are refused. Triangle ids must be below the
+    /// triangle count of the mesh it is traced with.
     pub fn upload(ctx: &Context, tree: &KdTree) -> Result<Self> {
-        let depth = depth(&tree.nodes);
+        let depth = depth(&tree.nodes, tree.leaf_triangles.len()).map_err(Error::InvalidInput)?;
         if depth > MAX_DEPTH {
             return Err(Error::InvalidInput(format!(
                 "kd-tree of depth {depth}: ray casting takes at most {MAX_DEPTH}"
@@ -49,17 +52,33 @@ impl KdTreeGpu {
     }
 }
 
-/// Depth of a preorder tree (a lone leaf has depth 0).
-fn depth(nodes: &[KdNode]) -> u32 {
+/// Depth of a preorder tree (a lone leaf has depth 0), or why it is not one: every right
+/// child and every leaf's run of triangle ids must lie in the arrays.
+fn depth(nodes: &[KdNode], leaf_triangles: usize) -> std::result::Result<u32, String> {
+    if nodes.is_empty() {
+        return Err("a kd-tree has at least one node".into());
+    }
     let mut deepest = 0;
     let mut stack = vec![(0usize, 0u32)];
     while let Some((i, d)) = stack.pop() {
         deepest = deepest.max(d);
         let node = &nodes[i];
-        if !node.is_leaf() {
+        if node.is_leaf() {
+            let end = node.first_triangle() as usize + node.triangle_count() as usize;
+            if end > leaf_triangles {
+                return Err(format!("leaf {i} lists triangles past the end of the list"));
+            }
+        } else {
+            let right = node.right_child() as usize;
+            if right <= i + 1 || right >= nodes.len() || d as usize >= nodes.len() {
+                return Err(format!(
+                    "node {i} has right child {right} of {}",
+                    nodes.len()
+                ));
+            }
             stack.push((i + 1, d + 1));
-            stack.push((node.right_child() as usize, d + 1));
+            stack.push((right, d + 1));
         }
     }
-    deepest
+    Ok(deepest)
 }

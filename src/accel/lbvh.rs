@@ -225,7 +225,7 @@ impl RadixTreeSteps {
             )?,
             radix_tree: ctx.pipeline(&shaders::LBVH_RADIX_TREE, WORKGROUP_SIZE, &[codes63])?,
             sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
-            indirect: IndirectArgs::new(ctx, "lbvh", 4)?,
+            indirect: IndirectArgs::new(ctx, "lbvh", 3)?,
             reduce_scratch,
             centroid_bounds: ctx.create_buffer("lbvh centroid bounds", 32, MemoryKind::Device)?,
         })
@@ -339,9 +339,10 @@ pub struct LbvhBuilder {
 impl LbvhBuilder {
     /// A builder for up to `capacity` triangles.
     pub fn new(ctx: &Context, params: LbvhParams, capacity: u32) -> Result<Self> {
-        if capacity == 0 || capacity >= 1 << 31 {
+        // The radix tree's searches double a signed range length: below 2^30 it cannot overflow.
+        if capacity == 0 || capacity >= 1 << 30 {
             return Err(Error::InvalidInput(format!(
-                "LBVH capacity {capacity}: must be in 1..2^31"
+                "LBVH capacity {capacity}: must be in 1..2^30"
             )));
         }
         let climb = params.climb_workgroup_size;
@@ -377,13 +378,6 @@ impl LbvhBuilder {
     /// valid until the next build: for inspection and tests.
     pub fn sorted_keys(&self) -> &Buffer {
         &self.keys
-    }
-
-    /// Device bytes of scratch held by the builder (not counting the output [`Bvh`]).
-    pub fn scratch_bytes(&self) -> u64 {
-        self.arena.size()
-            + self.keys.size()
-            + (self.steps.sort.scratch_bytes_per_element() * self.capacity as f64) as u64
     }
 
     /// Records the build of `output` over `input`: steps as in the module documentation,

@@ -1,7 +1,7 @@
-//! Acceleration structures built on the GPU, one module per structure. Each has parameters
-//! with documented defaults, a `record` that records the build into a command buffer, and
-//! statistics read back on request. [`native`] is the driver's own builder, built over the
-//! same buffers as a yardstick.
+//! Acceleration structures, one module per structure: the node formats ([`bvh`], [`kdtree`]),
+//! and the builders, each with parameters of documented defaults and a `record` that records
+//! the build into a command buffer ([`lbvh`], [`octree`]). [`native`] is the driver's own
+//! builder, run over the same buffers as a yardstick.
 
 pub mod bvh;
 pub mod kdtree;

@@ -1,9 +1,9 @@
 //! The driver's own BVH builder, through `VK_KHR_acceleration_structure`: a bottom-level
 //! acceleration structure over the same vertex and index buffers canopy's [LBVH] reads.
 //!
-//! This is a yardstick, not a structure canopy traverses: the benchmark records it in the same
-//! submission as canopy's LBVH, with GPU timestamps around each, so both builders are timed
-//! on the same device, the same input and the same run. The build asks for
+//! This is a yardstick, not a structure canopy traverses: `canopy bench lbvh` times it right
+//! after canopy's LBVH, with GPU timestamps, so both builders are timed on the same device,
+//! the same input and in the same run. The build asks for
 //! `PREFER_FAST_BUILD`, the driver's counterpart of a per-frame LBVH rebuild.
 //!
 //! Only devices with [`DeviceCaps::acceleration_structure`] have it;

@@ -129,6 +129,7 @@ pub struct Octree {
     /// The k-d split of each radix tree internal node.
     pub splits: Buffer,
     levels: u32,
+    capacity: u32,
 }
 
 /// A downloaded octree.
@@ -195,9 +196,12 @@ pub struct OctreeBuilder {
 impl OctreeBuilder {
     /// A builder for up to `capacity` points with Morton codes of `bits` (10 or 21 levels).
     pub fn new(ctx: &Context, bits: MortonBits, capacity: u32) -> Result<Self> {
-        if capacity == 0 || capacity >= 1 << 30 {
+        // Node indices are u32: every distinct point adds at most `levels` nodes to the root.
+        let levels = bits.per_axis() as u64;
+        if capacity == 0 || capacity >= 1 << 30 || levels * capacity as u64 + 1 > u32::MAX as u64 {
             return Err(Error::InvalidInput(format!(
-                "octree capacity {capacity}: must be in 1..2^30"
+                "octree capacity {capacity}: must be in 1..{}",
+                (u32::MAX as u64 - 1) / levels
             )));
         }
         let steps = RadixTreeSteps::new(ctx, bits, true, capacity)?;
@@ -245,6 +249,7 @@ impl OctreeBuilder {
             )?,
             splits: ctx.create_buffer("octree k-d splits", 8 * n.max(2), MemoryKind::Device)?,
             levels: levels as u32,
+            capacity: self.capacity,
         })
     }
 
@@ -258,6 +263,15 @@ impl OctreeBuilder {
         output: &Octree,
     ) -> Result<()> {
         check_count("octree build", &Count::Host(count), self.capacity)?;
+        if output.capacity < count || output.levels != self.levels() {
+            return Err(Error::InvalidInput(format!(
+                "octree build of {count} points at {} levels into an octree allocated for {} \
+                 points at {} levels",
+                self.levels(),
+                output.capacity,
+                output.levels
+            )));
+        }
         points.check("octree points", count as u64, 4)?;
         let steps = &self.steps;
         let host = Count::Host(count);

@@ -12,7 +12,7 @@ use canopy::accel::native::NativeBlasBuilder;
 use canopy::cpu::rng::Rng;
 use canopy::cpu::{lbvh as cpu_lbvh, morton, sah_bvh};
 use canopy::prims::{Count, Slice};
-use canopy::render::{Renderer, ShadingParams, presets};
+use canopy::render::{Renderer, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::trace::{Query, Ray};
 use canopy::vk::{Context, MemoryKind};
@@ -261,12 +261,9 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         presets::DEFAULT_SCENE_RADIUS,
         1.0,
         width as f32 / height as f32,
-        8.0,
+        presets::DEFAULT_SCENE_ORBIT,
     );
-    let shading = ShadingParams {
-        ambient: 0.12,
-        surface_offset: 2e-4,
-    };
+    let shading = presets::shading(presets::DEFAULT_SCENE_RADIUS);
     let input = TriangleInput {
         positions: Slice::whole(&gpu.positions),
         triangles: Slice::whole(&gpu.triangles),

@@ -8,7 +8,7 @@ use super::CliError;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::prims::Slice;
-use canopy::render::{Camera, ImageReadback, Renderer, SceneGpu, ShadingParams, presets};
+use canopy::render::{Camera, ImageReadback, Renderer, SceneGpu, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::scene::{Mesh, shapes};
 use canopy::vk::{Context, Profiler, Submission};
@@ -33,11 +33,11 @@ pub struct RenderArgs {
     /// Image size.
     #[arg(long, default_value = "960x540", value_parser = parse_size, value_name = "WxH")]
     pub size: (u32, u32),
-    /// Triangles of the default scene's deforming surface (10K to 10M).
+    /// Triangles of the default scene's deforming surface (1,000 to 20,000,000).
     #[arg(long, default_value_t = 250_000)]
     pub triangles: u64,
     /// Frames per second of animation time.
-    #[arg(long, default_value_t = 24.0)]
+    #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
     /// Morton code width of the LBVH.
     #[arg(long, value_enum, default_value_t = MortonArg::Bits30)]
@@ -83,11 +83,23 @@ fn parse_frames(text: &str) -> Result<Range<u32>, String> {
             .parse::<u32>()
             .map_err(|e| format!("'{s}' in '{text}': {e}"))
     };
-    let (a, b) = (number(first)?, number(last)? + inclusive as u32);
+    let (a, b) = (number(first)?, number(last)?);
+    let b = b
+        .checked_add(inclusive as u32)
+        .ok_or_else(|| format!("'{text}': the last frame is too large"))?;
     if a >= b {
         return Err(format!("'{text}': no frames"));
     }
     Ok(a..b)
+}
+
+fn parse_fps(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(fps) if fps.is_finite() && fps > 0.0 => Ok(fps),
+        _ => Err(format!(
+            "'{text}': expected a positive number of frames per second"
+        )),
+    }
 }
 
 pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
@@ -111,7 +123,11 @@ struct Subject {
 
 impl Subject {
     fn camera(&self, time: f32, aspect: f32) -> Camera {
-        let degrees_per_second = if self.animation.is_some() { 8.0 } else { 15.0 };
+        let degrees_per_second = if self.animation.is_some() {
+            presets::DEFAULT_SCENE_ORBIT
+        } else {
+            15.0
+        };
         presets::orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
     }
 }
@@ -132,6 +148,7 @@ fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
     let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
     let centre = (lo + hi) * 0.5;
     let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
+    // The ground's normals may only be appended to a mesh that has its own.
     if mesh.normals.len() != mesh.positions.len() {
         mesh.compute_vertex_normals();
     }
@@ -139,16 +156,13 @@ fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
     let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
     mesh.append(&ground);
     materials.extend([1, 1]);
-    let gpu = SceneGpu::allocate(
+    let gpu = SceneGpu::from_mesh(
         ctx,
-        mesh.vertex_count() as u32,
-        &mesh.triangles,
+        &mesh,
         &materials,
         &[presets::clay(), presets::checker_ground(radius * 0.25)],
         &presets::studio_lights(centre, radius),
     )?;
-    ctx.upload(&gpu.positions, 0, &mesh.positions)?;
-    ctx.upload(&gpu.normals, 0, &mesh.normals)?;
     Ok(Subject {
         scene: gpu,
         animation: None,
@@ -223,12 +237,6 @@ fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> Result<(), St
 /// Runs `canopy render`.
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
-    if !(1_000..=20_000_000).contains(&args.triangles) {
-        return Err(CliError::Failed(format!(
-            "--triangles {}: expected 1000..=20000000",
-            args.triangles
-        )));
-    }
     let subject = match &args.mesh {
         Some(path) => mesh_subject(ctx, path)?,
         None => default_subject(ctx, args.triangles)?,
@@ -245,10 +253,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     )?;
     let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
     let renderer = Renderer::new(ctx, width, height, scene.light_count)?;
-    let shading = ShadingParams {
-        ambient: 0.12,
-        surface_offset: subject.radius * 1e-4,
-    };
+    let shading = presets::shading(subject.radius);
     if !args.no_write {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| CliError::Failed(format!("{}: {e}", args.out.display())))?;

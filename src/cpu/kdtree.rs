@@ -1,5 +1,5 @@
-//! The SAH k-d tree reference: the offline builder that canopy's GPU k-d tree builder is
-//! measured against, its ray traversal, and the checker run on GPU-built trees.
+//! The SAH k-d tree reference: the offline builder that canopy's GPU k-d tree builder is to be
+//! measured against, its ray traversal, and the checker for any tree in this format.
 //!
 //! # Format
 //!

@@ -4,8 +4,10 @@
 //! A point is quantized in a [`MortonFrame`] to `bits` bits per axis and its three coordinates
 //! are bit-interleaved with x in the most significant position of each triple: bit `k` of x,
 //! y and z lands at bit `3k + 2`, `3k + 1` and `3k` of the code. 30-bit codes use 10 bits per
-//! axis (a `u32`), 63-bit codes 21 bits per axis (a `u64`). The GPU kernels compute exactly
-//! the same f32 arithmetic, in the same order and without fused multiply-adds.
+//! axis (a `u32`), 63-bit codes 21 bits per axis (a `u64`). The GPU kernels compute the same
+//! f32 formula in the same order without fused multiply-adds; their division for the grid
+//! scale may round differently (SPIR-V allows 2.5 ulp), moving points that lie within that of
+//! a cell boundary into the next cell.
 
 /// An axis-aligned box as `(min, max)`.
 pub type Bounds = ([f32; 3], [f32; 3]);

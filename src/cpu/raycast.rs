@@ -4,9 +4,10 @@
 //! The triangle test is Woop, Benthin and Wald's watertight test ("Watertight Ray/Triangle
 //! Intersection", JCGT 2(1), 2013): rays that pass exactly through a shared edge or vertex
 //! hit at least one of the triangles sharing it, so closed meshes never let a ray through.
-//! GPU kernels mirror [`intersect_triangle`] operation for operation, in the same order, with
-//! the same f64 fallback, and with the arithmetic marked `precise` so that the shader compiler
-//! neither fuses nor reorders it.
+//! GPU kernels (`glsl/common/ray.glsl`) mirror [`intersect_triangle`] operation for operation,
+//! in the same order, with the arithmetic marked `precise` so that the shader compiler neither
+//! fuses nor reorders it; they skip the f64 fallback (shaderFloat64 is optional) and their
+//! divisions may round differently (SPIR-V allows 2.5 ulp), so hits agree up to rounding.
 //!
 //! Closest-hit queries break ties in `t` by the smallest triangle index, so a BVH traversal
 //! returns exactly the brute-force [`Hit`].

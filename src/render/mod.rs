@@ -272,6 +272,15 @@ impl Renderer {
         shading: &ShadingParams,
         output: &ImageReadback,
     ) -> Result<()> {
+        let bytes = self.width as u64 * self.height as u64 * 4;
+        if output.buffer.size() < bytes {
+            return Err(Error::InvalidInput(format!(
+                "image readback of {} bytes for a {}x{} image",
+                output.buffer.size(),
+                self.width,
+                self.height
+            )));
+        }
         if scene.light_count > self.max_lights {
             return Err(Error::InvalidInput(format!(
                 "scene has {} lights; the renderer was made for {}",
@@ -281,6 +290,8 @@ impl Renderer {
         let pixels = self.width * self.height;
         let groups = pixels.div_ceil(WORKGROUP_SIZE);
         let (forward, right, up) = camera.basis(self.width, self.height);
+        // An earlier frame recorded before this one may still read its buffers.
+        rec.barrier_after_earlier_work();
         rec.begin_stage("render: camera rays");
         let push = CameraRaysPush {
             rays_address: self.primary_rays.address(),

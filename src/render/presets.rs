@@ -1,7 +1,7 @@
 //! The looks `canopy render` and the benchmarks share: a sun and a point light placed around a
 //! subject, a clay material, a checkered ground, and the default scene's buffers and camera.
 
-use super::{Camera, Light, Material, SceneGpu};
+use super::{Camera, Light, Material, SceneGpu, ShadingParams};
 use crate::scene::default_scene::{DefaultScene, GROUND_MATERIAL, TORUS_MATERIAL};
 use crate::vk::{Context, Result};
 use glam::Vec3;
@@ -10,6 +10,17 @@ use glam::Vec3;
 pub const DEFAULT_SCENE_CENTRE: Vec3 = Vec3::new(0.0, 0.5, 0.0);
 /// Radius of a sphere holding the default scene's torus in every frame.
 pub const DEFAULT_SCENE_RADIUS: f32 = 1.8;
+
+/// How fast the camera circles the default scene, in degrees per second.
+pub const DEFAULT_SCENE_ORBIT: f32 = 8.0;
+
+/// Ambient light and shadow-ray offset for a subject of `radius`.
+pub fn shading(radius: f32) -> ShadingParams {
+    ShadingParams {
+        ambient: 0.12,
+        surface_offset: radius * 1e-4,
+    }
+}
 
 /// A sun from above and to the side, and a point light above the subject whose irradiance
 /// there is about that of the sun.
@@ -68,7 +79,7 @@ pub fn orbit_camera(
     degrees_per_second: f32,
 ) -> Camera {
     let fov: f32 = 40.0;
-    let distance = 1.1 * radius / (fov.to_radians() * 0.5).tan().min(aspect.min(1.0));
+    let distance = 1.1 * radius / ((fov.to_radians() * 0.5).tan() * aspect.min(1.0));
     Camera::orbit(
         centre,
         distance,

@@ -92,11 +92,13 @@ pub struct SceneGpu {
 }
 
 impl SceneGpu {
-    /// Uploads a static mesh with one material; normals are computed when the mesh has none.
+    /// Uploads a static mesh, `triangle_materials[t]` indexing `materials` for triangle `t`;
+    /// vertex normals are computed when the mesh has none.
     pub fn from_mesh(
         ctx: &Context,
         mesh: &Mesh,
-        material: Material,
+        triangle_materials: &[u32],
+        materials: &[Material],
         lights: &[Light],
     ) -> Result<Self> {
         let mut normals = mesh.normals.clone();
@@ -105,13 +107,12 @@ impl SceneGpu {
             with_normals.compute_vertex_normals();
             normals = with_normals.normals;
         }
-        let materials = vec![0u32; mesh.triangles.len()];
         let scene = Self::allocate(
             ctx,
             mesh.positions.len() as u32,
             &mesh.triangles,
-            &materials,
-            &[material],
+            triangle_materials,
+            materials,
             lights,
         )?;
         ctx.upload(&scene.positions, 0, &mesh.positions)?;
@@ -133,6 +134,22 @@ impl SceneGpu {
             return Err(Error::InvalidInput(
                 "a scene needs at least one triangle, one material and one light".into(),
             ));
+        }
+        if triangle_materials.len() != triangles.len() {
+            return Err(Error::InvalidInput(format!(
+                "{} triangle materials for {} triangles",
+                triangle_materials.len(),
+                triangles.len()
+            )));
+        }
+        if let Some(bad) = triangles
+            .iter()
+            .position(|t| t.iter().any(|&v| v >= vertex_count))
+        {
+            return Err(Error::InvalidInput(format!(
+                "triangle {bad} {:?} indexes past the last of {vertex_count} vertices",
+                triangles[bad]
+            )));
         }
         if let Some(bad) = triangle_materials
             .iter()

@@ -1,4 +1,4 @@
-//! The built-in default scene: a deforming torus of any resolution (10K to 10M triangles)
+//! The built-in default scene: a deforming torus of any resolution (1,000 to 20M triangles)
 //! floating over a checkered ground square, lit by a sun and a point light.
 //!
 //! The topology (triangle indices) is made once on the CPU; the vertices of every frame are
@@ -7,7 +7,7 @@
 
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
-use crate::vk::{Buffer, Context, Pipeline, Recorder, Result};
+use crate::vk::{Buffer, Context, Error, Pipeline, Recorder, Result};
 use std::sync::Arc;
 
 /// Half the side of the ground square.
@@ -78,8 +78,18 @@ pub struct DefaultScene {
 }
 
 impl DefaultScene {
-    /// The scene with about `triangles` triangles (at least 10 around the tube).
+    /// The fewest and the most triangles the scene is made with.
+    pub const TRIANGLE_RANGE: std::ops::RangeInclusive<u64> = 1_000..=20_000_000;
+
+    /// The scene with about `triangles` triangles, in [`Self::TRIANGLE_RANGE`].
     pub fn new(ctx: &Context, triangles: u64) -> Result<Self> {
+        if !Self::TRIANGLE_RANGE.contains(&triangles) {
+            return Err(Error::InvalidInput(format!(
+                "default scene of {triangles} triangles: expected {}..={}",
+                Self::TRIANGLE_RANGE.start(),
+                Self::TRIANGLE_RANGE.end()
+            )));
+        }
         let segments_v = ((triangles as f64 / 6.0).sqrt().round() as u32).max(10);
         Ok(Self {
             segments_u: 3 * segments_v,
