@@ -47,8 +47,7 @@ fn random_and_real_meshes() {
         let mesh = random_mesh(&mut rng, n, 3.0, 0.8);
         check(&ctx, &mesh, &[], &format!("random {n}"));
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/meshes/bunny_small.obj");
+    let path = common::shared_data("meshes/bunny_small.obj");
     check(&ctx, &Mesh::load(&path).unwrap(), &[], "bunny_small");
 }
 

@@ -224,10 +224,7 @@ fn adversarial_meshes() {
 }
 
 fn shared_mesh(name: &str) -> Mesh {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/meshes")
-        .join(name);
-    Mesh::load(&path).unwrap_or_else(|e| panic!("{e} (the shared data sits beside the checkout)"))
+    Mesh::load(&common::shared_data(&format!("meshes/{name}"))).unwrap()
 }
 
 #[test]

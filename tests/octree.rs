@@ -114,8 +114,7 @@ fn random_points_with_duplicates() {
 #[test]
 fn range_scan() {
     let ctx = context();
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/points/bun000.ply");
+    let path = common::shared_data("points/bun000.ply");
     let points = Mesh::load_points(&path).unwrap();
     assert!(points.len() > 30_000);
     check(&ctx, &points, MortonBits::Bits30, "bun000");

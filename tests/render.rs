@@ -9,7 +9,7 @@ use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
 use canopy::cpu::render::CpuScene;
 use canopy::prims::Slice;
 use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
-use canopy::scene::default_scene::DefaultScene;
+use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
 use canopy::vk::{Context, MemoryKind};
 use common::{assert_valid, context};
@@ -168,10 +168,24 @@ fn default_scene_deforms_as_on_the_cpu() {
                 .map(|a| (p[a] - expected[a]).abs())
                 .fold(0.0, f32::max);
             assert!(error < 1e-4, "t={time} vertex {i}: {p:?} vs {expected:?}");
-            let length = Vec3::from(got_normals[i as usize]).length();
+            // The normal is the surface's: the cross product of central differences in v and
+            // u, as on the CPU (ground corners point up).
+            let normal = Vec3::from(got_normals[i as usize]);
+            let expected_normal = if i < scene.segments_u * scene.segments_v {
+                let tau = std::f32::consts::TAU;
+                let u = tau * (i % scene.segments_u) as f32 / scene.segments_u as f32;
+                let v = tau * (i / scene.segments_u) as f32 / scene.segments_v as f32;
+                let at = |u: f32, v: f32| Vec3::from(surface_point(u, v, time));
+                let h = 1e-3;
+                let du = at(u + h, v) - at(u - h, v);
+                let dv = at(u, v + h) - at(u, v - h);
+                dv.cross(du).normalize()
+            } else {
+                Vec3::Y
+            };
             assert!(
-                (length - 1.0).abs() < 1e-3,
-                "t={time} normal {i} length {length}"
+                (normal.length() - 1.0).abs() < 1e-3 && normal.dot(expected_normal) > 0.999,
+                "t={time} normal {i}: {normal} vs {expected_normal}"
             );
         }
     }

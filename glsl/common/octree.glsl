@@ -7,9 +7,8 @@
 #include "prelude.glsl"
 #include "bvh.glsl"
 #include "morton.glsl"
+#include "keys.glsl"
 
-layout(constant_id = 2) const bool KEYS64 = false;
-const int KEY_BITS = KEYS64 ? 64 : 32;
 const int LEVELS = KEYS64 ? 21 : 10;
 const int CODE_BITS = 3 * LEVELS;
 
@@ -19,13 +18,6 @@ struct OctreeNode {
     uint level;      // 0: the root
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer OctreeNodes { OctreeNode v[]; };
-
-uint64_t octree_key(uint64_t keys, int i) {
-    if (KEYS64) {
-        return U64s(keys).v[i];
-    }
-    return uint64_t(U32s(keys).v[i]);
-}
 
 // Prefix length (in code bits) shared by the distinct keys a and b.
 int common_prefix(uint64_t a, uint64_t b) {
@@ -38,13 +30,13 @@ int radix_prefix(uint64_t keys, BvhNodes nodes, int r, int m) {
     if (r >= m - 1) {
         return CODE_BITS;
     }
-    uint64_t key = octree_key(keys, r);
+    uint64_t key = key_at(keys, uint(r));
     int d = 1;
-    if (r > 0 && common_prefix(key, octree_key(keys, r - 1)) > common_prefix(key, octree_key(keys, r + 1))) {
+    if (r > 0 && common_prefix(key, key_at(keys, uint(r - 1))) > common_prefix(key, key_at(keys, uint(r + 1)))) {
         d = -1;
     }
     int other = r + d * int(nodes.v[r].leaf_count - 1u);
-    return common_prefix(key, octree_key(keys, other));
+    return common_prefix(key, key_at(keys, uint(other)));
 }
 
 // The radix node above r (NO_PARENT above the root) as a radix node number.

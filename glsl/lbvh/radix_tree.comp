@@ -17,9 +17,7 @@
 #include "../common/bvh.glsl"
 #include "../common/geometry.glsl"
 #include "../common/morton.glsl"
-
-layout(constant_id = 2) const bool KEYS64 = false;
-const int KEY_BITS = KEYS64 ? 64 : 32;
+#include "../common/keys.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // sorted u32 or u64 keys
@@ -30,19 +28,12 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
 } pc;
 
-uint64_t key_at(int i) {
-    if (KEYS64) {
-        return U64s(pc.keys_address).v[i];
-    }
-    return uint64_t(U32s(pc.keys_address).v[i]);
-}
-
 // Length of the common prefix of keys i and j; -1 when j is outside [0, n).
 int delta(int i, uint64_t key_i, int j, int n) {
     if (j < 0 || j >= n) {
         return -1;
     }
-    uint64_t key_j = key_at(j);
+    uint64_t key_j = key_at(pc.keys_address, uint(j));
     if (key_i == key_j) {
         return KEY_BITS + clz64(uint64_t(uint(i) ^ uint(j))) - 32;
     }
@@ -80,7 +71,7 @@ void main() {
     if (i >= n - 1) {
         return;
     }
-    uint64_t key_i = key_at(i);
+    uint64_t key_i = key_at(pc.keys_address, uint(i));
     int d = delta(i, key_i, i + 1, n) > delta(i, key_i, i - 1, n) ? 1 : -1;
     int delta_min = delta(i, key_i, i - d, n);
     int l_max = 2;

@@ -46,7 +46,7 @@ void main() {
         int level = prefix / 3;
         Aabb bounds = Aabbs(pc.bounds_address).v[0];
         float scale = morton_scale(bounds.hi - bounds.lo, uint(LEVELS))[axis];
-        uint coordinate = compact_bits21(octree_key(pc.keys_address, r) >> (2 - axis));
+        uint coordinate = compact_bits21(key_at(pc.keys_address, uint(r)) >> (2 - axis));
         uint cell = coordinate >> (LEVELS - level);
         float boundary = float((cell * 2u + 1u) << (LEVELS - level - 1));
         U32s splits = U32s(pc.splits_address);

@@ -2,8 +2,8 @@
 // unique_keys[j] = keys[indices[j]] for the `count` (a device count) indices that the
 // compaction of the duplicate flags kept: the distinct sorted keys, contiguous.
 #include "../common/prelude.glsl"
+#include "../common/keys.glsl"
 
-layout(constant_id = 2) const bool KEYS64 = false;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;        // sorted u32 or u64 keys

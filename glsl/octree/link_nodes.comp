@@ -49,7 +49,7 @@ void main() {
         above = nodes.v[above].parent;
     }
     int key_index = r >= m - 1 ? r - (m - 1) : r;
-    uint64_t key = octree_key(pc.keys_address, key_index);
+    uint64_t key = key_at(pc.keys_address, uint(key_index));
     int deepest = radix_prefix(pc.keys_address, nodes, r, m) / 3;
     uint first = 1u + offsets.v[r];
     for (uint k = 0u; k < count; ++k) {

@@ -2,21 +2,14 @@
 // Flags the first of each run of equal sorted keys (Karras 2012 §4: points sharing a Morton
 // cell are one octree leaf), for the compaction that removes the duplicates.
 #include "../common/prelude.glsl"
+#include "../common/keys.glsl"
 
-layout(constant_id = 2) const bool KEYS64 = false;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;  // sorted u32 or u64 keys
     uint64_t flags_address; // out: u32 per key, 1 for the first of its run
     uint count;
 } pc;
-
-uint64_t key_at(uint i) {
-    if (KEYS64) {
-        return U64s(pc.keys_address).v[i];
-    }
-    return uint64_t(U32s(pc.keys_address).v[i]);
-}
 
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
@@ -25,7 +18,7 @@ void main() {
     }
     bool first = i == 0u;
     if (!first) {
-        first = key_at(i) != key_at(i - 1u);
+        first = key_at(pc.keys_address, i) != key_at(pc.keys_address, i - 1u);
     }
     U32s(pc.flags_address).v[i] = first ? 1u : 0u;
 }

@@ -57,14 +57,6 @@ pub fn centroid(b: &Bounds) -> [f32; 3] {
     std::array::from_fn(|k| (b.0[k] + b.1[k]) * 0.5)
 }
 
-/// The centroids of the triangles' boxes.
-pub fn triangle_centroids(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Vec<[f32; 3]> {
-    triangle_bounds(positions, triangles)
-        .iter()
-        .map(centroid)
-        .collect()
-}
-
 /// Maps points into the integer grid of a Morton code: `q = floor((p - origin) * scale)`,
 /// clamped to `[0, 2^bits - 1]`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -195,32 +187,6 @@ pub(crate) fn encode_points<K>(
     (codes, frame)
 }
 
-/// 30-bit codes of points, in the frame of their bounds.
-pub fn point_morton_codes30(points: &[[f32; 3]]) -> (Vec<u32>, MortonFrame) {
-    encode_points(points, MortonBits::Bits30.per_axis(), morton30)
-}
-
-/// 63-bit codes of points, in the frame of their bounds.
-pub fn point_morton_codes63(points: &[[f32; 3]]) -> (Vec<u64>, MortonFrame) {
-    encode_points(points, MortonBits::Bits63.per_axis(), morton63)
-}
-
-/// 30-bit codes of the triangles' centroids, in the frame of the centroids' bounds.
-pub fn triangle_morton_codes30(
-    positions: &[[f32; 3]],
-    triangles: &[[u32; 3]],
-) -> (Vec<u32>, MortonFrame) {
-    point_morton_codes30(&triangle_centroids(positions, triangles))
-}
-
-/// 63-bit codes of the triangles' centroids, in the frame of the centroids' bounds.
-pub fn triangle_morton_codes63(
-    positions: &[[f32; 3]],
-    triangles: &[[u32; 3]],
-) -> (Vec<u64>, MortonFrame) {
-    point_morton_codes63(&triangle_centroids(positions, triangles))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,11 +248,15 @@ mod tests {
             triangle_bounds(&positions, &triangles),
             vec![([0.0; 3], [2.0, 2.0, 0.0]), ([4.0; 3], [6.0, 6.0, 4.0])]
         );
-        let (codes, frame) = triangle_morton_codes30(&positions, &triangles);
+        let centroids: Vec<[f32; 3]> = triangle_bounds(&positions, &triangles)
+            .iter()
+            .map(centroid)
+            .collect();
+        let (codes, frame) = MortonBits::Bits30.point_codes(&centroids);
         assert_eq!(frame.origin, [1.0, 1.0, 0.0]);
         assert_eq!(frame.scale, [256.0, 256.0, 256.0]);
         assert_eq!(codes, vec![0, (1 << 30) - 1]);
-        let (codes, _) = triangle_morton_codes63(&positions, &triangles);
+        let (codes, _) = MortonBits::Bits63.point_codes(&centroids);
         assert_eq!(codes, vec![0, (1 << 63) - 1]);
     }
 
@@ -296,16 +266,14 @@ mod tests {
         let points: Vec<[f32; 3]> = (0..1000)
             .map(|_| std::array::from_fn(|_| rng.f32_in(-10.0, 10.0)))
             .collect();
-        let (c30, f30) = point_morton_codes30(&points);
-        let (c63, f63) = point_morton_codes63(&points);
-        let (wide, _) = MortonBits::Bits30.point_codes(&points);
+        let (c30, f30) = MortonBits::Bits30.point_codes(&points);
+        let (c63, f63) = MortonBits::Bits63.point_codes(&points);
         assert_eq!(f30.origin, f63.origin);
         assert_eq!(f63.scale.map(|s| s / 2048.0), f30.scale);
-        for ((&a, &b), &w) in c30.iter().zip(&c63).zip(&wide) {
-            assert_eq!(a as u64, w);
+        for (&a, &b) in c30.iter().zip(&c63) {
             // The scales differ by 2^11 exactly, so the coarse cells are the fine cells >> 11.
-            assert_eq!(morton_decode(a as u64), morton_decode(b).map(|q| q >> 11));
+            assert_eq!(morton_decode(a), morton_decode(b).map(|q| q >> 11));
         }
-        assert_eq!(point_morton_codes30(&[]).0, Vec::<u32>::new());
+        assert!(MortonBits::Bits30.point_codes(&[]).0.is_empty());
     }
 }

@@ -338,3 +338,16 @@ pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
         .collect();
     (cubes, rays)
 }
+
+/// A file of the shared test data (`../shared/data` beside the checkout).
+pub fn shared_data(relative: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: the shared data sits beside the checkout",
+        path.display()
+    );
+    path
+}
