@@ -1,7 +1,8 @@
 //! Every struct the GPU sees is written twice: `#[repr(C)]` in Rust and a block or struct in
 //! GLSL. These tests read the layout the GLSL compiler actually produced back out of each
 //! kernel's SPIR-V (tests/common/spirv.rs) and compare it with the Rust definition: the
-//! push-constant block of every kernel, and structs shared through buffers (`Aabb`).
+//! push-constant block of every kernel, and structs shared through buffers (`Aabb`, the BVH
+//! and kd-tree nodes, rays and hits, materials, lights, octree nodes and splits, ...).
 //!
 //! Adding a kernel: one entry in `push_constant_layouts` (the coverage test fails until there
 //! is one). Adding a shared struct: one entry in `shared_struct_layouts`. No GPU needed.
@@ -13,7 +14,7 @@ use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::kdtree::KdNode;
 use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::octree::{
-    EdgeCountsPush, GatherKeysPush, LinkNodesPush, OctreeNode, UniqueFlagsPush,
+    EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
@@ -22,7 +23,7 @@ use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
 use canopy::prims::reduce::{Aabb, ReducePush};
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
-use canopy::render::{CameraRaysPush, GpuLight, Material, ShadePush, ShadowRaysPush};
+use canopy::render::{CameraRaysPush, GpuLight, Material, SceneRefs, ShadePush, ShadowRaysPush};
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
 use canopy::trace::{Hit, Ray, TraceKdPush, TracePush};
@@ -419,6 +420,26 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32"],
             rust: rust_layout!(KdNode { word0, word1 }),
             offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::OCTREE_EDGE_COUNTS,
+            name: "KdSplit",
+            shape: &["u32", "f32"],
+            rust: rust_layout!(KdSplit { axis, plane }),
+            offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "SceneRefs",
+            shape: &["u64", "u64", "u64", "u64", "u64"],
+            rust: rust_layout!(SceneRefs {
+                positions,
+                normals,
+                triangles,
+                triangle_materials,
+                materials
+            }),
+            offsets: &[0, 8, 16, 24, 32],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,

@@ -19,6 +19,13 @@ struct OctreeNode {
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer OctreeNodes { OctreeNode v[]; };
 
+// The split of a point k-d tree node (KdSplit in src/accel/octree.rs).
+struct KdSplit {
+    uint axis;   // 0, 1, 2 for x, y, z
+    float plane; // position of the splitting plane on that axis
+};
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer KdSplits { KdSplit v[]; };
+
 // Prefix length (in code bits) shared by the distinct keys a and b.
 int common_prefix(uint64_t a, uint64_t b) {
     return clz64(a ^ b) - (64 - CODE_BITS);

@@ -49,8 +49,6 @@ void main() {
         uint coordinate = compact_bits21(key_at(pc.keys_address, uint(r)) >> (2 - axis));
         uint cell = coordinate >> (LEVELS - level);
         float boundary = float((cell * 2u + 1u) << (LEVELS - level - 1));
-        U32s splits = U32s(pc.splits_address);
-        splits.v[2 * r] = uint(axis);
-        splits.v[2 * r + 1] = floatBitsToUint(bounds.lo[axis] + boundary / scale);
+        KdSplits(pc.splits_address).v[r] = KdSplit(uint(axis), bounds.lo[axis] + boundary / scale);
     }
 }

@@ -302,22 +302,10 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     }
 
     // Closest-hit rate on the rays of a frame, alone: the camera's primary rays.
-    let rays: Vec<Ray> = {
-        let (forward, right, up) = camera.basis(width, height);
-        (0..height)
-            .flat_map(|y| (0..width).map(move |x| (x, y)))
-            .map(|(x, y)| {
-                let u = (x as f32 + 0.5) / width as f32 * 2.0 - 1.0;
-                let v = 1.0 - (y as f32 + 0.5) / height as f32 * 2.0;
-                Ray {
-                    origin: camera.position.to_array(),
-                    tmin: 0.0,
-                    direction: (forward + u * right + v * up).to_array(),
-                    tmax: f32::INFINITY,
-                }
-            })
-            .collect()
-    };
+    let rays: Vec<Ray> = (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x, y)))
+        .map(|(x, y)| camera.primary_ray(x, y, width, height))
+        .collect();
     let ray_buffer = ctx.create_buffer_with("bench rays", &rays)?;
     let hits = ctx.create_buffer("bench hits", rays.len() as u64 * 16, MemoryKind::Device)?;
     let tracer = canopy::trace::Tracer::new(ctx)?;

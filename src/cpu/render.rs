@@ -134,18 +134,10 @@ impl CpuScene<'_> {
         shading: &ShadingParams,
     ) -> Vec<u8> {
         let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
-        let (forward, right, up) = camera.basis(width, height);
         let mut image = Vec::with_capacity((width * height * 4) as usize);
-        for py in 0..height {
-            for px in 0..width {
-                let x = (px as f32 + 0.5) / width as f32 * 2.0 - 1.0;
-                let y = 1.0 - (py as f32 + 0.5) / height as f32 * 2.0;
-                let ray = Ray {
-                    origin: camera.position.to_array(),
-                    tmin: 0.0,
-                    direction: (forward + x * right + y * up).to_array(),
-                    tmax: f32::INFINITY,
-                };
+        for y in 0..height {
+            for x in 0..width {
+                let ray = camera.primary_ray(x, y, width, height);
                 image.extend(pack_srgb(self.shade(&bvh, &ray, shading)));
             }
         }

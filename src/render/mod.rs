@@ -46,6 +46,20 @@ impl Camera {
         (forward, right * half_width, up * half_height)
     }
 
+    /// The primary ray through the centre of pixel (`x`, `y`) of a `width` x `height` image
+    /// (rows from the top), as `glsl/render/camera_rays.comp` makes it.
+    pub fn primary_ray(&self, x: u32, y: u32, width: u32, height: u32) -> Ray {
+        let (forward, right, up) = self.basis(width, height);
+        let u = (x as f32 + 0.5) / width as f32 * 2.0 - 1.0;
+        let v = 1.0 - (y as f32 + 0.5) / height as f32 * 2.0;
+        Ray {
+            origin: self.position.to_array(),
+            tmin: 0.0,
+            direction: (forward + u * right + v * up).to_array(),
+            tmax: f32::INFINITY,
+        }
+    }
+
     /// A camera at `distance` from `target` seen from `azimuth` degrees around the y axis
     /// and `elevation` degrees above the horizon.
     pub fn orbit(target: Vec3, distance: f32, azimuth: f32, elevation: f32, fov: f32) -> Self {
