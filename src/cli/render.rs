@@ -284,27 +284,35 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
     let mut in_flight: Option<(u32, usize, Submission)> = None;
-    for (n, frame) in args.frames.clone().enumerate() {
+    let frames: Vec<u32> = args.frames.clone().collect();
+    // One step past the last frame, so that the last submission is finished by the same code.
+    for n in 0..=frames.len() {
         let slot = n % 2;
-        let time = frame as f32 / args.fps;
-        let camera = subject.camera(time, width as f32 / height as f32);
-        let submission = ctx.submit(Some(&mut profilers[slot]), |rec| {
-            rec.barrier_after_earlier_work();
-            rec.begin_stage("frame");
-            if let Some(animation) = &subject.animation {
-                animation.record(rec, &scene.positions, &scene.normals, time);
+        let submitted = match frames.get(n) {
+            Some(&frame) => {
+                let time = frame as f32 / args.fps;
+                let camera = subject.camera(time, width as f32 / height as f32);
+                let submission = ctx.submit(Some(&mut profilers[slot]), |rec| {
+                    rec.barrier_after_earlier_work();
+                    rec.begin_stage("frame");
+                    if let Some(animation) = &subject.animation {
+                        animation.record(rec, &scene.positions, &scene.normals, time);
+                    }
+                    let input = TriangleInput {
+                        positions: Slice::whole(&scene.positions),
+                        triangles: Slice::whole(&scene.triangles),
+                        count: scene.triangle_count,
+                    };
+                    builder.record(rec, &input, &mut bvh)?;
+                    renderer.record(rec, scene, &bvh, &camera, &shading, &readbacks[slot])?;
+                    rec.end_stage();
+                    Ok(())
+                })?;
+                Some((frame, slot, submission))
             }
-            let input = TriangleInput {
-                positions: Slice::whole(&scene.positions),
-                triangles: Slice::whole(&scene.triangles),
-                count: scene.triangle_count,
-            };
-            builder.record(rec, &input, &mut bvh)?;
-            renderer.record(rec, scene, &bvh, &camera, &shading, &readbacks[slot])?;
-            rec.end_stage();
-            Ok(())
-        })?;
-        if let Some((done, done_slot, previous)) = in_flight.replace((frame, slot, submission)) {
+            None => None,
+        };
+        if let Some((done, done_slot, previous)) = std::mem::replace(&mut in_flight, submitted) {
             previous.wait()?;
             let finished = FinishedFrame {
                 frame: done,
@@ -314,16 +322,6 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             gpu_ms.push(finished.output(args, &writers, scene.light_count, width * height)?);
             progress.inc(1);
         }
-    }
-    if let Some((done, done_slot, last)) = in_flight.take() {
-        last.wait()?;
-        let finished = FinishedFrame {
-            frame: done,
-            profiler: &profilers[done_slot],
-            image: &readbacks[done_slot],
-        };
-        gpu_ms.push(finished.output(args, &writers, scene.light_count, width * height)?);
-        progress.inc(1);
     }
     if let Some(writers) = writers {
         writers.finish()?;
