@@ -16,17 +16,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
 } pc;
 
-#define Value Aabb
-
-Value value_identity() {
-    return empty_aabb();
-}
-Value value_combine(Value a, Value b) {
-    return Aabb(min(a.lo, b.lo), 0, max(a.hi, b.hi), 0);
-}
-Value subgroup_reduce_value(Value v) {
-    return Aabb(subgroupMin(v.lo), 0, subgroupMax(v.hi), 0);
-}
+#include "../common/aabb_union.glsl"
 Value load_element(uint i) { return Aabbs(pc.input_address).v[i]; }
 void store_partial(uint slot, Value v) { CoherentAabbs(pc.scratch_address).v[1 + slot] = v; }
 Value load_partial(uint slot) { return CoherentAabbs(pc.scratch_address).v[1 + slot]; }

@@ -1176,14 +1176,6 @@ mod tests {
     /// vertices: neighbours have coincident faces, all in planes a split may take. Returns
     /// the mesh and the filled cells' lower corners.
     fn cubes(m: u32, seed: u64) -> (Mesh, Vec<[f32; 3]>) {
-        const QUADS: [[u32; 4]; 6] = [
-            [0, 2, 6, 4],
-            [1, 5, 7, 3],
-            [0, 4, 5, 1],
-            [2, 3, 7, 6],
-            [0, 1, 3, 2],
-            [4, 6, 7, 5],
-        ];
         let mut rng = Rng::new(seed);
         let (mut positions, mut triangles, mut cells) = (Vec::new(), Vec::new(), Vec::new());
         for cell in 0..m * m * m {
@@ -1193,12 +1185,9 @@ mod tests {
             let corner = [cell % m, cell / m % m, cell / (m * m)].map(|c| c as f32);
             cells.push(corner);
             let base = positions.len() as u32;
-            for v in 0..8 {
-                positions.push(std::array::from_fn(|k| corner[k] + (v >> k & 1) as f32));
-            }
-            for [a, b, c, d] in QUADS.map(|q| q.map(|v| base + v)) {
-                triangles.extend([[a, b, c], [a, c, d]]);
-            }
+            let cube = crate::scene::shapes::cube(corner, 1.0);
+            positions.extend(cube.positions);
+            triangles.extend(cube.triangles.iter().map(|t| t.map(|v| base + v)));
         }
         ((positions, triangles), cells)
     }

@@ -1,5 +1,5 @@
-//! Simple procedural meshes: spheres and ground squares, for test scenes and for the ground
-//! under a rendered mesh.
+//! Simple procedural meshes: spheres, axis-aligned cubes and ground squares, for test scenes
+//! and for the ground under a rendered mesh.
 
 use super::Mesh;
 use std::f32::consts::{PI, TAU};
@@ -55,5 +55,28 @@ pub fn ground_square(centre: [f32; 3], half_size: f32) -> Mesh {
             .to_vec(),
         normals: vec![[0.0, 1.0, 0.0]; 4],
         triangles: vec![[0, 2, 3], [0, 3, 1]],
+    }
+}
+
+/// An axis-aligned cube of side `size` with its smallest corner at `corner`: 8 vertices and 12
+/// triangles (no normals).
+pub fn cube(corner: [f32; 3], size: f32) -> Mesh {
+    const QUADS: [[u32; 4]; 6] = [
+        [0, 2, 6, 4],
+        [1, 5, 7, 3],
+        [0, 4, 5, 1],
+        [2, 3, 7, 6],
+        [0, 1, 3, 2],
+        [4, 6, 7, 5],
+    ];
+    Mesh {
+        positions: (0..8u32)
+            .map(|v| std::array::from_fn(|k| corner[k] + size * ((v >> k) & 1) as f32))
+            .collect(),
+        normals: Vec::new(),
+        triangles: QUADS
+            .iter()
+            .flat_map(|&[a, b, c, d]| [[a, b, c], [a, c, d]])
+            .collect(),
     }
 }

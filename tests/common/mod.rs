@@ -291,28 +291,6 @@ pub fn rays_in_plane_z0(count: usize) -> Vec<canopy::trace::Ray> {
         .collect()
 }
 
-/// A unit cube's 12 triangles at `corner`, `size` on a side.
-fn cube(corner: [f32; 3], size: f32) -> canopy::scene::Mesh {
-    let p = |i: u32| std::array::from_fn(|a| corner[a] + size * ((i >> a) & 1) as f32);
-    let quads = [
-        [0, 2, 6, 4],
-        [1, 5, 7, 3],
-        [0, 4, 5, 1],
-        [2, 3, 7, 6],
-        [0, 1, 3, 2],
-        [4, 6, 7, 5],
-    ];
-    let mut mesh = canopy::scene::Mesh {
-        positions: (0..8).map(p).collect(),
-        ..Default::default()
-    };
-    for [a, b, c, d] in quads {
-        mesh.triangles.push([a, b, c]);
-        mesh.triangles.push([a, c, d]);
-    }
-    mesh
-}
-
 /// 27 unit cubes on a 3x3x3 grid of spacing 2, and rays along +x lying in their faces and
 /// between them: every box and split plane is met edge-on.
 pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
@@ -323,7 +301,7 @@ pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
             (i / 3 % 3) as f32 * 2.0,
             (i / 9) as f32 * 2.0,
         ];
-        cubes.append(&cube(corner, 1.0));
+        cubes.append(&canopy::scene::shapes::cube(corner, 1.0));
     }
     let rays = (0..300)
         .map(|i| {
