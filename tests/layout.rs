@@ -12,6 +12,9 @@ mod spirv;
 
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::kdtree::KdNode;
+use canopy::accel::kdtree_build::{
+    BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelPush,
+};
 use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
@@ -219,6 +222,60 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::KDTREE_INIT,
+            Rust(rust_layout!(KdInitPush {
+                refs_address,
+                positions_address,
+                triangles_address,
+                triangle_count
+            })),
+        ),
+        (
+            shaders::KDTREE_LARGE_CLASSIFY,
+            Rust(rust_layout!(KdClassifyPush {
+                refs_address,
+                positions_address,
+                triangles_address,
+                level
+            })),
+        ),
+        (
+            shaders::KDTREE_LARGE_BOXES,
+            Rust(rust_layout!(KdLevelPush {
+                refs_address,
+                level
+            })),
+        ),
+        (
+            shaders::KDTREE_LARGE_SPLIT,
+            Rust(rust_layout!(KdLevelPush {
+                refs_address,
+                level
+            })),
+        ),
+        (
+            shaders::KDTREE_LARGE_ROUTE,
+            Rust(rust_layout!(KdLevelPush {
+                refs_address,
+                level
+            })),
+        ),
+        (
+            shaders::KDTREE_SMALL_SPLIT,
+            Rust(rust_layout!(KdLevelPush {
+                refs_address,
+                level
+            })),
+        ),
+        (
+            shaders::KDTREE_LEAF_COUNTS,
+            Rust(rust_layout!(KdLevelPush { refs_address })),
+        ),
+        (
+            shaders::KDTREE_WRITE_NODES,
+            Rust(rust_layout!(KdLevelPush { refs_address })),
+        ),
+        (
             shaders::TRACE_TRACE_KDTREE,
             Rust(rust_layout!(TraceKdPush {
                 nodes_address,
@@ -420,6 +477,61 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32"],
             rust: rust_layout!(KdNode { word0, word1 }),
             offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LARGE_SPLIT,
+            name: "BuildRefs",
+            shape: &[
+                "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64",
+                "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "u32", "u32", "u32", "f32", "f32", "f32", "f32",
+            ],
+            rust: rust_layout!(BuildRefs {
+                records,
+                large_nodes,
+                children,
+                chunks,
+                small_nodes,
+                small_records,
+                small_masks,
+                entries,
+                leaf_triangles,
+                status,
+                levels,
+                small_levels,
+                tree_nodes,
+                tree_bounds,
+                record_capacity,
+                large_node_capacity,
+                chunk_capacity,
+                small_record_capacity,
+                small_node_capacity,
+                entry_capacity,
+                leaf_capacity,
+                max_depth,
+                small_threshold,
+                max_stalls,
+                empty_cut,
+                traversal_cost,
+                intersection_cost,
+                empty_bonus
+            }),
+            offsets: &[
+                0, 16, 32, 40, 56, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 148, 152, 156,
+                160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
+            ],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LEAF_COUNTS,
+            name: "BuildStatus",
+            shape: &["u32", "u32", "u32", "u32"],
+            rust: rust_layout!(KdBuildStatus {
+                nodes,
+                leaf_triangles,
+                small_records,
+                overflow
+            }),
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::OCTREE_EDGE_COUNTS,

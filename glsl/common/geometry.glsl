@@ -22,4 +22,14 @@ Aabb empty_aabb() {
     return Aabb(vec3(INF), 0, vec3(-INF), 0);
 }
 
+// Float bits mapped to uints of the same order (negative floats reversed), so that unsigned
+// atomicMin/atomicMax order floats; and back.
+uint float_to_ordered(uint bits) {
+    return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
+}
+
+uint ordered_to_float(uint ordered) {
+    return (ordered & 0x80000000u) != 0u ? ordered & 0x7fffffffu : ~ordered;
+}
+
 #endif

@@ -27,6 +27,7 @@
 // accumulated in an unspecified order and may differ by rounding between runs.
 // Elements whose id is not below `segments` are ignored.
 #include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
 
 layout(constant_id = 2) const uint OP = 0; // 0 add, 1 min, 2 max
 layout(constant_id = 3) const bool FLOAT = false;
@@ -45,14 +46,6 @@ layout(push_constant, scalar) uniform Push {
     uint segments;           // ids at or above it are ignored
     uint pad;
 } pc;
-
-uint float_to_ordered(uint bits) {
-    return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
-}
-
-uint ordered_to_float(uint ordered) {
-    return (ordered & 0x80000000u) != 0u ? ordered & 0x7fffffffu : ~ordered;
-}
 
 uint value_identity() {
     if (OP == 0) return 0u; // also the bits of 0.0

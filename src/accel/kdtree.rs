@@ -3,12 +3,12 @@
 //!
 //! Nodes are stored in preorder, 8 bytes each ([`KdNode`]); leaves list their triangles as
 //! runs of ids in one array. A kd-tree reaches the device by uploading the CPU builder's tree
-//! ([`crate::cpu::kdtree::build_sah_kdtree`]); the GPU builder (Zhou et al. 2008 with Chang et
-//! al. 2013) is to write the same format.
+//! ([`crate::cpu::kdtree::build_sah_kdtree`]) or by building it on the GPU
+//! ([`crate::accel::kdtree_build::KdTreeBuilder`], which writes the same format).
 
 use crate::cpu::kdtree::KdTree;
 use crate::prims::reduce::Aabb;
-use crate::vk::{Buffer, Context, Error, Result};
+use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
 
 pub use crate::cpu::kdtree::KdNode;
 
@@ -48,6 +48,30 @@ impl KdTreeGpu {
             nodes: ctx.create_buffer_with("kd-tree nodes", &tree.nodes)?,
             leaf_triangles: ctx.create_buffer_with("kd-tree leaf triangles", leaf_triangles)?,
             bounds: ctx.create_buffer_with("kd-tree bounds", &[Aabb::new(lo, hi)])?,
+        })
+    }
+}
+
+impl KdTreeGpu {
+    /// Space for a tree of up to `nodes` nodes and `leaf_triangles` leaf references, for the
+    /// GPU builder to write.
+    pub fn allocate(ctx: &Context, nodes: u32, leaf_triangles: u32) -> Result<Self> {
+        let buffer = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+        Ok(Self {
+            nodes: buffer("kd-tree nodes", nodes.max(1) as u64 * 8)?,
+            leaf_triangles: buffer("kd-tree leaf triangles", leaf_triangles.max(1) as u64 * 4)?,
+            bounds: buffer("kd-tree bounds", std::mem::size_of::<Aabb>() as u64)?,
+        })
+    }
+
+    /// Reads the tree back: its first `nodes` nodes and `leaf_triangles` leaf references (the
+    /// counts a build reports).
+    pub fn download(&self, ctx: &Context, nodes: u32, leaf_triangles: u32) -> Result<KdTree> {
+        let bounds: Vec<Aabb> = ctx.download(&self.bounds, 0, 1)?;
+        Ok(KdTree {
+            bounds: (bounds[0].min, bounds[0].max),
+            nodes: ctx.download(&self.nodes, 0, nodes as usize)?,
+            leaf_triangles: ctx.download(&self.leaf_triangles, 0, leaf_triangles as usize)?,
         })
     }
 }

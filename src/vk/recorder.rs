@@ -220,6 +220,19 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// Writes `data` (at most 65536 bytes, a multiple of 4) at `offset` (a multiple of 4)
+    /// in the command stream: ordered with the recorded work like a transfer.
+    pub fn update_buffer<T: bytemuck::Pod>(&mut self, buffer: &Buffer, offset: u64, data: &[T]) {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        assert!(bytes.len() <= 65536 && bytes.len().is_multiple_of(4) && offset.is_multiple_of(4));
+        if !bytes.is_empty() {
+            unsafe {
+                self.device()
+                    .cmd_update_buffer(self.cmd, buffer.raw(), offset, bytes)
+            };
+        }
+    }
+
     /// Copies `size` bytes between buffers.
     pub fn copy_buffer(
         &mut self,

@@ -1,0 +1,218 @@
+// The GPU SAH kd-tree builder's data (src/accel/kdtree_build.rs mirrors every struct here) and
+// the steps its kernels share.
+//
+// The build (Zhou et al. 2008 §3, with Chang et al. 2013's atomics) keeps:
+// - triangle records {clipped box, triangle id}, in two arrays that alternate by large level;
+//   a node of n records reserves 2n in the next array, n per child, so the classifying kernel
+//   can append to each child with one atomic per workgroup;
+// - per large level, the node list and the chunk list (runs of at most CHUNK records of one
+//   node), alternating by level, and the two children of each node (slots 2i, 2i+1);
+// - small roots' records and, per record, the left/right masks of its six box-face split
+//   candidates; small node lists alternating by small level;
+// - tree entries: every node of the tree, in creation order, with its parent and children,
+//   turned into preorder KdNodes at the end;
+// - counters: a status block (entries, leaf triangles and small records allocated, overflow
+//   bits) and per level the node and chunk counts, which are also the indirect dispatch
+//   arguments of the level's kernels (x = count, y = z = 1).
+// A list that would overflow sets a bit in `overflow`; the node that wanted the space becomes
+// a leaf where it can, so the tree stays usable, and the host grows the arena and rebuilds.
+#ifndef CANOPY_KDBUILD
+#define CANOPY_KDBUILD
+#include "prelude.glsl"
+#include "geometry.glsl"
+#include "kdtree.glsl"
+
+const uint CHUNK = 256;           // records per chunk (Zhou's N)
+const uint MAX_SMALL = 64;        // records a small root holds at most (its masks' width)
+const uint CANDIDATES = 6;        // split candidates per small-root record: its box faces
+const uint NO_PARENT = 0xffffffffu;
+const uint RIGHT_SIDE = 0x80000000u; // in an entry's parent link: it is its parent's right child
+const uint NOT_SPLIT = 3u;        // a large node's split_axis when it was not split
+
+const uint OVERFLOW_RECORDS = 1u;
+const uint OVERFLOW_ENTRIES = 2u;
+const uint OVERFLOW_LEAF_TRIANGLES = 4u;
+const uint OVERFLOW_SMALL_RECORDS = 8u;
+const uint OVERFLOW_SMALL_NODES = 16u;
+
+struct Record {
+    vec3 lo;
+    vec3 hi;
+    uint triangle;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Records { Record v[]; };
+
+struct LargeNode {
+    vec3 cell_lo;    // the node's region of space
+    uint first;      // its records in the level's record array
+    vec3 cell_hi;
+    uint count;      // records; for a child, the classifying kernel's atomic counter
+    uvec3 tight_lo;  // the records' box, ordered-uint encoded (atomicMin)
+    uint entry;      // its tree entry
+    uvec3 tight_hi;  // (atomicMax)
+    uint depth;
+    uint split_axis; // set by the split: 0-2, or NOT_SPLIT
+    float split;
+    uint stalls;     // consecutive splits that separated nothing
+    uint pad;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer LargeNodes { LargeNode v[]; };
+
+struct Chunk {
+    uint node;  // index in the level's node list
+    uint first; // first record
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Chunks { Chunk v[]; };
+
+struct SmallNode {
+    vec3 cell_lo;
+    uint root_first; // the small root's records (and masks, CANDIDATES per record)
+    vec3 cell_hi;
+    uint root_count;
+    uint64_t members; // bit i: the root's record i is in this node
+    uint entry;
+    uint depth;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallNodes { SmallNode v[]; };
+
+struct SplitMasks {
+    uint64_t left;  // the root's records left of the candidate plane
+    uint64_t right; // and right of it
+};
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SplitMaskArray { SplitMasks v[]; };
+
+struct Entry {
+    uint word0;        // KdNode word0 without the right child (leaf: complete)
+    uint word1;        // KdNode word1
+    uint parent;       // parent entry | RIGHT_SIDE, or NO_PARENT
+    uint left_leaves;  // leaves under the left child (written bottom-up)
+    uint right_leaves; // leaves under the right child
+    uint arrivals;     // children done, for the bottom-up pass
+    uint pad0;
+    uint pad1;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer Entries { Entry v[]; };
+
+struct BuildStatus {
+    uint entries;
+    uint leaf_triangles;
+    uint small_records;
+    uint overflow;
+};
+
+struct LevelCounters {
+    uvec3 nodes;  // dispatch arguments: x = nodes in the level's list
+    uvec3 chunks; // x = chunks in the level's chunk list
+    uint records; // records reserved in the next level's array
+    uint pad;
+};
+
+struct SmallLevelCounters {
+    uvec3 nodes; // dispatch arguments: x = small nodes of the level
+    uint pad;
+};
+
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Status { BuildStatus v; };
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer LevelCounterArray { LevelCounters v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallLevelCounterArray { SmallLevelCounters v[]; };
+
+// Where everything lives, and the build's parameters: written once per arena, read by every
+// kernel.
+struct BuildRefs {
+    uint64_t records[2];
+    uint64_t large_nodes[2];
+    uint64_t children;
+    uint64_t chunks[2];
+    uint64_t small_nodes[2];
+    uint64_t small_records;
+    uint64_t small_masks;
+    uint64_t entries;
+    uint64_t leaf_triangles;
+    uint64_t status;
+    uint64_t levels;
+    uint64_t small_levels;
+    uint64_t tree_nodes;
+    uint64_t tree_bounds;
+    uint record_capacity;
+    uint large_node_capacity;
+    uint chunk_capacity;
+    uint small_record_capacity;
+    uint small_node_capacity;
+    uint entry_capacity;
+    uint leaf_capacity;
+    uint max_depth;
+    uint small_threshold;  // T: nodes of at most this many records go to the small stage
+    uint max_stalls;
+    float empty_cut;       // Ce
+    float traversal_cost;  // Ct
+    float intersection_cost; // Ci
+    float empty_bonus;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer BuildRefsRef { BuildRefs v; };
+
+void flag_overflow(BuildRefs b, uint bit) {
+    atomicOr(Status(b.status).v.overflow, bit);
+}
+
+// Reserves `count` slots of a counter with capacity `capacity`; NO_PARENT when they do not fit
+// (the overflow `bit` is then set, and the counter given back, so that a counter that is a
+// dispatch size never exceeds its capacity once the kernel is done).
+uint reserve(BuildRefs b, uint64_t counter_address, uint count, uint capacity, uint bit) {
+    uint first = atomicAdd(U32s(counter_address).v[0], count);
+    if (uint64_t(first) + uint64_t(count) > uint64_t(capacity)) {
+        atomicAdd(U32s(counter_address).v[0], 0u - count);
+        flag_overflow(b, bit);
+        return NO_PARENT;
+    }
+    return first;
+}
+
+uint64_t status_field(BuildRefs b, uint word) {
+    return b.status + 4ul * word;
+}
+
+void write_leaf_entry(BuildRefs b, uint entry, uint first, uint count) {
+    Entries(b.entries).v[entry].word0 = KD_LEAF | (count << 2);
+    Entries(b.entries).v[entry].word1 = first;
+}
+
+void write_internal_entry(BuildRefs b, uint entry, uint axis, float split) {
+    Entries(b.entries).v[entry].word0 = axis;
+    Entries(b.entries).v[entry].word1 = floatBitsToUint(split);
+}
+
+void link_child(BuildRefs b, uint child, uint parent, uint side) {
+    Entries(b.entries).v[child].parent = parent | (side == 1u ? RIGHT_SIDE : 0u);
+    Entries(b.entries).v[child].arrivals = 0;
+}
+
+// The surface area of a box of extent `d` (zero extents allowed).
+float box_area(vec3 d) {
+    return 2.0 * (d.x * d.y + d.y * d.z + d.z * d.x);
+}
+
+// The SAH cost of splitting a cell of extent `d` on `axis` at `left_extent` from its low
+// face, with n_left and n_right records on the sides (KdParams in src/cpu/kdtree.rs).
+float split_cost(BuildRefs b, vec3 d, uint axis, float left_extent, uint n_left, uint n_right) {
+    vec3 dl = d;
+    vec3 dr = d;
+    dl[axis] = left_extent;
+    dr[axis] = d[axis] - left_extent;
+    float area = box_area(d);
+    float cost = b.traversal_cost + b.intersection_cost
+        * (box_area(dl) * float(n_left) + box_area(dr) * float(n_right)) / area;
+    bool empty_with_volume = (n_left == 0u && left_extent > 0.0)
+        || (n_right == 0u && d[axis] - left_extent > 0.0);
+    return empty_with_volume ? cost * b.empty_bonus : cost;
+}
+
+// Which children a box goes to for a plane: left when it starts before the plane (or lies in
+// it), right when it ends after it.
+bool goes_left(float lo, float hi, float plane) {
+    return lo < plane || (lo == plane && hi == plane);
+}
+bool goes_right(float hi, float plane) {
+    return hi > plane;
+}
+
+#endif

@@ -1,0 +1,137 @@
+// Workgroup steps shared by the node kernels of the kd-tree build (large_split, large_route,
+// small_split): making a leaf from a node's records or from a small node's member mask, and
+// making a small root (its records copied out of the level arrays, with the left/right masks
+// of its split candidates). Each is called by the whole workgroup in uniform control flow;
+// invocation 0 reserves space and the others learn the result through shared memory.
+#ifndef CANOPY_KDBUILD_STEPS
+#define CANOPY_KDBUILD_STEPS
+#include "../common/kdbuild.glsl"
+
+shared uint shared_reserved[2];
+shared vec3 shared_lo[MAX_SMALL];
+shared vec3 shared_hi[MAX_SMALL];
+
+// Invocation 0's `value`, seen by the whole workgroup.
+uint broadcast(uint value) {
+    if (gl_LocalInvocationIndex == 0) {
+        shared_reserved[0] = value;
+    }
+    barrier();
+    uint result = shared_reserved[0];
+    barrier();
+    return result;
+}
+
+uint64_t bit_below(uint i) {
+    return i == 0u ? 0ul : (~0ul >> (64u - i));
+}
+
+uint popcount64(uint64_t x) {
+    uvec2 words = unpack32(x);
+    return bitCount(words.x) + bitCount(words.y);
+}
+
+// Entry `entry` becomes a leaf holding `count` records from `first` in `records`.
+void leaf_from_records(BuildRefs b, uint entry, Records records, uint first, uint count) {
+    uint base = NO_PARENT;
+    if (gl_LocalInvocationIndex == 0) {
+        base = reserve(b, status_field(b, 1), count, b.leaf_capacity, OVERFLOW_LEAF_TRIANGLES);
+    }
+    base = broadcast(base);
+    if (base == NO_PARENT) {
+        if (gl_LocalInvocationIndex == 0) {
+            write_leaf_entry(b, entry, 0, 0);
+        }
+        return;
+    }
+    U32s leaves = U32s(b.leaf_triangles);
+    for (uint i = gl_LocalInvocationIndex; i < count; i += WORKGROUP_SIZE) {
+        leaves.v[base + i] = records.v[first + i].triangle;
+    }
+    if (gl_LocalInvocationIndex == 0) {
+        write_leaf_entry(b, entry, base, count);
+    }
+}
+
+// Entry `entry` becomes a leaf holding the records of a small root (from `root_first` in the
+// small records) whose bit is set in `members`.
+void leaf_from_members(BuildRefs b, uint entry, uint root_first, uint root_count, uint64_t members) {
+    uint count = popcount64(members);
+    uint base = NO_PARENT;
+    if (gl_LocalInvocationIndex == 0) {
+        base = reserve(b, status_field(b, 1), count, b.leaf_capacity, OVERFLOW_LEAF_TRIANGLES);
+    }
+    base = broadcast(base);
+    if (base == NO_PARENT) {
+        if (gl_LocalInvocationIndex == 0) {
+            write_leaf_entry(b, entry, 0, 0);
+        }
+        return;
+    }
+    uint i = gl_LocalInvocationIndex;
+    if (i < root_count && ((members >> i) & 1ul) != 0ul) {
+        uint slot = popcount64(members & bit_below(i));
+        U32s(b.leaf_triangles).v[base + slot] = Records(b.small_records).v[root_first + i].triangle;
+    }
+    if (gl_LocalInvocationIndex == 0) {
+        write_leaf_entry(b, entry, base, count);
+    }
+}
+
+// Entry `entry`, a node of `count` <= MAX_SMALL records (from `first` in `records`) over the
+// cell [lo, hi], becomes a small root: its records are copied to the small records, each
+// record's six box faces become split candidates with the masks of the records left and right
+// of them (Zhou et al. 2008 §3.2's preprocessing), and it joins small level 0.
+void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint first,
+                uint count, uint depth) {
+    uint root_first = NO_PARENT;
+    uint node = NO_PARENT;
+    if (gl_LocalInvocationIndex == 0) {
+        root_first = reserve(b, status_field(b, 2), count, b.small_record_capacity,
+                             OVERFLOW_SMALL_RECORDS);
+        if (root_first != NO_PARENT) {
+            node = reserve(b, b.small_levels, 1, b.small_node_capacity, OVERFLOW_SMALL_NODES);
+        }
+        shared_reserved[1] = node;
+    }
+    root_first = broadcast(root_first);
+    node = shared_reserved[1];
+    if (root_first == NO_PARENT || node == NO_PARENT) {
+        leaf_from_records(b, entry, records, first, count);
+        return;
+    }
+    uint t = gl_LocalInvocationIndex;
+    if (t < count) {
+        Record r = records.v[first + t];
+        shared_lo[t] = r.lo;
+        shared_hi[t] = r.hi;
+        Records(b.small_records).v[root_first + t] = r;
+    }
+    barrier();
+    if (t < count) {
+        SplitMaskArray masks = SplitMaskArray(b.small_masks);
+        for (uint face = 0; face < CANDIDATES; ++face) {
+            uint axis = face % 3u;
+            float plane = face < 3u ? shared_lo[t][axis] : shared_hi[t][axis];
+            uint64_t left = 0ul;
+            uint64_t right = 0ul;
+            for (uint u = 0; u < count; ++u) {
+                if (goes_left(shared_lo[u][axis], shared_hi[u][axis], plane)) {
+                    left |= 1ul << u;
+                }
+                if (goes_right(shared_hi[u][axis], plane)) {
+                    right |= 1ul << u;
+                }
+            }
+            masks.v[(root_first + t) * CANDIDATES + face] = SplitMasks(left, right);
+        }
+    }
+    if (t == 0) {
+        uint64_t all = count == 64u ? ~0ul : (1ul << count) - 1ul;
+        SmallNodes(b.small_nodes[0]).v[node] =
+            SmallNode(lo, root_first, hi, count, all, entry, depth);
+    }
+    barrier();
+}
+
+#endif

@@ -1,0 +1,756 @@
+//! The GPU SAH kd-tree builder: Zhou et al., "Real-Time KD-Tree Construction on Graphics
+//! Hardware" (SIGGRAPH Asia 2008) §3, with the single-kernel steps of Chang et al. (GPU Pro 4,
+//! 2013, chapter 13). Every frame from scratch, with no CPU read-back inside a build.
+//!
+//! # Stages (kernels in `glsl/kdtree/`, data in `glsl/common/kdbuild.glsl`)
+//!
+//! 1. `init`: a record (box, triangle id) per triangle and the root.
+//! 2. **Large-node stage**, one level per iteration, every level recorded ahead and sized by
+//!    indirect dispatch from the GPU's counters (finished levels dispatch nothing):
+//!    - `large_boxes`: per chunk of [`CHUNK`] records, a subgroup reduction of the boxes and
+//!      per-workgroup atomic min/max into the node's box;
+//!    - `large_split`: per node, empty-space cuts (a side whose empty part exceeds `Ce` of the
+//!      cell) then a spatial-median split of the longest axis; nodes of at most `T` records
+//!      become small roots;
+//!    - `large_classify`: per chunk, each record to the left, right or both children with
+//!      subgroup ballots and one atomic per child and workgroup; straddling triangles are
+//!      clipped to each child's cell (the tight box of the clipped polygon);
+//!    - `large_route`: per node, each child to the small roots, the leaves, or the next level.
+//! 3. **Small-node stage**, one level per iteration: split candidates are the box faces of the
+//!    small root's records (up to 384), their left/right sets 64-bit masks made once per root,
+//!    and the exact SAH of each candidate two popcounts (`small_split`).
+//! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
+//!    its [`KdNode`](super::kdtree::KdNode) (`write_nodes`): the format of
+//!    [`crate::accel::kdtree`], which the ray caster reads.
+//!
+//! # Memory and overflow
+//!
+//! The scratch arena is sized from the triangle capacity ([`KdCapacity`]). Lists whose size
+//! depends on the scene (records duplicated by straddling, tree nodes, leaf references, small
+//! records and nodes) have bounds from [`KdBuildParams`]' factors. A list that would overflow
+//! sets a flag on the GPU and the node that wanted the space becomes a leaf where that keeps
+//! the tree correct; after the submission [`KdTreeBuilder::overflow`] reports it, and
+//! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
+//! ([`KdTreeBuilder::build`] does both).
+
+use super::kdtree::{KdTreeGpu, MAX_DEPTH};
+use super::lbvh::TriangleInput;
+use crate::cpu::kdtree::KdParams;
+use crate::prims::indirect::IndirectArgs;
+use crate::shaders;
+use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use std::sync::Arc;
+
+/// Records per chunk of the large-node stage (Zhou's N); the chunk kernels' workgroup size.
+pub const CHUNK: u32 = 256;
+/// The most records a small root may hold: the width of its masks.
+pub const MAX_SMALL: u32 = 64;
+/// Split candidates per small-root record (its box faces).
+const CANDIDATES: u64 = 6;
+/// Counter levels: large and small levels 0..=MAX_DEPTH, plus the one after the last.
+const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
+const STATUS_BYTES: u64 = 16;
+const LEVEL_BYTES: u64 = 32;
+const SMALL_LEVEL_BYTES: u64 = 16;
+const RECORD_BYTES: u64 = 28;
+const LARGE_NODE_BYTES: u64 = 80;
+const CHUNK_BYTES: u64 = 8;
+const SMALL_NODE_BYTES: u64 = 48;
+const MASK_BYTES: u64 = 16;
+const ENTRY_BYTES: u64 = 32;
+/// Invocations per workgroup of the per-node kernels: one per small-root record.
+const NODE_WORKGROUP: u32 = MAX_SMALL;
+
+/// Overflow bits (`OVERFLOW_*` in `glsl/common/kdbuild.glsl`).
+const OVERFLOW_RECORDS: u32 = 1;
+const OVERFLOW_ENTRIES: u32 = 2;
+const OVERFLOW_LEAF_TRIANGLES: u32 = 4;
+const OVERFLOW_SMALL_RECORDS: u32 = 8;
+const OVERFLOW_SMALL_NODES: u32 = 16;
+
+/// Parameters of the GPU kd-tree build, with the defaults of Zhou et al.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KdBuildParams {
+    /// The SAH cost model (`Ct`, `Ci`, empty bonus) of the small-node stage and the depth
+    /// limit, shared with the CPU reference builder ([`KdParams`]); the depth limit is at most
+    /// [`MAX_DEPTH`].
+    pub costs: KdParams,
+    /// `T`: nodes of at most this many records go to the small-node stage (default 64, at
+    /// most [`MAX_SMALL`]).
+    pub small_threshold: u32,
+    /// `Ce`: a side of a large node's cell is cut off when its empty part exceeds this
+    /// fraction of the cell's extent (default 0.25).
+    pub empty_cut: f32,
+    /// Consecutive large splits that separate nothing (every record on both sides, as with
+    /// coincident triangles) after which the children become leaves (default 3, at least 1).
+    pub max_stalls: u32,
+    /// Record list capacity per triangle. A large node of n records reserves 2n in the next
+    /// level's list, so this bounds twice the records of a level, straddlers included
+    /// (default 3).
+    pub record_factor: f32,
+    /// Tree node capacity per triangle (default 4).
+    pub node_factor: f32,
+    /// Leaf triangle references per triangle (default 4).
+    pub leaf_factor: f32,
+    /// Small-root records per triangle (default 2).
+    pub small_record_factor: f32,
+    /// Small nodes of one small level per small-root record (default 0.5).
+    pub small_node_factor: f32,
+}
+
+impl Default for KdBuildParams {
+    fn default() -> Self {
+        Self {
+            costs: KdParams::default(),
+            small_threshold: MAX_SMALL,
+            empty_cut: 0.25,
+            max_stalls: 3,
+            record_factor: 3.0,
+            node_factor: 4.0,
+            leaf_factor: 4.0,
+            small_record_factor: 2.0,
+            small_node_factor: 0.5,
+        }
+    }
+}
+
+impl KdBuildParams {
+    fn check(&self) -> Result<()> {
+        let factors = [
+            self.record_factor,
+            self.node_factor,
+            self.leaf_factor,
+            self.small_record_factor,
+            self.small_node_factor,
+        ];
+        let costs = &self.costs;
+        let problem = if !(1..=MAX_SMALL).contains(&self.small_threshold) {
+            Some(format!("T = {}: 1 to {MAX_SMALL}", self.small_threshold))
+        } else if !(0.0..1.0).contains(&self.empty_cut) {
+            Some(format!("Ce = {}: in [0, 1)", self.empty_cut))
+        } else if self.max_stalls == 0 {
+            Some("max_stalls = 0: at least 1".into())
+        } else if factors.iter().any(|f| !(f.is_finite() && *f > 0.0)) {
+            Some(format!("capacity factors {factors:?}: positive"))
+        } else if ![
+            costs.traversal_cost,
+            costs.intersection_cost,
+            costs.empty_bonus,
+        ]
+        .iter()
+        .all(|c| c.is_finite() && *c > 0.0)
+        {
+            Some(format!("costs {costs:?}: positive"))
+        } else {
+            None
+        };
+        match problem {
+            Some(p) => Err(Error::InvalidInput(format!(
+                "kd-tree build parameters: {p}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The depth limit for `triangles` triangles: the cost model's, at most [`MAX_DEPTH`].
+    pub fn depth_limit(&self, triangles: u32) -> u32 {
+        self.costs.depth_limit(triangles as usize).min(MAX_DEPTH)
+    }
+}
+
+/// Element capacities of the builder's lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KdCapacity {
+    /// Triangles per build.
+    pub triangles: u32,
+    /// Records per level list.
+    pub records: u32,
+    /// Tree nodes.
+    pub nodes: u32,
+    /// Leaf triangle references.
+    pub leaf_triangles: u32,
+    /// Small-root records.
+    pub small_records: u32,
+    /// Small nodes per small level.
+    pub small_nodes: u32,
+}
+
+impl KdCapacity {
+    fn new(triangles: u32, params: &KdBuildParams) -> Result<Self> {
+        let scaled = |factor: f32, n: u32| -> Result<u32> {
+            let value = (factor as f64 * n as f64).ceil() + 1024.0;
+            if value > (u32::MAX / 8) as f64 {
+                return Err(Error::InvalidInput(format!(
+                    "kd-tree build of {triangles} triangles: a list of {value} elements is too large"
+                )));
+            }
+            Ok(value as u32)
+        };
+        let small_records = scaled(params.small_record_factor, triangles)?;
+        Ok(Self {
+            triangles,
+            // Level 0 holds one record per triangle.
+            records: scaled(params.record_factor.max(1.0), triangles)?,
+            nodes: scaled(params.node_factor, triangles)?,
+            leaf_triangles: scaled(params.leaf_factor, triangles)?,
+            small_records,
+            small_nodes: scaled(params.small_node_factor, small_records)?,
+        })
+    }
+
+    /// Large nodes per level: each holds more than `T` records in a disjoint range of the
+    /// level's record list, so this many cannot overflow.
+    fn large_nodes(&self, params: &KdBuildParams) -> u32 {
+        self.records / (params.small_threshold + 1) + 2
+    }
+
+    /// Chunks per level: at most one partial chunk per node.
+    fn chunks(&self, params: &KdBuildParams) -> u32 {
+        self.records / CHUNK + self.large_nodes(params) + 1
+    }
+}
+
+/// Which lists of a build overflowed (the build's tree is then not to be used).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KdOverflow(u32);
+
+impl KdOverflow {
+    /// The lists' names.
+    pub fn lists(&self) -> Vec<&'static str> {
+        [
+            (OVERFLOW_RECORDS, "records"),
+            (OVERFLOW_ENTRIES, "nodes"),
+            (OVERFLOW_LEAF_TRIANGLES, "leaf triangles"),
+            (OVERFLOW_SMALL_RECORDS, "small records"),
+            (OVERFLOW_SMALL_NODES, "small nodes"),
+        ]
+        .into_iter()
+        .filter(|(bit, _)| self.0 & bit != 0)
+        .map(|(_, name)| name)
+        .collect()
+    }
+}
+
+/// The build's counters as the GPU leaves them (`BuildStatus` in `glsl/common/kdbuild.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdBuildStatus {
+    /// Tree nodes.
+    pub nodes: u32,
+    /// Leaf triangle references.
+    pub leaf_triangles: u32,
+    /// Records of small roots.
+    pub small_records: u32,
+    /// Overflow bits.
+    pub overflow: u32,
+}
+
+/// Where the build's lists live and its parameters (`BuildRefs` in
+/// `glsl/common/kdbuild.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct BuildRefs {
+    /// Record lists of even and odd large levels.
+    pub records: [u64; 2],
+    /// Node lists of even and odd large levels.
+    pub large_nodes: [u64; 2],
+    /// Children of the current large level, two per node.
+    pub children: u64,
+    /// Chunk lists of even and odd large levels.
+    pub chunks: [u64; 2],
+    /// Node lists of even and odd small levels.
+    pub small_nodes: [u64; 2],
+    /// Small roots' records.
+    pub small_records: u64,
+    /// Split masks, six per small-root record.
+    pub small_masks: u64,
+    /// Tree entries.
+    pub entries: u64,
+    /// Leaf triangle ids (the tree's).
+    pub leaf_triangles: u64,
+    /// Status block.
+    pub status: u64,
+    /// Large level counters.
+    pub levels: u64,
+    /// Small level counters.
+    pub small_levels: u64,
+    /// Output nodes (the tree's).
+    pub tree_nodes: u64,
+    /// Output scene box (the tree's).
+    pub tree_bounds: u64,
+    /// Capacities.
+    pub record_capacity: u32,
+    /// Large nodes per level.
+    pub large_node_capacity: u32,
+    /// Chunks per level.
+    pub chunk_capacity: u32,
+    /// Small-root records.
+    pub small_record_capacity: u32,
+    /// Small nodes per level.
+    pub small_node_capacity: u32,
+    /// Tree entries.
+    pub entry_capacity: u32,
+    /// Leaf triangle references.
+    pub leaf_capacity: u32,
+    /// Depth limit of this build.
+    pub max_depth: u32,
+    /// `T`.
+    pub small_threshold: u32,
+    /// Stalls before leaves.
+    pub max_stalls: u32,
+    /// `Ce`.
+    pub empty_cut: f32,
+    /// `Ct`.
+    pub traversal_cost: f32,
+    /// `Ci`.
+    pub intersection_cost: f32,
+    /// Empty bonus.
+    pub empty_bonus: f32,
+}
+
+/// Push constants of `init.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdInitPush {
+    /// The [`BuildRefs`].
+    pub refs_address: u64,
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
+    /// Triangles to build over.
+    pub triangle_count: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Push constants of the per-level kernels without mesh access.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdLevelPush {
+    /// The [`BuildRefs`].
+    pub refs_address: u64,
+    /// The level.
+    pub level: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Push constants of `large_classify.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdClassifyPush {
+    /// The [`BuildRefs`].
+    pub refs_address: u64,
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
+    /// The level.
+    pub level: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// The scratch lists of a build.
+struct Arena {
+    capacity: KdCapacity,
+    records: [Buffer; 2],
+    large_nodes: [Buffer; 2],
+    children: Buffer,
+    chunks: [Buffer; 2],
+    small_nodes: [Buffer; 2],
+    small_records: Buffer,
+    small_masks: Buffer,
+    entries: Buffer,
+}
+
+impl Arena {
+    fn new(ctx: &Context, capacity: KdCapacity, params: &KdBuildParams) -> Result<Self> {
+        let buffer = |name: &str, count: u32, bytes: u64| {
+            ctx.create_buffer(
+                &format!("kd-tree build {name}"),
+                count.max(1) as u64 * bytes,
+                MemoryKind::Device,
+            )
+        };
+        let large = capacity.large_nodes(params);
+        let chunks = capacity.chunks(params);
+        Ok(Self {
+            capacity,
+            records: [
+                buffer("records 0", capacity.records, RECORD_BYTES)?,
+                buffer("records 1", capacity.records, RECORD_BYTES)?,
+            ],
+            large_nodes: [
+                buffer("large nodes 0", large, LARGE_NODE_BYTES)?,
+                buffer("large nodes 1", large, LARGE_NODE_BYTES)?,
+            ],
+            children: buffer("children", 2 * large, LARGE_NODE_BYTES)?,
+            chunks: [
+                buffer("chunks 0", chunks, CHUNK_BYTES)?,
+                buffer("chunks 1", chunks, CHUNK_BYTES)?,
+            ],
+            small_nodes: [
+                buffer("small nodes 0", capacity.small_nodes, SMALL_NODE_BYTES)?,
+                buffer("small nodes 1", capacity.small_nodes, SMALL_NODE_BYTES)?,
+            ],
+            small_records: buffer("small records", capacity.small_records, RECORD_BYTES)?,
+            small_masks: buffer(
+                "small masks",
+                capacity.small_records,
+                MASK_BYTES * CANDIDATES,
+            )?,
+            entries: buffer("entries", capacity.nodes, ENTRY_BYTES)?,
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        let buffers = [
+            &self.records[0],
+            &self.records[1],
+            &self.large_nodes[0],
+            &self.large_nodes[1],
+            &self.children,
+            &self.chunks[0],
+            &self.chunks[1],
+            &self.small_nodes[0],
+            &self.small_nodes[1],
+            &self.small_records,
+            &self.small_masks,
+            &self.entries,
+        ];
+        buffers.iter().map(|b| b.size()).sum()
+    }
+}
+
+/// Builds SAH kd-trees on the GPU; reusable every frame.
+pub struct KdTreeBuilder {
+    params: KdBuildParams,
+    init: Arc<Pipeline>,
+    large_boxes: Arc<Pipeline>,
+    large_split: Arc<Pipeline>,
+    large_classify: Arc<Pipeline>,
+    large_route: Arc<Pipeline>,
+    small_split: Arc<Pipeline>,
+    leaf_counts: Arc<Pipeline>,
+    write_nodes: Arc<Pipeline>,
+    indirect: IndirectArgs,
+    arena: Arena,
+    /// The counters (status, then large and small levels) and the reset image copied over
+    /// them at the start of every build (zero counts, dispatch y = z = 1).
+    counters: Buffer,
+    counters_reset: Buffer,
+    refs: Buffer,
+    status_readback: Buffer,
+}
+
+impl KdTreeBuilder {
+    /// A builder for meshes of up to `triangles` triangles.
+    pub fn new(ctx: &Context, params: KdBuildParams, triangles: u32) -> Result<Self> {
+        params.check()?;
+        let capacity = KdCapacity::new(triangles, &params)?;
+        let climb_uniformly = ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32;
+        let counter_bytes = STATUS_BYTES + COUNTER_LEVELS * (LEVEL_BYTES + SMALL_LEVEL_BYTES);
+        let mut reset = vec![0u32; (counter_bytes / 4) as usize];
+        let small_base = (STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES) / 4;
+        for level in 0..COUNTER_LEVELS {
+            let large = (STATUS_BYTES + level * LEVEL_BYTES) / 4;
+            for word in [1, 2, 4, 5] {
+                reset[(large + word) as usize] = 1;
+            }
+            let small = small_base + level * SMALL_LEVEL_BYTES / 4;
+            reset[(small + 1) as usize] = 1;
+            reset[(small + 2) as usize] = 1;
+        }
+        let mut builder = Self {
+            params,
+            init: ctx.pipeline(&shaders::KDTREE_INIT, CHUNK, &[])?,
+            large_boxes: ctx.pipeline(&shaders::KDTREE_LARGE_BOXES, CHUNK, &[])?,
+            large_split: ctx.pipeline(&shaders::KDTREE_LARGE_SPLIT, NODE_WORKGROUP, &[])?,
+            large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
+            large_route: ctx.pipeline(&shaders::KDTREE_LARGE_ROUTE, NODE_WORKGROUP, &[])?,
+            small_split: ctx.pipeline(&shaders::KDTREE_SMALL_SPLIT, NODE_WORKGROUP, &[])?,
+            leaf_counts: ctx.pipeline(&shaders::KDTREE_LEAF_COUNTS, CHUNK, &[climb_uniformly])?,
+            write_nodes: ctx.pipeline(&shaders::KDTREE_WRITE_NODES, CHUNK, &[])?,
+            indirect: IndirectArgs::new(ctx, "kd-tree output", 1)?,
+            arena: Arena::new(ctx, capacity, &params)?,
+            counters: ctx.create_buffer(
+                "kd-tree build counters",
+                counter_bytes,
+                MemoryKind::Device,
+            )?,
+            counters_reset: ctx.create_buffer_with("kd-tree build counter reset", &reset)?,
+            refs: ctx.create_buffer(
+                "kd-tree build refs",
+                std::mem::size_of::<BuildRefs>() as u64,
+                MemoryKind::Device,
+            )?,
+            status_readback: ctx.create_buffer(
+                "kd-tree build status",
+                STATUS_BYTES,
+                MemoryKind::Readback,
+            )?,
+        };
+        builder.check_dispatch_limits(ctx)?;
+        Ok(builder)
+    }
+
+    fn check_dispatch_limits(&mut self, ctx: &Context) -> Result<()> {
+        let capacity = &self.arena.capacity;
+        let largest = capacity
+            .chunks(&self.params)
+            .max(capacity.small_nodes)
+            .max(capacity.nodes.div_ceil(CHUNK));
+        let limit = ctx.caps().max_workgroup_count;
+        if largest > limit {
+            return Err(Error::InvalidInput(format!(
+                "kd-tree build of {} triangles needs {largest} workgroups in one dispatch; \
+                 this device allows {limit}",
+                capacity.triangles
+            )));
+        }
+        Ok(())
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &KdBuildParams {
+        &self.params
+    }
+
+    /// The list capacities.
+    pub fn capacity(&self) -> KdCapacity {
+        self.arena.capacity
+    }
+
+    /// Device memory of the scratch lists and counters (the tree's own buffers excluded).
+    pub fn scratch_bytes(&self) -> u64 {
+        self.arena.bytes() + self.counters.size() + self.refs.size()
+    }
+
+    /// A tree sized for this builder's capacity, to build into.
+    pub fn allocate_tree(&self, ctx: &Context) -> Result<KdTreeGpu> {
+        KdTreeGpu::allocate(
+            ctx,
+            self.arena.capacity.nodes,
+            self.arena.capacity.leaf_triangles,
+        )
+    }
+
+    /// Records a build of `input`'s triangles into `tree` (from [`Self::allocate_tree`] since
+    /// the last [`Self::grow`]). Every dispatch is recorded ahead: the large and small stages
+    /// record one pass per level up to the depth limit, sized on the GPU. The build's status
+    /// is copied for [`Self::status`] after the submission. A barrier after the build makes
+    /// the tree visible to later compute work.
+    pub fn record(
+        &self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        tree: &KdTreeGpu,
+    ) -> Result<()> {
+        let capacity = &self.arena.capacity;
+        if input.count > capacity.triangles {
+            return Err(Error::InvalidInput(format!(
+                "kd-tree build of {} triangles; the builder was made for {}",
+                input.count, capacity.triangles
+            )));
+        }
+        input.positions.check("kd-tree build positions", 1, 4)?;
+        input
+            .triangles
+            .check("kd-tree build triangles", input.count as u64, 4)?;
+        if tree.nodes.size() < capacity.nodes as u64 * 8
+            || tree.leaf_triangles.size() < capacity.leaf_triangles as u64 * 4
+        {
+            return Err(Error::InvalidInput(
+                "kd-tree smaller than the builder's capacity (allocate it after growing)".into(),
+            ));
+        }
+        let max_depth = self.params.depth_limit(input.count);
+        let refs_address = self.refs.address();
+        let counters = &self.counters;
+
+        rec.barrier_after_earlier_work();
+        rec.begin_stage("kd-tree: init");
+        rec.update_buffer(&self.refs, 0, &[self.refs_for(tree, max_depth)]);
+        rec.copy_buffer(&self.counters_reset, 0, counters, 0, counters.size());
+        rec.barrier_transfer_to_compute();
+        let push = KdInitPush {
+            refs_address,
+            positions_address: input.positions.address(),
+            triangles_address: input.triangles.address(),
+            triangle_count: input.count,
+            pad: 0,
+        };
+        rec.dispatch(&self.init, &push, input.count.div_ceil(CHUNK).max(1));
+        rec.barrier_compute_to_indirect();
+        rec.end_stage();
+
+        rec.begin_stage("kd-tree: large nodes");
+        for level in 0..=max_depth {
+            let level_args = STATUS_BYTES + level as u64 * LEVEL_BYTES;
+            let push = KdLevelPush {
+                refs_address,
+                level,
+                pad: 0,
+            };
+            let classify = KdClassifyPush {
+                refs_address,
+                positions_address: input.positions.address(),
+                triangles_address: input.triangles.address(),
+                level,
+                pad: 0,
+            };
+            rec.dispatch_indirect(&self.large_boxes, &push, counters, level_args + 12);
+            rec.barrier_compute_to_compute();
+            rec.dispatch_indirect(&self.large_split, &push, counters, level_args);
+            rec.barrier_compute_to_compute();
+            rec.dispatch_indirect(&self.large_classify, &classify, counters, level_args + 12);
+            rec.barrier_compute_to_compute();
+            rec.dispatch_indirect(&self.large_route, &push, counters, level_args);
+            rec.barrier_compute_to_indirect();
+        }
+        rec.end_stage();
+
+        rec.begin_stage("kd-tree: small nodes");
+        let small_args = STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES;
+        for level in 0..=max_depth {
+            let push = KdLevelPush {
+                refs_address,
+                level,
+                pad: 0,
+            };
+            let args = small_args + level as u64 * SMALL_LEVEL_BYTES;
+            rec.dispatch_indirect(&self.small_split, &push, counters, args);
+            rec.barrier_compute_to_indirect();
+        }
+        rec.end_stage();
+
+        rec.begin_stage("kd-tree: output");
+        self.indirect
+            .record(rec, 0, counters.address(), capacity.nodes, CHUNK, 0);
+        let push = KdLevelPush {
+            refs_address,
+            level: 0,
+            pad: 0,
+        };
+        rec.dispatch_indirect(&self.leaf_counts, &push, self.indirect.buffer(), 0);
+        rec.barrier_compute_to_compute();
+        rec.dispatch_indirect(&self.write_nodes, &push, self.indirect.buffer(), 0);
+        rec.barrier_compute_to_transfer();
+        rec.copy_buffer(counters, 0, &self.status_readback, 0, STATUS_BYTES);
+        rec.barrier_transfer_to_host();
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
+
+    /// Dispatches one build records: 1 + 4 per large level + 1 per small level + 3.
+    pub fn dispatches(&self, triangles: u32) -> u32 {
+        let levels = self.params.depth_limit(triangles) + 1;
+        1 + 4 * levels + levels + 3
+    }
+
+    fn refs_for(&self, tree: &KdTreeGpu, max_depth: u32) -> BuildRefs {
+        let a = &self.arena;
+        let c = &a.capacity;
+        let counters = self.counters.address();
+        BuildRefs {
+            records: [a.records[0].address(), a.records[1].address()],
+            large_nodes: [a.large_nodes[0].address(), a.large_nodes[1].address()],
+            children: a.children.address(),
+            chunks: [a.chunks[0].address(), a.chunks[1].address()],
+            small_nodes: [a.small_nodes[0].address(), a.small_nodes[1].address()],
+            small_records: a.small_records.address(),
+            small_masks: a.small_masks.address(),
+            entries: a.entries.address(),
+            leaf_triangles: tree.leaf_triangles.address(),
+            status: counters,
+            levels: counters + STATUS_BYTES,
+            small_levels: counters + STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES,
+            tree_nodes: tree.nodes.address(),
+            tree_bounds: tree.bounds.address(),
+            record_capacity: c.records,
+            large_node_capacity: c.large_nodes(&self.params),
+            chunk_capacity: c.chunks(&self.params),
+            small_record_capacity: c.small_records,
+            small_node_capacity: c.small_nodes,
+            entry_capacity: c.nodes,
+            leaf_capacity: c.leaf_triangles,
+            max_depth,
+            small_threshold: self.params.small_threshold,
+            max_stalls: self.params.max_stalls,
+            empty_cut: self.params.empty_cut,
+            traversal_cost: self.params.costs.traversal_cost,
+            intersection_cost: self.params.costs.intersection_cost,
+            empty_bonus: self.params.costs.empty_bonus,
+        }
+    }
+
+    /// The counters of the last build (valid once its submission has completed).
+    pub fn status(&self) -> KdBuildStatus {
+        let bytes = self
+            .status_readback
+            .mapped()
+            .expect("readback buffers are mapped");
+        *bytemuck::from_bytes(&bytes[..STATUS_BYTES as usize])
+    }
+
+    /// The lists the last build overflowed, if any.
+    pub fn overflow(&self) -> Option<KdOverflow> {
+        let bits = self.status().overflow;
+        (bits != 0).then_some(KdOverflow(bits))
+    }
+
+    /// Doubles the lists that `overflow` names (reallocating the scratch arena); trees must
+    /// then be allocated again.
+    pub fn grow(&mut self, ctx: &Context, overflow: KdOverflow) -> Result<()> {
+        let mut capacity = self.arena.capacity;
+        let double = |x: u32| x.saturating_mul(2).min(u32::MAX / 8);
+        let bits = overflow.0;
+        if bits & OVERFLOW_RECORDS != 0 {
+            capacity.records = double(capacity.records);
+        }
+        if bits & OVERFLOW_ENTRIES != 0 {
+            capacity.nodes = double(capacity.nodes);
+        }
+        if bits & OVERFLOW_LEAF_TRIANGLES != 0 {
+            capacity.leaf_triangles = double(capacity.leaf_triangles);
+        }
+        if bits & OVERFLOW_SMALL_RECORDS != 0 {
+            capacity.small_records = double(capacity.small_records);
+        }
+        if bits & OVERFLOW_SMALL_NODES != 0 {
+            capacity.small_nodes = double(capacity.small_nodes);
+        }
+        if capacity == self.arena.capacity {
+            return Err(Error::InvalidInput(format!(
+                "kd-tree build lists {:?} cannot grow further",
+                overflow.lists()
+            )));
+        }
+        log::info!(
+            "kd-tree build: growing {:?} to {capacity:?}",
+            overflow.lists()
+        );
+        self.arena = Arena::new(ctx, capacity, &self.params)?;
+        self.check_dispatch_limits(ctx)
+    }
+
+    /// Builds a tree of `input` and waits for it, growing the lists and rebuilding until
+    /// nothing overflows. Returns the tree and the last build's status.
+    pub fn build(
+        &mut self,
+        ctx: &Context,
+        input: &TriangleInput,
+    ) -> Result<(KdTreeGpu, KdBuildStatus)> {
+        loop {
+            let tree = self.allocate_tree(ctx)?;
+            ctx.submit_and_wait(|rec| self.record(rec, input, &tree))?;
+            match self.overflow() {
+                None => return Ok((tree, self.status())),
+                Some(overflow) => self.grow(ctx, overflow)?,
+            }
+        }
+    }
+}
