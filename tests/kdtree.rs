@@ -141,7 +141,13 @@ fn check(ctx: &Context, mesh: &Mesh, extra_rays: &[Ray], label: &str, builder: B
 fn random_and_real_meshes(builder: Builder) {
     let ctx = context();
     let mut rng = Rng::new(21);
-    for n in [1, 2, 10, 1000, 20_000] {
+    // A soup of long triangles duplicates heavily under splitting: kept smaller for the GPU
+    // build on lavapipe.
+    let largest = match builder {
+        Builder::Cpu => 20_000,
+        Builder::Gpu => 5000,
+    };
+    for n in [1, 2, 10, 1000, largest] {
         let mesh = random_mesh(&mut rng, n, 3.0, 0.8);
         check(&ctx, &mesh, &[], &format!("random {n}"), builder);
     }

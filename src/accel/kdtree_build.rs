@@ -88,9 +88,10 @@ pub struct KdBuildParams {
     /// level's list, so this bounds twice the records of a level, straddlers included
     /// (default 3).
     pub record_factor: f32,
-    /// Tree node capacity per triangle (default 4).
+    /// Tree node capacity per triangle (default 10: SAH trees of real meshes have 8 or so,
+    /// half of them empty leaves).
     pub node_factor: f32,
-    /// Leaf triangle references per triangle (default 4).
+    /// Leaf triangle references per triangle (default 6).
     pub leaf_factor: f32,
     /// Small-root records per triangle (default 2).
     pub small_record_factor: f32,
@@ -106,8 +107,8 @@ impl Default for KdBuildParams {
             empty_cut: 0.25,
             max_stalls: 3,
             record_factor: 3.0,
-            node_factor: 4.0,
-            leaf_factor: 4.0,
+            node_factor: 10.0,
+            leaf_factor: 6.0,
             small_record_factor: 2.0,
             small_node_factor: 0.5,
         }
