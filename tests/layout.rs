@@ -2,7 +2,8 @@
 //! GLSL. These tests read the layout the GLSL compiler actually produced back out of each
 //! kernel's SPIR-V (tests/common/spirv.rs) and compare it with the Rust definition: the
 //! push-constant block of every kernel, and structs shared through buffers (`Aabb`, the BVH
-//! and kd-tree nodes, rays and hits, materials, lights, octree nodes and splits, ...).
+//! and kd-tree nodes, rays and hits, materials, lights, ray payloads, bounce counters, octree
+//! nodes and splits, ...).
 //!
 //! Adding a kernel: one entry in `push_constant_layouts` (the coverage test fails until there
 //! is one). Adding a shared struct: one entry in `shared_struct_layouts`. No GPU needed.
@@ -26,7 +27,10 @@ use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
 use canopy::prims::reduce::{Aabb, ReducePush};
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
-use canopy::render::{CameraRaysPush, GpuLight, Material, SceneRefs, ShadePush, ShadowRaysPush};
+use canopy::render::{
+    BounceCounters, CameraRaysPush, CloseListsPush, GpuLight, Material, RayPayload, ResolvePush,
+    SceneRefs, ShadePush, ShadowRadiancePush,
+};
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
 use canopy::trace::{Hit, Ray, TraceKdPush, TracePush};
@@ -298,48 +302,75 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 segments_v,
                 time,
                 ground_half_size,
-                ground_height
+                ground_height,
+                sphere_rings,
+                spheres
             })),
         ),
         (
             shaders::RENDER_CAMERA_RAYS,
             Rust(rust_layout!(CameraRaysPush {
-                rays_address,
+                list_address,
                 origin,
                 width,
                 forward,
                 height,
                 right,
-                pad0,
+                capacity,
                 up,
-                pad1
-            })),
-        ),
-        (
-            shaders::RENDER_SHADOW_RAYS,
-            Rust(rust_layout!(ShadowRaysPush {
-                scene,
-                primary_rays_address,
-                primary_hits_address,
-                lights_address,
-                shadow_rays_address,
-                pixels,
-                light_count,
-                surface_offset
+                counter_words,
+                radiance_address,
+                counters_address
             })),
         ),
         (
             shaders::RENDER_SHADE,
             Rust(rust_layout!(ShadePush {
                 scene,
-                primary_rays_address,
-                primary_hits_address,
+                list_address,
+                count_address,
+                next_list_address,
+                shadow_list_address,
+                counters_address,
                 lights_address,
-                shadow_hits_address,
+                radiance_address,
+                capacity,
+                next_capacity,
+                shadow_capacity,
+                host_count,
+                light_count,
+                ambient,
+                surface_offset,
+                spawn
+            })),
+        ),
+        (
+            shaders::RENDER_CLOSE_LISTS,
+            Rust(rust_layout!(CloseListsPush {
+                counters_address,
+                next_capacity,
+                shadow_capacity,
+                elements_per_group,
+                max_groups_per_dim
+            })),
+        ),
+        (
+            shaders::RENDER_SHADOW_RADIANCE,
+            Rust(rust_layout!(ShadowRadiancePush {
+                list_address,
+                count_address,
+                radiance_address,
+                capacity,
+                pad
+            })),
+        ),
+        (
+            shaders::RENDER_RESOLVE,
+            Rust(rust_layout!(ResolvePush {
+                radiance_address,
                 image_address,
                 pixels,
-                light_count,
-                ambient
+                pad
             })),
         ),
         (
@@ -556,12 +587,37 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::RENDER_SHADE,
             name: "Material",
-            shape: &["vec3<f32>", "f32"],
+            shape: &["vec3<f32>", "f32", "u32", "f32", "u32", "u32"],
             rust: rust_layout!(Material {
-                albedo,
-                checker_scale
+                colour,
+                checker_scale,
+                kind,
+                ior,
+                pad0,
+                pad1
             }),
+            offsets: &[0, 12, 16, 20, 24, 28],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "RayPayload",
+            shape: &["vec3<f32>", "u32"],
+            rust: rust_layout!(RayPayload { weight, pixel }),
             offsets: &[0, 12],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_CLOSE_LISTS,
+            name: "BounceCounters",
+            shape: &["u32", "u32", "u32", "u32", "vec4<u32>", "vec4<u32>"],
+            rust: rust_layout!(BounceCounters {
+                appended_rays,
+                appended_shadow_rays,
+                rays,
+                shadow_rays,
+                shade_groups,
+                shadow_groups
+            }),
+            offsets: &[0, 4, 8, 12, 16, 32],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,

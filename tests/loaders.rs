@@ -650,6 +650,111 @@ fn gltf_parse_error_names_the_file() {
     file.load_error(&["document"]);
 }
 
+/// A GLB of the square's triangle [0, 1, 3] five times, one primitive each, with the materials
+/// `materials` (JSON) used by the first four primitives; the fifth has none.
+fn materials_glb(materials: &str) -> Vec<u8> {
+    let json = r#"{
+        "asset": {"version": "2.0"},
+        "extensionsUsed": ["KHR_materials_transmission", "KHR_materials_ior"],
+        "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [
+            {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2, "material": 0},
+            {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2, "material": 1},
+            {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2, "material": 2},
+            {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2, "material": 1},
+            {"attributes": {"POSITION": 0, "NORMAL": 1}, "indices": 2}
+        ]}],
+        "materials": MATERIALS,
+        "buffers": [{"byteLength": BIN_LENGTH}],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": 48},
+            {"buffer": 0, "byteOffset": 48, "byteLength": 48},
+            {"buffer": 0, "byteOffset": 96, "byteLength": 6}
+        ],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3",
+             "min": [0, 0, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5126, "count": 4, "type": "VEC3"},
+            {"bufferView": 2, "componentType": 5123, "count": 3, "type": "SCALAR"}
+        ]
+    }"#;
+    glb(
+        &json.replace("MATERIALS", materials),
+        &square_buffer(&[0, 1, 3]),
+    )
+}
+
+#[test]
+fn gltf_materials_map_to_diffuse_mirror_and_glass() {
+    use canopy::render::{Material, MaterialKind};
+    use canopy::scene::MaterialMesh;
+    let file = TempFile::new(
+        "materials.glb",
+        materials_glb(
+            r#"[
+            {"pbrMetallicRoughness": {"baseColorFactor": [0.2, 0.4, 0.6, 1],
+                                      "metallicFactor": 0.0}},
+            {"pbrMetallicRoughness": {"baseColorFactor": [0.9, 0.8, 0.7, 1],
+                                      "metallicFactor": 1.0, "roughnessFactor": 0.0}},
+            {"pbrMetallicRoughness": {"baseColorFactor": [0.9, 1.0, 0.95, 1]},
+             "extensions": {"KHR_materials_transmission": {"transmissionFactor": 1.0},
+                            "KHR_materials_ior": {"ior": 1.33}}}
+        ]"#,
+        ),
+    );
+    let loaded = MaterialMesh::load(&file.0).unwrap();
+    assert_eq!(loaded.mesh.triangle_count(), 5);
+    // Materials in order of first use; a primitive without one gets glTF's default, white.
+    assert_eq!(loaded.triangle_materials, [0, 1, 2, 1, 3]);
+    assert_eq!(
+        loaded.materials,
+        [
+            Material::diffuse([0.2, 0.4, 0.6]),
+            Material::mirror([0.9, 0.8, 0.7]),
+            Material::glass(1.33, [0.9, 1.0, 0.95]),
+            Material::diffuse([1.0, 1.0, 1.0]),
+        ]
+    );
+    assert_eq!(loaded.materials[2].kind(), Some(MaterialKind::Glass));
+
+    // Rough metal is diffuse; transmission without KHR_materials_ior is glass of index 1.5.
+    let file = TempFile::new(
+        "materials2.glb",
+        materials_glb(
+            r#"[
+            {"pbrMetallicRoughness": {"metallicFactor": 1.0, "roughnessFactor": 0.5}},
+            {"extensions": {"KHR_materials_transmission": {"transmissionFactor": 0.9}}},
+            {}
+        ]"#,
+        ),
+    );
+    let loaded = MaterialMesh::load(&file.0).unwrap();
+    assert_eq!(loaded.materials[0], Material::diffuse([1.0; 3]));
+    assert_eq!(loaded.materials[1], Material::glass(1.5, [1.0; 3]));
+
+    // A file without materials yields none (the caller picks); OBJ files have none either.
+    let plain = TempFile::new("plain.glb", square_glb(&[0, 1, 3]));
+    let loaded = MaterialMesh::load(&plain.0).unwrap();
+    assert!(loaded.materials.is_empty() && loaded.triangle_materials.is_empty());
+}
+
+#[test]
+fn gltf_material_out_of_range_names_the_material() {
+    let file = TempFile::new(
+        "bad-material.glb",
+        materials_glb(
+            r#"[
+            {},
+            {"extensions": {"KHR_materials_transmission": {"transmissionFactor": 1.0},
+                            "KHR_materials_ior": {"ior": -2.0}}},
+            {}
+        ]"#,
+        ),
+    );
+    file.load_error(&["material 1", "index of refraction -2"]);
+}
+
 // ---- Mesh ----
 
 /// A unit square in xy of two triangles facing +z.

@@ -1,16 +1,24 @@
-//! The renderer against its CPU reference on a small analytic scene (a sphere over a
-//! checkered ground, a sun and a point light), and the default scene's GPU deformation
-//! against the same surface on the CPU.
+//! The renderer against its CPU reference on small analytic scenes (a diffuse sphere, then a
+//! mirror and a glass sphere, over a checkered ground, a sun and a point light), traced
+//! through an LBVH and a kd-tree; that mirrors and glass change the image as they should; bad
+//! renderer input; and the default scene's GPU deformation against the same surface on the CPU.
 
 mod common;
 
 use canopy::accel::bvh::Bvh;
+use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
+use canopy::cpu::kdtree::{KdParams, build_sah_kdtree};
+use canopy::cpu::raycast::closest_hit_brute_force;
 use canopy::cpu::render::CpuScene;
 use canopy::prims::Slice;
-use canopy::render::{Camera, Light, Material, Renderer, SceneGpu, ShadingParams};
+use canopy::render::{
+    BounceStats, Camera, Light, MAX_BOUNCES, Material, RenderParams, Renderer, SceneGpu,
+    ShadingParams,
+};
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
+use canopy::trace::Structure;
 use canopy::vk::{Context, MemoryKind};
 use common::{assert_valid, context};
 use glam::Vec3;
@@ -18,108 +26,188 @@ use glam::Vec3;
 const WIDTH: u32 = 128;
 const HEIGHT: u32 = 96;
 
-fn render_gpu(
-    ctx: &Context,
-    mesh: &Mesh,
-    triangle_materials: &[u32],
-    materials: &[Material],
-    lights: &[Light],
-    camera: &Camera,
-    shading: &ShadingParams,
-) -> Vec<u8> {
-    let scene = SceneGpu::from_mesh(ctx, mesh, triangle_materials, materials, lights).unwrap();
-    let n = scene.triangle_count;
-    let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
-    let mut bvh = Bvh::new(ctx, n).unwrap();
-    let renderer = Renderer::new(ctx, WIDTH, HEIGHT, lights.len() as u32).unwrap();
-    let image = renderer.readback(ctx).unwrap();
-    ctx.submit_and_wait(|rec| {
-        let input = TriangleInput {
-            positions: Slice::whole(&scene.positions),
-            triangles: Slice::whole(&scene.triangles),
-            count: n,
-        };
-        builder.record(rec, &input, &mut bvh)?;
-        renderer.record(rec, &scene, &bvh, camera, shading, &image)
-    })
-    .unwrap();
-    assert_valid(ctx);
-    image.rgba8().to_vec()
+/// A test scene: mesh, materials, lights, view.
+struct TestScene {
+    mesh: Mesh,
+    triangle_materials: Vec<u32>,
+    materials: Vec<Material>,
+    lights: Vec<Light>,
+    camera: Camera,
+    shading: ShadingParams,
 }
 
-/// Tolerance: a pixel matches when every channel is within 2 of the CPU's (pow and division
-/// round differently on the GPU); at most 1% of pixels may differ more, where a ray grazes a
-/// silhouette or a shadow edge and the two pick different triangles.
-fn compare_images(gpu: &[u8], cpu: &[u8]) -> (usize, f64) {
+/// What traces the GPU's rays.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Through {
+    Lbvh,
+    KdTree,
+}
+
+impl TestScene {
+    /// `spheres` (centre, radius, material) over a checkered ground, lit by a sun and a point
+    /// light; the ground is material 0.
+    fn new(spheres: &[([f32; 3], f32, u32)], materials: Vec<Material>) -> Self {
+        let mut mesh = shapes::ground_square([0.0, 0.0, 0.0], 4.0);
+        let mut triangle_materials = vec![0u32, 0];
+        for &(centre, radius, material) in spheres {
+            let sphere = shapes::uv_sphere(centre, radius, 24);
+            triangle_materials.extend(vec![material; sphere.triangle_count()]);
+            mesh.append(&sphere);
+        }
+        TestScene {
+            mesh,
+            triangle_materials,
+            materials,
+            lights: vec![
+                Light::Directional {
+                    direction: Vec3::new(-0.5, -1.0, -0.2),
+                    intensity: Vec3::splat(0.8),
+                },
+                Light::Point {
+                    position: Vec3::new(2.0, 3.0, 2.0),
+                    intensity: Vec3::splat(6.0),
+                },
+            ],
+            camera: Camera::orbit(Vec3::new(0.0, 0.8, 0.0), 5.0, 30.0, 25.0, 45.0),
+            shading: ShadingParams {
+                ambient: 0.1,
+                surface_offset: 1e-4,
+            },
+        }
+    }
+
+    fn render_gpu(
+        &self,
+        ctx: &Context,
+        through: Through,
+        bounces: u32,
+    ) -> (Vec<u8>, Vec<BounceStats>) {
+        let scene = SceneGpu::from_mesh(
+            ctx,
+            &self.mesh,
+            &self.triangle_materials,
+            &self.materials,
+            &self.lights,
+        )
+        .unwrap();
+        let n = scene.triangle_count;
+        let params = RenderParams {
+            bounces,
+            ..RenderParams::default()
+        };
+        let renderer = Renderer::new(ctx, WIDTH, HEIGHT, self.lights.len() as u32, params).unwrap();
+        let image = renderer.readback(ctx).unwrap();
+        match through {
+            Through::Lbvh => {
+                let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
+                let mut bvh = Bvh::new(ctx, n).unwrap();
+                ctx.submit_and_wait(|rec| {
+                    let input = TriangleInput {
+                        positions: Slice::whole(&scene.positions),
+                        triangles: Slice::whole(&scene.triangles),
+                        count: n,
+                    };
+                    builder.record(rec, &input, &mut bvh)?;
+                    renderer.record(rec, &scene, &bvh, &self.camera, &self.shading, &image)
+                })
+                .unwrap();
+            }
+            Through::KdTree => {
+                let tree = build_sah_kdtree(
+                    &self.mesh.positions,
+                    &self.mesh.triangles,
+                    &KdParams::default(),
+                );
+                let tree = KdTreeGpu::upload(ctx, &tree).unwrap();
+                let structure = Structure::KdTree {
+                    tree: &tree,
+                    positions: Slice::whole(&scene.positions),
+                    triangles: Slice::whole(&scene.triangles),
+                };
+                ctx.submit_and_wait(|rec| {
+                    renderer.record(rec, &scene, structure, &self.camera, &self.shading, &image)
+                })
+                .unwrap();
+            }
+        }
+        assert_valid(ctx);
+        (image.rgba8().to_vec(), image.stats())
+    }
+
+    fn render_cpu(&self, bounces: u32) -> Vec<u8> {
+        CpuScene {
+            positions: &self.mesh.positions,
+            normals: &self.mesh.normals,
+            triangles: &self.mesh.triangles,
+            triangle_materials: &self.triangle_materials,
+            materials: &self.materials,
+            lights: &self.lights,
+        }
+        .render(&self.camera, WIDTH, HEIGHT, &self.shading, bounces)
+    }
+
+    /// The material each pixel's camera ray hits first (None: the sky).
+    fn primary_materials(&self) -> Vec<Option<u32>> {
+        (0..HEIGHT)
+            .flat_map(|y| (0..WIDTH).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let ray = self.camera.primary_ray(x, y, WIDTH, HEIGHT);
+                let hit = closest_hit_brute_force(&self.mesh.positions, &self.mesh.triangles, &ray);
+                hit.is_hit()
+                    .then(|| self.triangle_materials[hit.triangle as usize])
+            })
+            .collect()
+    }
+}
+
+/// Tolerance: a pixel matches when every channel is within 2 of the CPU's (pow, division and
+/// normalisation round differently on the GPU); at most 1% of pixels may differ more, where a
+/// ray grazes a silhouette, a shadow edge or a checker edge (directly or after a reflection or
+/// refraction, which magnifies direction differences of an ulp) and the two pick different
+/// triangles. Returns (pixels off by more than 2, mean channel difference, largest difference).
+fn compare_images(gpu: &[u8], cpu: &[u8]) -> (usize, f64, u8) {
     let mut off = 0;
     let mut total = 0u64;
+    let mut worst_all = 0;
     for (g, c) in gpu.chunks(4).zip(cpu.chunks(4)) {
         let worst = (0..3).map(|i| g[i].abs_diff(c[i])).max().unwrap();
+        worst_all = worst_all.max(worst);
         off += (worst > 2) as usize;
         total += (0..3).map(|i| g[i].abs_diff(c[i]) as u64).sum::<u64>();
     }
-    (off, total as f64 / (gpu.len() / 4 * 3) as f64)
+    (off, total as f64 / (gpu.len() / 4 * 3) as f64, worst_all)
+}
+
+fn assert_close(gpu: &[u8], cpu: &[u8], label: &str) {
+    let (off, mean, worst) = compare_images(gpu, cpu);
+    println!(
+        "{label}: {off} pixels off by more than 2, mean difference {mean:.4}, largest {worst}"
+    );
+    let pixels = (WIDTH * HEIGHT) as usize;
+    assert!(
+        off * 100 <= pixels,
+        "{label}: {off} of {pixels} pixels differ by more than 2"
+    );
+    assert!(mean < 0.5, "{label}: mean channel difference {mean}");
 }
 
 #[test]
 fn sphere_over_ground_matches_cpu_render() {
     let ctx = context();
-    let mut mesh = shapes::uv_sphere([0.0, 1.0, 0.0], 1.0, 24);
-    let sphere_triangles = mesh.triangle_count();
-    mesh.append(&shapes::ground_square([0.0, 0.0, 0.0], 4.0));
-    let mut triangle_materials = vec![0u32; sphere_triangles];
-    triangle_materials.extend([1, 1]);
-    let materials = [
-        Material {
-            albedo: [0.9, 0.3, 0.2],
-            checker_scale: 0.0,
-        },
-        Material {
-            albedo: [0.8, 0.8, 0.8],
-            checker_scale: 0.5,
-        },
-    ];
-    let lights = [
-        Light::Directional {
-            direction: Vec3::new(-0.5, -1.0, -0.2),
-            intensity: Vec3::splat(0.8),
-        },
-        Light::Point {
-            position: Vec3::new(2.0, 3.0, 2.0),
-            intensity: Vec3::splat(6.0),
-        },
-    ];
-    let camera = Camera::orbit(Vec3::new(0.0, 0.8, 0.0), 5.0, 30.0, 25.0, 45.0);
-    let shading = ShadingParams {
-        ambient: 0.1,
-        surface_offset: 1e-4,
-    };
-    let gpu = render_gpu(
-        &ctx,
-        &mesh,
-        &triangle_materials,
-        &materials,
-        &lights,
-        &camera,
-        &shading,
+    let scene = TestScene::new(
+        &[([0.0, 1.0, 0.0], 1.0, 1)],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::diffuse([0.9, 0.3, 0.2]),
+        ],
     );
-    let cpu = CpuScene {
-        positions: &mesh.positions,
-        normals: &mesh.normals,
-        triangles: &mesh.triangles,
-        triangle_materials: &triangle_materials,
-        materials: &materials,
-        lights: &lights,
-    }
-    .render(&camera, WIDTH, HEIGHT, &shading);
-    let (off, mean) = compare_images(&gpu, &cpu);
-    println!("{off} pixels off by more than 2, mean difference {mean:.4}");
-    let pixels = (WIDTH * HEIGHT) as usize;
-    assert!(
-        off * 100 <= pixels,
-        "{off} of {pixels} pixels differ by more than 2"
-    );
-    assert!(mean < 0.5, "mean channel difference {mean}");
+    let (gpu, stats) = scene.render_gpu(&ctx, Through::Lbvh, 2);
+    assert_close(&gpu, &scene.render_cpu(2), "diffuse sphere");
+    let pixels = WIDTH * HEIGHT;
+    assert_eq!(stats.len(), 3);
+    assert_eq!(stats[0].rays, pixels);
+    assert!(stats[0].shadow_rays > pixels / 2);
+    assert_eq!(stats[1].rays, 0, "diffuse surfaces spawn no rays");
 
     // Not blank: sky, a lit and a shadowed sphere, checkered ground and a cast shadow.
     let mut colours: Vec<[u8; 4]> = gpu.chunks(4).map(|p| [p[0], p[1], p[2], p[3]]).collect();
@@ -130,6 +218,7 @@ fn sphere_over_ground_matches_cpu_render() {
         "only {} distinct colours",
         colours.len()
     );
+    let pixels = pixels as usize;
     let red = gpu
         .chunks(4)
         .filter(|p| p[0] as u32 > p[1] as u32 + 60)
@@ -140,6 +229,164 @@ fn sphere_over_ground_matches_cpu_render() {
         .filter(|p| p[0] == p[1] && p[1] == p[2] && p[0] < 90)
         .count();
     assert!(dark_ground > 0, "no shadow on the ground");
+}
+
+const MIRROR: u32 = 1;
+const GLASS: u32 = 2;
+
+/// A mirror sphere and a glass sphere side by side over the checkered ground.
+fn mirror_and_glass() -> TestScene {
+    TestScene::new(
+        &[
+            ([-1.1, 1.0, 0.0], 1.0, MIRROR),
+            ([1.1, 1.0, 0.3], 1.0, GLASS),
+        ],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::mirror([0.9, 0.9, 0.9]),
+            Material::glass(1.5, [1.0, 1.0, 1.0]),
+        ],
+    )
+}
+
+#[test]
+fn mirror_and_glass_match_cpu_render_through_lbvh_and_kdtree() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    for bounces in [0, 3] {
+        let cpu = scene.render_cpu(bounces);
+        for through in [Through::Lbvh, Through::KdTree] {
+            let (gpu, stats) = scene.render_gpu(&ctx, through, bounces);
+            assert_close(&gpu, &cpu, &format!("{through:?}, {bounces} bounces"));
+            assert_eq!(stats.len(), bounces as usize + 1);
+            for (b, s) in stats.iter().enumerate() {
+                assert_eq!(
+                    (s.dropped_rays, s.dropped_shadow_rays),
+                    (0, 0),
+                    "bounce {b}"
+                );
+            }
+            if bounces > 0 {
+                // Rays reflected off both spheres and refracted into the glass, and rays
+                // leaving the glass at the next bounce.
+                assert!(stats[1].rays > 0 && stats[2].rays > 0, "{stats:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mirror_reflects_and_glass_refracts() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    let (bounced, _) = scene.render_gpu(&ctx, Through::Lbvh, 2);
+    let (unbounced, _) = scene.render_gpu(&ctx, Through::Lbvh, 0);
+    let on = scene.primary_materials();
+    let pixels_of = |material: u32| -> Vec<usize> {
+        (0..on.len()).filter(|&i| on[i] == Some(material)).collect()
+    };
+    let rgb = |image: &[u8], i: usize| [image[4 * i], image[4 * i + 1], image[4 * i + 2]];
+    for material in [MIRROR, GLASS] {
+        let pixels = pixels_of(material);
+        assert!(
+            pixels.len() > 400,
+            "material {material} on {} pixels",
+            pixels.len()
+        );
+        // Without bounces the spheres show the sky along the scattered rays; with them, the
+        // ground's checker, the other sphere and the lit ground: many pixels change, and the
+        // sphere shows many colours.
+        let changed = pixels
+            .iter()
+            .filter(|&&i| {
+                let (a, b) = (rgb(&bounced, i), rgb(&unbounced, i));
+                (0..3).any(|k| a[k].abs_diff(b[k]) > 20)
+            })
+            .count();
+        println!(
+            "material {material}: {changed} of {} pixels change",
+            pixels.len()
+        );
+        assert!(
+            changed * 8 > pixels.len(),
+            "material {material}: only {changed} of {} pixels change with bounces",
+            pixels.len()
+        );
+        let mut colours: Vec<[u8; 3]> = pixels.iter().map(|&i| rgb(&bounced, i)).collect();
+        colours.sort();
+        colours.dedup();
+        println!("material {material}: {} colours", colours.len());
+        assert!(
+            colours.len() > 50,
+            "material {material}: {} colours",
+            colours.len()
+        );
+    }
+    // The mirror's lower half reflects the checkered ground: both dark and light squares, grey
+    // (unlike the blue sky), and nothing of an albedo of its own.
+    let mirror = pixels_of(MIRROR);
+    let grey = |p: [u8; 3]| p[0].abs_diff(p[2]) < 12 && p[0].abs_diff(p[1]) < 12;
+    let dark = mirror
+        .iter()
+        .filter(|&&i| grey(rgb(&bounced, i)) && rgb(&bounced, i)[0] < 110)
+        .count();
+    let light = mirror
+        .iter()
+        .filter(|&&i| grey(rgb(&bounced, i)) && rgb(&bounced, i)[0] > 150)
+        .count();
+    let blue = mirror
+        .iter()
+        .filter(|&&i| {
+            let p = rgb(&bounced, i);
+            p[2] > p[0] + 30
+        })
+        .count();
+    println!("mirror: {dark} dark, {light} light, {blue} sky-blue pixels");
+    assert!(
+        dark > 20 && light > 20 && blue > 20,
+        "mirror: {dark} dark, {light} light, {blue} sky-blue pixels"
+    );
+}
+
+#[test]
+fn bad_render_input_is_rejected() {
+    let ctx = context();
+    let too_many = RenderParams {
+        bounces: MAX_BOUNCES + 1,
+        ..RenderParams::default()
+    };
+    let error = Renderer::new(&ctx, 8, 8, 1, too_many)
+        .err()
+        .expect("refused");
+    assert!(error.to_string().contains("bounces"), "{error}");
+    let no_room = RenderParams {
+        bounces: 1,
+        secondary_rays_per_pixel: 0,
+    };
+    assert!(Renderer::new(&ctx, 8, 8, 1, no_room).is_err());
+    let mesh = shapes::ground_square([0.0; 3], 1.0);
+    let light = [Light::Directional {
+        direction: Vec3::NEG_Y,
+        intensity: Vec3::ONE,
+    }];
+    for (material, expected) in [
+        (Material::glass(f32::NAN, [1.0; 3]), "index of refraction"),
+        (Material::glass(0.0, [1.0; 3]), "index of refraction"),
+        (Material::mirror([f32::INFINITY, 0.0, 0.0]), "colour"),
+        (Material::diffuse([-1.0, 0.0, 0.0]), "colour"),
+        (
+            Material {
+                kind: 7,
+                ..Material::diffuse([1.0; 3])
+            },
+            "kind",
+        ),
+    ] {
+        let error = SceneGpu::from_mesh(&ctx, &mesh, &[0, 0], &[material], &light)
+            .err()
+            .expect("refused");
+        assert!(error.to_string().contains(expected), "{error}");
+    }
 }
 
 #[test]
@@ -169,7 +416,7 @@ fn default_scene_deforms_as_on_the_cpu() {
                 .fold(0.0, f32::max);
             assert!(error < 1e-4, "t={time} vertex {i}: {p:?} vs {expected:?}");
             // The normal is the surface's: the cross product of central differences in v and
-            // u, as on the CPU (ground corners point up).
+            // u, as on the CPU (ground corners point up, sphere normals away from the centre).
             let normal = Vec3::from(got_normals[i as usize]);
             let expected_normal = if i < scene.segments_u * scene.segments_v {
                 let tau = std::f32::consts::TAU;
@@ -180,6 +427,8 @@ fn default_scene_deforms_as_on_the_cpu() {
                 let du = at(u + h, v) - at(u - h, v);
                 let dv = at(u, v + h) - at(u, v - h);
                 dv.cross(du).normalize()
+            } else if let Some((centre, radius)) = scene.sphere_of(i) {
+                (Vec3::from(expected) - Vec3::from(centre)) / radius
             } else {
                 Vec3::Y
             };

@@ -1,15 +1,24 @@
-// What the renderer's kernels share: the scene's buffers (positions, normals, triangles, a
-// material per triangle), lights, and the surface point a primary hit describes. Mirrors
-// src/render/scene_gpu.rs (Material, GpuLight) and cpu/render.rs.
+// What the renderer's kernels share about surfaces: the scene's buffers (positions, normals,
+// triangles, a material per triangle), materials (diffuse, mirror, glass), lights, the sky,
+// the surface point a hit describes, and the mirror and glass (Fresnel) scattering rules.
+// Mirrors src/render/scene_gpu.rs (Material, GpuLight) and src/cpu/render.rs.
 #ifndef CANOPY_SHADING
 #define CANOPY_SHADING
 #include "prelude.glsl"
 #include "geometry.glsl"
 #include "ray.glsl"
 
+const uint MATERIAL_DIFFUSE = 0u;
+const uint MATERIAL_MIRROR = 1u;
+const uint MATERIAL_GLASS = 2u;
+
 struct Material {
-    vec3 albedo;
-    float checker_scale; // > 0: the albedo alternates with its half on a world-space xz checker
+    vec3 colour;         // diffuse albedo, mirror reflectance, or glass tint (per refraction)
+    float checker_scale; // > 0: the colour alternates with its half on a world-space xz checker
+    uint kind;           // MATERIAL_*
+    float ior;           // glass: index of refraction (the outside is air, 1)
+    uint pad0;
+    uint pad1;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Materials { Material v[]; };
 
@@ -36,7 +45,10 @@ struct SurfacePoint {
     vec3 position;
     vec3 geometric_normal; // unit, facing the ray's origin
     vec3 shading_normal;   // interpolated vertex normal, on the geometric normal's side
-    vec3 albedo;
+    bool front;            // the ray arrived on the side the vertex normals point to (outside)
+    vec3 colour;           // the material's colour, checkered where it asks for it
+    uint kind;             // MATERIAL_*
+    float ior;
 };
 
 SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
@@ -50,23 +62,28 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
     SurfacePoint s;
     s.position = w * a + hit.u * b + hit.v * c;
     vec3 g = normalize(cross(b - a, c - a));
+    vec3 n = w * normals.v[t.x] + hit.u * normals.v[t.y] + hit.v * normals.v[t.z];
+    float len = length(n);
+    n = len > 0.0 ? n / len : g;
+    // Outside is where the vertex normals point: the winding normal turned to agree with them.
+    vec3 outward = dot(g, n) < 0.0 ? -g : g;
+    s.front = dot(outward, ray.direction) < 0.0;
     if (dot(g, ray.direction) > 0.0) {
         g = -g;
     }
     s.geometric_normal = g;
-    vec3 n = w * normals.v[t.x] + hit.u * normals.v[t.y] + hit.v * normals.v[t.z];
-    float len = length(n);
-    n = len > 0.0 ? n / len : g;
     if (dot(n, g) < 0.0) {
         n = -n;
     }
     s.shading_normal = n;
     Material m = Materials(scene.materials).v[U32s(scene.triangle_materials).v[hit.triangle]];
-    s.albedo = m.albedo;
+    s.colour = m.colour;
+    s.kind = m.kind;
+    s.ior = m.ior;
     if (m.checker_scale > 0.0) {
         ivec2 cell = ivec2(floor(s.position.xz / m.checker_scale));
         if (((cell.x + cell.y) & 1) != 0) {
-            s.albedo *= 0.5;
+            s.colour *= 0.5;
         }
     }
     return s;
@@ -84,6 +101,36 @@ void light_towards(Light light, vec3 p, out vec3 to_light, out float tmax, out v
         tmax = INF;
         irradiance = light.intensity;
     }
+}
+
+// Radiance of the sky seen along `direction`: a gradient from a pale horizon to blue overhead.
+vec3 sky(vec3 direction) {
+    float up = clamp(normalize(direction).y * 0.5 + 0.5, 0.0, 1.0);
+    return mix(vec3(0.85, 0.85, 0.8), vec3(0.35, 0.55, 0.9), up);
+}
+
+// The mirror direction of unit `d` about unit `n` (n faces against d).
+vec3 reflect_about(vec3 d, vec3 n) {
+    return d - 2.0 * dot(d, n) * n;
+}
+
+// Refraction of unit `d` through a surface with unit normal `n` facing against it, from a
+// medium of index n1 into one of index n2, eta = n1 / n2. Returns the exact (unpolarised)
+// dielectric Fresnel reflectance F = (rs^2 + rp^2) / 2 and, unless F = 1 (total internal
+// reflection), the refracted unit direction in `refracted`. Example: eta = 1 / 1.5 at normal
+// incidence gives F = ((1 - 1.5) / (1 + 1.5))^2 = 0.04.
+float fresnel_refract(vec3 d, vec3 n, float eta, out vec3 refracted) {
+    float cos_i = min(-dot(d, n), 1.0);
+    float sin2_t = eta * eta * max(1.0 - cos_i * cos_i, 0.0);
+    refracted = vec3(0.0);
+    if (sin2_t >= 1.0) {
+        return 1.0;
+    }
+    float cos_t = sqrt(1.0 - sin2_t);
+    float rs = (eta * cos_i - cos_t) / (eta * cos_i + cos_t);
+    float rp = (cos_i - eta * cos_t) / (cos_i + eta * cos_t);
+    refracted = normalize(eta * d + (eta * cos_i - cos_t) * n);
+    return 0.5 * (rs * rs + rp * rp);
 }
 
 #endif

@@ -4,8 +4,9 @@
 // no CPU read-back. Counts above `max_count` are clamped to it: the consumer's buffers were
 // sized for `max_count`, and `overflow` (when set) receives the count that did not fit so the
 // host can grow and rerun. Groups above the device's per-dimension limit become a 2D grid,
-// matching src/vk/recorder.rs grid_for. One invocation does the work.
+// see common/dispatch.glsl. One invocation does the work.
 #include "../common/prelude.glsl"
+#include "../common/dispatch.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t count_address;    // u32 count written by earlier GPU work
@@ -28,11 +29,9 @@ void main() {
         }
         count = pc.max_count;
     }
-    uint groups = max((count + pc.elements_per_group - 1) / pc.elements_per_group, pc.min_groups);
-    uint y = (groups + pc.max_groups_per_dim - 1) / pc.max_groups_per_dim;
-    uint x = y <= 1 ? groups : (groups + y - 1) / y;
+    uvec3 grid = dispatch_grid(count, pc.elements_per_group, pc.min_groups, pc.max_groups_per_dim);
     U32s args = U32s(pc.args_address);
-    args.v[0] = x;
-    args.v[1] = max(y, 1u);
-    args.v[2] = 1;
+    args.v[0] = grid.x;
+    args.v[1] = grid.y;
+    args.v[2] = grid.z;
 }

@@ -1,60 +1,143 @@
 #version 460
-// The colour of every pixel: sky for primary misses; otherwise Lambert shading with the
-// interpolated normal, summed over the lights whose shadow ray found nothing, plus a small
-// ambient term. Written as sRGB-encoded RGBA8 (gamma 2.2 approximation). cpu/render.rs
-// computes the same image.
+// Shades one bounce of the wavefront ray tracer (Zhou et al. 2008, section 4): for every ray
+// of the bounce's path list and its closest hit,
+// - a miss adds the sky along the ray, times the path's throughput, to the ray's pixel;
+// - a diffuse hit adds its ambient term, and appends one shadow ray per light the surface
+//   faces to the shadow list, carrying the radiance it adds if it reaches the light
+//   (throughput x albedo x irradiance x cosine with the shading normal);
+// - a mirror hit appends the reflected ray with the throughput times the reflectance;
+// - a glass hit appends the reflected ray weighted by the exact dielectric Fresnel reflectance
+//   F and the refracted ray weighted by (1 - F) x tint (common/shading.glsl); under total
+//   internal reflection only the reflected ray, with weight 1. Glass is entered from the side
+//   its vertex normals point to (index 1 -> ior) and left from the other (ior -> 1).
+// The appended rays form the next bounce's path list (list compaction by atomic append:
+// common/paths.glsl append_slots, one atomic per subgroup). At the last bounce (`spawn` = 0)
+// no rays are appended: a specular hit ends its path by adding the sky seen along each
+// scattered direction, times that ray's weight, without tracing it. Reflected rays start a
+// small offset off the surface on the ray's side, refracted rays on the far side; rays of zero
+// weight are not appended. cpu/render.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/shading.glsl"
+#include "../common/paths.glsl"
 
 layout(push_constant, scalar) uniform Push {
     SceneRefs scene;
-    uint64_t primary_rays_address; // Ray per pixel
-    uint64_t primary_hits_address; // Hit per pixel
-    uint64_t lights_address;       // Light per light
-    uint64_t shadow_hits_address;  // Hit per pixel and light
-    uint64_t image_address;        // out: RGBA8 per pixel
-    uint pixels;
+    uint64_t list_address;        // this bounce's path list (rays, payloads, hits)
+    uint64_t count_address;       // its length on the device (u32), or 0: host_count
+    uint64_t next_list_address;   // out: the next bounce's path list, appended to
+    uint64_t shadow_list_address; // out: this bounce's shadow list, appended to
+    uint64_t counters_address;    // this bounce's BounceCounters (the append counters)
+    uint64_t lights_address;      // Light per light
+    uint64_t radiance_address;    // 3 u64 per pixel
+    uint capacity;                // of this bounce's path list
+    uint next_capacity;           // of the next path list
+    uint shadow_capacity;         // of the shadow list
+    uint host_count;
     uint light_count;
-    float ambient;
+    float ambient;                // ambient light as a fraction of the albedo
+    float surface_offset;         // world-space offset of new ray origins off the surface
+    uint spawn;                   // 1: append scattered rays; 0 (last bounce): end at the sky
 } pc;
 
-vec3 sky(vec3 direction) {
-    float up = clamp(normalize(direction).y * 0.5 + 0.5, 0.0, 1.0);
-    return mix(vec3(0.85, 0.85, 0.8), vec3(0.35, 0.55, 0.9), up);
-}
-
-uint pack_srgb(vec3 linear) {
-    uvec3 c = uvec3(round(pow(clamp(linear, 0.0, 1.0), vec3(1.0 / 2.2)) * 255.0));
-    return c.r | (c.g << 8) | (c.b << 16) | (255u << 24);
+// The shadow ray towards light `l` from `s` and the radiance it carries; false when the
+// surface faces away from the light or the contribution is zero (no shadow ray).
+bool shadow_ray(SurfacePoint s, vec3 weight, uint l, out Ray ray, out vec3 contribution) {
+    vec3 to_light;
+    float tmax;
+    vec3 irradiance;
+    light_towards(Lights(pc.lights_address).v[l], s.position, to_light, tmax, irradiance);
+    float cosine = max(dot(s.shading_normal, normalize(to_light)), 0.0);
+    contribution = weight * s.colour * irradiance * cosine;
+    ray = Ray(s.position + s.geometric_normal * pc.surface_offset, 0.0, to_light, tmax);
+    return dot(to_light, s.geometric_normal) > 0.0 && max(contribution.x, max(contribution.y, contribution.z)) > 0.0;
 }
 
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
-    if (i >= pc.pixels) {
-        return;
-    }
-    Ray ray = Rays(pc.primary_rays_address).v[i];
-    Hit hit = Hits(pc.primary_hits_address).v[i];
-    vec3 colour;
-    if (hit.triangle == MISS) {
-        colour = sky(ray.direction);
-    } else {
-        SurfacePoint s = surface_at(pc.scene, ray, hit);
-        colour = s.albedo * pc.ambient;
-        for (uint l = 0; l < pc.light_count; ++l) {
-            if (Hits(pc.shadow_hits_address).v[l * pc.pixels + i].triangle != MISS) {
-                continue;
+    bool in_list = i < element_count(pc.count_address, pc.host_count);
+    // What each path does is decided first; the appends run in uniform control flow after.
+    uint pixel = 0;
+    vec3 weight = vec3(0.0);
+    SurfacePoint s;
+    uint shadow_count = 0;
+    uint scattered_count = 0;
+    Ray scattered[2];
+    vec3 scattered_weight[2];
+    if (in_list) {
+        Ray ray = list_rays(pc.list_address, pc.capacity).v[i];
+        Hit hit = list_hits(pc.list_address, pc.capacity).v[i];
+        RayPayload payload = list_payloads(pc.list_address, pc.capacity).v[i];
+        pixel = payload.pixel;
+        weight = payload.weight;
+        if (hit.triangle == MISS) {
+            add_radiance(pc.radiance_address, pixel, weight * sky(ray.direction));
+        } else {
+            s = surface_at(pc.scene, ray, hit);
+            if (s.kind == MATERIAL_DIFFUSE) {
+                add_radiance(pc.radiance_address, pixel, weight * s.colour * pc.ambient);
+                for (uint l = 0; l < pc.light_count; ++l) {
+                    Ray unused_ray;
+                    vec3 unused_contribution;
+                    shadow_count += shadow_ray(s, weight, l, unused_ray, unused_contribution) ? 1 : 0;
+                }
+            } else {
+                vec3 d = normalize(ray.direction);
+                vec3 n = s.shading_normal;
+                vec3 above = s.position + s.geometric_normal * pc.surface_offset;
+                vec3 below = s.position - s.geometric_normal * pc.surface_offset;
+                scattered[0] = Ray(above, 0.0, reflect_about(d, n), INF);
+                scattered[1] = Ray(below, 0.0, vec3(0.0), INF);
+                uint count = 1;
+                if (s.kind == MATERIAL_MIRROR) {
+                    scattered_weight[0] = weight * s.colour;
+                } else {
+                    float eta = s.front ? 1.0 / s.ior : s.ior;
+                    float reflectance = fresnel_refract(d, n, eta, scattered[1].direction);
+                    scattered_weight[0] = weight * reflectance;
+                    scattered_weight[1] = weight * (1.0 - reflectance) * s.colour;
+                    count = reflectance < 1.0 ? 2 : 1;
+                }
+                for (uint k = 0; k < count; ++k) {
+                    vec3 w = scattered_weight[k];
+                    if (max(w.x, max(w.y, w.z)) <= 0.0) {
+                        continue;
+                    }
+                    if (pc.spawn != 0u) {
+                        scattered_weight[scattered_count] = w;
+                        scattered[scattered_count] = scattered[k];
+                        scattered_count += 1;
+                    } else {
+                        add_radiance(pc.radiance_address, pixel, w * sky(scattered[k].direction));
+                    }
+                }
             }
-            vec3 to_light;
-            float tmax;
-            vec3 irradiance;
-            light_towards(Lights(pc.lights_address).v[l], s.position, to_light, tmax, irradiance);
-            if (dot(to_light, s.geometric_normal) <= 0.0) {
-                continue; // the surface faces away: no shadow ray was traced
-            }
-            float cosine = max(dot(s.shading_normal, normalize(to_light)), 0.0);
-            colour += s.albedo * irradiance * cosine;
         }
     }
-    U32s(pc.image_address).v[i] = pack_srgb(colour);
+
+    uint shadow_slot = append_slots(pc.counters_address + 4ul, shadow_count);
+    uint scattered_slot = append_slots(pc.counters_address, scattered_count);
+
+    if (shadow_count != 0u) {
+        Rays rays = list_rays(pc.shadow_list_address, pc.shadow_capacity);
+        RayPayloads payloads = list_payloads(pc.shadow_list_address, pc.shadow_capacity);
+        for (uint l = 0; l < pc.light_count; ++l) {
+            Ray ray;
+            vec3 contribution;
+            if (shadow_ray(s, weight, l, ray, contribution)) {
+                if (shadow_slot < pc.shadow_capacity) {
+                    rays.v[shadow_slot] = ray;
+                    payloads.v[shadow_slot] = RayPayload(contribution, pixel);
+                }
+                shadow_slot += 1;
+            }
+        }
+    }
+    for (uint k = 0; k < scattered_count; ++k) {
+        uint slot = scattered_slot + k;
+        if (slot < pc.next_capacity) {
+            list_rays(pc.next_list_address, pc.next_capacity).v[slot] = scattered[k];
+            list_payloads(pc.next_list_address, pc.next_capacity).v[slot] =
+                RayPayload(scattered_weight[k], pixel);
+        }
+    }
 }

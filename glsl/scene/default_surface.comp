@@ -1,7 +1,9 @@
 #version 460
 // Vertices of the default scene at time `time`: a deforming torus of U x V vertices (a grid
 // in the angles u around the ring and v around the tube, wrapping in both) followed by the
-// four corners of the ground square. The tube's radius ripples with travelling waves, its
+// four corners of the ground square and two UV spheres (the mirror and the glass sphere, each
+// its top pole, rings of 2 * rings vertices from the top, and its bottom pole, as
+// scene/shapes.rs uv_sphere makes them). The tube's radius ripples with travelling waves, its
 // centre line wobbles, and the ring tilts and spins. Normals are the cross product of the
 // surface's central differences in u and v. scene/default_scene.rs holds the same surface on
 // the CPU (surface_point) as the reference.
@@ -16,9 +18,26 @@ layout(push_constant, scalar) uniform Push {
     float time;                 // seconds
     float ground_half_size;
     float ground_height;
+    uint sphere_rings;          // latitude bands of each sphere
+    vec4 spheres[2];            // centre and radius of each sphere
 } pc;
 
 const float TAU = 6.28318530718;
+const float PI = 3.14159265359;
+
+// The unit normal of vertex j of a UV sphere of `rings` bands (shapes::uv_sphere_normal).
+vec3 sphere_normal(uint rings, uint j) {
+    uint segments = 2 * rings;
+    if (j == 0) {
+        return vec3(0.0, 1.0, 0.0);
+    }
+    if (j > (rings - 1) * segments) {
+        return vec3(0.0, -1.0, 0.0);
+    }
+    float theta = PI * float(1 + (j - 1) / segments) / float(rings);
+    float phi = TAU * float((j - 1) % segments) / float(segments);
+    return vec3(sin(theta) * cos(phi), cos(theta), sin(theta) * sin(phi));
+}
 
 vec3 surface_point(float u, float v, float t) {
     float tube = 0.35 * (1.0 + 0.25 * sin(5.0 * u + 2.0 * t) * sin(3.0 * v - 1.5 * t)
@@ -36,7 +55,8 @@ vec3 surface_point(float u, float v, float t) {
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     uint surface_vertices = pc.segments_u * pc.segments_v;
-    if (i >= surface_vertices + 4u) {
+    uint sphere_vertices = 2 + (pc.sphere_rings - 1) * 2 * pc.sphere_rings;
+    if (i >= surface_vertices + 4u + 2 * sphere_vertices) {
         return;
     }
     vec3 p;
@@ -49,6 +69,11 @@ void main() {
         vec3 dv = surface_point(u, v + h, pc.time) - surface_point(u, v - h, pc.time);
         p = surface_point(u, v, pc.time);
         n = normalize(cross(dv, du));
+    } else if (i >= surface_vertices + 4u) {
+        uint j = i - surface_vertices - 4u;
+        vec4 sphere = pc.spheres[j / sphere_vertices];
+        n = sphere_normal(pc.sphere_rings, j % sphere_vertices);
+        p = sphere.xyz + sphere.w * n;
     } else {
         uint corner = i - surface_vertices;
         float s = pc.ground_half_size;

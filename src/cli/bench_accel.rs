@@ -12,7 +12,7 @@ use canopy::accel::native::NativeBlasBuilder;
 use canopy::cpu::rng::Rng;
 use canopy::cpu::{lbvh as cpu_lbvh, morton, sah_bvh};
 use canopy::prims::{Count, Slice};
-use canopy::render::{Renderer, presets};
+use canopy::render::{RenderParams, Renderer, presets};
 use canopy::scene::default_scene::DefaultScene;
 use canopy::trace::{Query, Ray};
 use canopy::vk::{Context, MemoryKind};
@@ -56,6 +56,9 @@ pub struct RenderBenchArgs {
     /// Timed runs (after one warm-up); the median is reported.
     #[arg(long, default_value_t = 15)]
     pub repeats: u32,
+    /// Bounces of reflected and refracted rays (0 to 16).
+    #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
+    pub bounces: u32,
 }
 
 /// A triangle mesh on the device.
@@ -254,7 +257,11 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n)?;
     let mut bvh = Bvh::new(ctx, n)?;
     let lights = gpu.light_count;
-    let renderer = Renderer::new(ctx, width, height, lights)?;
+    let params = RenderParams {
+        bounces: args.bounces,
+        ..RenderParams::default()
+    };
+    let renderer = Renderer::new(ctx, width, height, lights, params)?;
     let readback = renderer.readback(ctx)?;
     let camera = presets::orbit_camera(
         presets::DEFAULT_SCENE_CENTRE,
@@ -270,8 +277,9 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         count: n,
     };
     println!(
-        "default scene, {n} triangles, {width}x{height}, {} lights, on {}; median of {} runs",
+        "default scene, {n} triangles, {width}x{height}, {} lights, {} bounces, on {}; median of {} runs",
         lights,
+        args.bounces,
         ctx.caps().name,
         args.repeats
     );
@@ -285,20 +293,28 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
             renderer.record(rec, &gpu, &bvh, &camera, &shading, &readback)
         },
     )?;
-    let pixels = (width * height) as f64;
     println!(
-        "whole frame (deform + rebuild + primary + shadow + shade): {:.3} ms = {:.1} frames/s (GPU)",
+        "whole frame (deform + rebuild + {} bounces of rays + shadows + shading): {:.3} ms = {:.1} frames/s (GPU)",
+        args.bounces,
         frame.median_ms,
         1e3 / frame.median_ms
     );
     frame.print_stages();
-    for (stage, rays) in [
-        ("trace: primary", pixels),
-        ("trace: shadow", pixels * lights as f64),
-    ] {
-        if let Some((_, ms)) = frame.stages.iter().find(|s| s.0 == stage) {
-            println!("{stage}: {:.3} G rays/s", rays / ms * 1e-6);
+    let bounces = readback.stats();
+    for (stage, ms) in &frame.stages {
+        if let Some(rays) = super::render::rays_of_stage(stage, &bounces) {
+            println!(
+                "{stage}: {rays} rays, {:.3} G rays/s",
+                rays as f64 / ms * 1e-6
+            );
         }
+    }
+    let dropped: u64 = bounces
+        .iter()
+        .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
+        .sum();
+    if dropped > 0 {
+        println!("warning: {dropped} rays dropped (ray lists full)");
     }
 
     // Closest-hit rate on the rays of a frame, alone: the camera's primary rays.

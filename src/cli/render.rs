@@ -1,16 +1,18 @@
 //! `canopy render`: frames of the animated default scene (or a mesh file, orbited by the
 //! camera) rendered headless to PNG files. Each frame the scene's vertices are made on the
-//! GPU (default scene), the LBVH is rebuilt from scratch, and primary and shadow rays are
-//! traced and shaded; PNG encoding runs on worker threads while the GPU renders the next
-//! frame.
+//! GPU (default scene), the LBVH is rebuilt from scratch, and camera rays, shadow rays and
+//! `--bounces` bounces of reflected and refracted rays are traced and shaded; PNG encoding runs
+//! on worker threads while the GPU renders the next frame.
 
 use super::CliError;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::prims::Slice;
-use canopy::render::{Camera, ImageReadback, Renderer, SceneGpu, presets};
+use canopy::render::{
+    BounceStats, Camera, ImageReadback, MAX_BOUNCES, RenderParams, Renderer, SceneGpu, presets,
+};
 use canopy::scene::default_scene::DefaultScene;
-use canopy::scene::{Mesh, shapes};
+use canopy::scene::{MaterialMesh, shapes};
 use canopy::vk::{Context, Profiler, Submission};
 use glam::Vec3;
 use std::ops::Range;
@@ -33,9 +35,13 @@ pub struct RenderArgs {
     /// Image size.
     #[arg(long, default_value = "960x540", value_parser = parse_size, value_name = "WxH")]
     pub size: (u32, u32),
-    /// Triangles of the default scene's deforming surface (1,000 to 20,000,000).
+    /// Triangles of the default scene's deforming torus (1,000 to 20,000,000); the ground and
+    /// the two spheres add 4,418.
     #[arg(long, default_value_t = 250_000)]
     pub triangles: u64,
+    /// Bounces of reflected and refracted rays after the camera rays (0 to 16).
+    #[arg(long, default_value_t = 2, value_parser = parse_bounces)]
+    pub bounces: u32,
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
@@ -93,6 +99,13 @@ fn parse_frames(text: &str) -> Result<Range<u32>, String> {
     Ok(a..b)
 }
 
+pub(super) fn parse_bounces(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if n <= MAX_BOUNCES => Ok(n),
+        _ => Err(format!("'{text}': expected 0..={MAX_BOUNCES} bounces")),
+    }
+}
+
 fn parse_fps(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
         Ok(fps) if fps.is_finite() && fps > 0.0 => Ok(fps),
@@ -143,7 +156,8 @@ fn default_subject(ctx: &Context, triangles: u64) -> Result<Subject, CliError> {
 }
 
 fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
-    let mut mesh = Mesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+    let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+    let mut mesh = loaded.mesh;
     let (lo, hi) = mesh.bounds().expect("a loaded mesh has vertices");
     let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
     let centre = (lo + hi) * 0.5;
@@ -152,15 +166,23 @@ fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
     if mesh.normals.len() != mesh.positions.len() {
         mesh.compute_vertex_normals();
     }
-    let mut materials = vec![0u32; mesh.triangle_count()];
+    // The file's materials (glTF), or clay for a file without any; the ground after them.
+    let mut materials = loaded.materials;
+    let mut triangle_materials = loaded.triangle_materials;
+    if materials.is_empty() {
+        materials.push(presets::clay());
+        triangle_materials = vec![0; mesh.triangle_count()];
+    }
+    let ground_material = materials.len() as u32;
+    materials.push(presets::checker_ground(radius * 0.25));
     let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
     mesh.append(&ground);
-    materials.extend([1, 1]);
+    triangle_materials.extend([ground_material; 2]);
     let gpu = SceneGpu::from_mesh(
         ctx,
         &mesh,
+        &triangle_materials,
         &materials,
-        &[presets::clay(), presets::checker_ground(radius * 0.25)],
         &presets::studio_lights(centre, radius),
     )?;
     Ok(Subject {
@@ -252,7 +274,11 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         scene.triangle_count,
     )?;
     let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
-    let renderer = Renderer::new(ctx, width, height, scene.light_count)?;
+    let params = RenderParams {
+        bounces: args.bounces,
+        ..RenderParams::default()
+    };
+    let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
     let shading = presets::shading(subject.radius);
     if !args.no_write {
         std::fs::create_dir_all(&args.out)
@@ -271,9 +297,10 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     println!(
-        "rendering {} frames of {} triangles at {width}x{height} on {} to {}",
+        "rendering {} frames of {} triangles at {width}x{height}, {} bounces, on {} to {}",
         args.frames.len(),
         scene.triangle_count,
+        args.bounces,
         ctx.caps().name,
         if args.no_write {
             "nowhere (--no-write)".to_string()
@@ -284,6 +311,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
     let mut in_flight: Option<(u32, usize, Submission)> = None;
+    let mut dropped_rays = 0u64;
     let frames: Vec<u32> = args.frames.clone().collect();
     // One step past the last frame, so that the last submission is finished by the same code.
     for n in 0..=frames.len() {
@@ -319,7 +347,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 profiler: &profilers[done_slot],
                 image: &readbacks[done_slot],
             };
-            gpu_ms.push(finished.output(args, &writers, scene.light_count, width * height)?);
+            let (ms, dropped) = finished.output(args, &writers)?;
+            gpu_ms.push(ms);
+            dropped_rays += dropped;
             progress.inc(1);
         }
     }
@@ -340,6 +370,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             " with PNG output"
         },
     );
+    if dropped_rays > 0 {
+        println!(
+            "warning: {dropped_rays} rays did not fit in the renderer's ray lists and were not \
+             traced (their paths end early); see --profile for the bounces"
+        );
+    }
     Ok(())
 }
 
@@ -352,30 +388,45 @@ struct FinishedFrame<'a> {
 
 impl FinishedFrame<'_> {
     /// Prints its profile (with `--profile`), hands its image to the PNG writers, and returns
-    /// its GPU time in ms.
+    /// its GPU time in ms and the rays dropped for want of list space.
     fn output(
         &self,
         args: &RenderArgs,
         writers: &Option<PngWriters>,
-        lights: u32,
-        pixels: u32,
-    ) -> Result<f64, CliError> {
+    ) -> Result<(f64, u64), CliError> {
         let stages = self.profiler.results()?;
+        let bounces = self.image.stats();
         if args.profile {
-            print_frame_profile(self.frame, &stages, pixels, lights);
+            print_frame_profile(self.frame, &stages, &bounces);
         }
         if let Some(writers) = writers {
             let path = args.out.join(format!("frame_{:04}.png", self.frame));
             writers.submit(path, self.image.rgba8().to_vec())?;
         }
-        Ok(stages
+        let ms = stages
             .iter()
             .find(|(name, _)| name == "frame")
-            .map_or(0.0, |s| s.1))
+            .map_or(0.0, |s| s.1);
+        let dropped = bounces
+            .iter()
+            .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
+            .sum();
+        Ok((ms, dropped))
     }
 }
 
-fn print_frame_profile(frame: u32, stages: &[(String, f64)], pixels: u32, lights: u32) {
+/// Rays traced by a profiler stage of the renderer ("trace: bounce 1", "trace: shadow 0").
+pub(super) fn rays_of_stage(name: &str, bounces: &[BounceStats]) -> Option<u32> {
+    let (kind, bounce) = name.strip_prefix("trace: ")?.split_once(' ')?;
+    let stats = bounces.get(bounce.parse::<usize>().ok()?)?;
+    match kind {
+        "bounce" => Some(stats.rays),
+        "shadow" => Some(stats.shadow_rays),
+        _ => None,
+    }
+}
+
+fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceStats]) {
     println!("frame {frame}:");
     let mut sums: Vec<(String, f64)> = Vec::new();
     for (name, ms) in stages {
@@ -385,11 +436,18 @@ fn print_frame_profile(frame: u32, stages: &[(String, f64)], pixels: u32, lights
         }
     }
     for (name, ms) in &sums {
-        let rate = match name.as_str() {
-            "trace: primary" => format!("  {:.3} G rays/s", pixels as f64 / ms * 1e-6),
-            "trace: shadow" => format!("  {:.3} G rays/s", (pixels * lights) as f64 / ms * 1e-6),
-            _ => String::new(),
+        let rate = match rays_of_stage(name, bounces) {
+            Some(rays) => format!("  {rays:>10} rays  {:.3} G rays/s", rays as f64 / ms * 1e-6),
+            None => String::new(),
         };
         println!("  {name:<28} {ms:>9.3} ms{rate}");
+    }
+    for (b, stats) in bounces.iter().enumerate() {
+        if stats.dropped_rays > 0 || stats.dropped_shadow_rays > 0 {
+            println!(
+                "  bounce {b}: {} reflected/refracted and {} shadow rays dropped (lists full)",
+                stats.dropped_rays, stats.dropped_shadow_rays
+            );
+        }
     }
 }

@@ -1,11 +1,18 @@
 //! The CPU reference of the renderer (src/render, glsl/render/*.comp): the same camera rays,
-//! closest hits, shadow rays, Lambert shading and sRGB packing, pixel by pixel, through the
-//! CPU LBVH. Render tests compare the GPU image with this one.
+//! closest hits, shadow rays, Lambert shading, mirror reflections, glass with exact Fresnel
+//! weights, the sky at misses and at specular hits of the last bounce, the same fixed-point
+//! per-pixel sums ([`radiance_units`]) and sRGB packing, pixel by pixel, through the CPU LBVH.
+//! Paths are followed depth first instead of in waves; since the sums are integer, the order
+//! does not matter. Ray lists never overflow here: the GPU image equals this one when its
+//! [`BounceStats`](crate::render::BounceStats) report no dropped rays. Render tests compare the
+//! GPU image with this one.
 
 use crate::cpu::lbvh::{Lbvh, build_lbvh};
 use crate::cpu::morton::MortonBits;
 use crate::cpu::raycast::{Ray, any_hit_bvh, closest_hit_bvh};
-use crate::render::{Camera, Light, Material, ShadingParams};
+use crate::render::{
+    Camera, Light, Material, MaterialKind, RADIANCE_SCALE, ShadingParams, radiance_units,
+};
 use glam::Vec3;
 
 /// A scene as the CPU renderer takes it: the mesh, a material per triangle, and lights.
@@ -24,12 +31,15 @@ pub struct CpuScene<'a> {
     pub lights: &'a [Light],
 }
 
-/// The surface a primary ray hit (`SurfacePoint` in glsl/common/shading.glsl).
+/// The surface a ray hit (`SurfacePoint` in glsl/common/shading.glsl).
 struct SurfacePoint {
     position: Vec3,
     geometric_normal: Vec3,
     shading_normal: Vec3,
-    albedo: Vec3,
+    front: bool,
+    colour: Vec3,
+    kind: MaterialKind,
+    ior: f32,
 }
 
 /// Direction to the light, shadow-ray tmax and irradiance at `p` (`light_towards`).
@@ -49,11 +59,34 @@ fn light_towards(light: &Light, p: Vec3) -> (Vec3, f32, Vec3) {
     }
 }
 
+/// The sky's radiance along `direction` (`sky`).
 fn sky(direction: Vec3) -> Vec3 {
     let up = (direction.normalize().y * 0.5 + 0.5).clamp(0.0, 1.0);
     Vec3::new(0.85, 0.85, 0.8).lerp(Vec3::new(0.35, 0.55, 0.9), up)
 }
 
+/// `reflect_about`: the mirror direction of unit `d` about unit `n`.
+fn reflect_about(d: Vec3, n: Vec3) -> Vec3 {
+    d - 2.0 * d.dot(n) * n
+}
+
+/// `fresnel_refract`: the exact dielectric Fresnel reflectance of unit `d` meeting a surface of
+/// unit normal `n` (facing against `d`) with `eta` = n1 / n2, and the refracted direction
+/// (zero under total internal reflection, where the reflectance is 1).
+fn fresnel_refract(d: Vec3, n: Vec3, eta: f32) -> (f32, Vec3) {
+    let cos_i = (-d.dot(n)).min(1.0);
+    let sin2_t = eta * eta * (1.0 - cos_i * cos_i).max(0.0);
+    if sin2_t >= 1.0 {
+        return (1.0, Vec3::ZERO);
+    }
+    let cos_t = (1.0 - sin2_t).sqrt();
+    let rs = (eta * cos_i - cos_t) / (eta * cos_i + cos_t);
+    let rp = (cos_i - eta * cos_t) / (cos_i + eta * cos_t);
+    let refracted = (eta * d + (eta * cos_i - cos_t) * n).normalize();
+    (0.5 * (rs * rs + rp * rp), refracted)
+}
+
+/// `pack_srgb` of resolve.comp.
 fn pack_srgb(linear: Vec3) -> [u8; 4] {
     let c = linear
         .clamp(Vec3::ZERO, Vec3::ONE)
@@ -61,6 +94,29 @@ fn pack_srgb(linear: Vec3) -> [u8; 4] {
         .to_array()
         .map(|v| (v * 255.0).round() as u8);
     [c[0], c[1], c[2], 255]
+}
+
+/// A pixel's fixed-point radiance sum (`add_radiance`).
+#[derive(Default)]
+struct Sums([u64; 3]);
+
+impl Sums {
+    fn add(&mut self, c: Vec3) {
+        for (sum, c) in self.0.iter_mut().zip(c.to_array()) {
+            *sum += radiance_units(c);
+        }
+    }
+
+    fn linear(&self) -> Vec3 {
+        Vec3::from_array(self.0.map(|units| units as f32 * (1.0 / RADIANCE_SCALE)))
+    }
+}
+
+/// Rendering constants of one image.
+struct Settings<'a> {
+    bvh: &'a Lbvh,
+    shading: &'a ShadingParams,
+    bounces: u32,
 }
 
 impl CpuScene<'_> {
@@ -71,74 +127,134 @@ impl CpuScene<'_> {
         let w = 1.0 - u - v;
         let position = w * a + u * b + v * c;
         let mut g = (b - a).cross(c - a).normalize();
-        if g.dot(Vec3::from(ray.direction)) > 0.0 {
-            g = -g;
-        }
         let n = w * na + u * nb + v * nc;
         let length = n.length();
         let mut n = if length > 0.0 { n / length } else { g };
+        let outward = if g.dot(n) < 0.0 { -g } else { g };
+        let front = outward.dot(Vec3::from(ray.direction)) < 0.0;
+        if g.dot(Vec3::from(ray.direction)) > 0.0 {
+            g = -g;
+        }
         if n.dot(g) < 0.0 {
             n = -n;
         }
         let material = self.materials[self.triangle_materials[triangle as usize] as usize];
-        let mut albedo = Vec3::from(material.albedo);
+        let mut colour = Vec3::from(material.colour);
         if material.checker_scale > 0.0 {
             let cx = (position.x / material.checker_scale).floor() as i32;
             let cz = (position.z / material.checker_scale).floor() as i32;
             if (cx + cz) & 1 != 0 {
-                albedo *= 0.5;
+                colour *= 0.5;
             }
         }
         SurfacePoint {
             position,
             geometric_normal: g,
             shading_normal: n,
-            albedo,
+            front,
+            colour,
+            kind: material.kind().expect("materials are validated"),
+            ior: material.ior,
         }
     }
 
-    fn shade(&self, bvh: &Lbvh, ray: &Ray, shading: &ShadingParams) -> Vec3 {
-        let hit = closest_hit_bvh(self.positions, self.triangles, bvh, ray);
+    /// `shadow_ray` of shade.comp: the shadow ray towards `light` and the radiance it carries,
+    /// or `None` where the surface faces away or the contribution is zero.
+    fn shadow_ray(
+        &self,
+        s: &SurfacePoint,
+        weight: Vec3,
+        light: &Light,
+        offset: f32,
+    ) -> Option<(Ray, Vec3)> {
+        let (to_light, tmax, irradiance) = light_towards(light, s.position);
+        let cosine = s.shading_normal.dot(to_light.normalize()).max(0.0);
+        let contribution = weight * s.colour * irradiance * cosine;
+        let ray = Ray {
+            origin: (s.position + s.geometric_normal * offset).to_array(),
+            tmin: 0.0,
+            direction: to_light.to_array(),
+            tmax,
+        };
+        (to_light.dot(s.geometric_normal) > 0.0 && contribution.max_element() > 0.0)
+            .then_some((ray, contribution))
+    }
+
+    /// Follows the path of `ray` with throughput `weight` from bounce `bounce`, adding its
+    /// radiance to `sums` as shade.comp and shadow_radiance.comp do.
+    fn trace_path(&self, at: &Settings, ray: &Ray, weight: Vec3, bounce: u32, sums: &mut Sums) {
+        let hit = closest_hit_bvh(self.positions, self.triangles, at.bvh, ray);
         if !hit.is_hit() {
-            return sky(Vec3::from(ray.direction));
+            sums.add(weight * sky(Vec3::from(ray.direction)));
+            return;
         }
         let s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
-        let origin = s.position + s.geometric_normal * shading.surface_offset;
-        let mut colour = s.albedo * shading.ambient;
-        for light in self.lights {
-            let (to_light, tmax, irradiance) = light_towards(light, s.position);
-            if to_light.dot(s.geometric_normal) <= 0.0 {
-                continue;
+        let offset = at.shading.surface_offset;
+        if s.kind == MaterialKind::Diffuse {
+            sums.add(weight * s.colour * at.shading.ambient);
+            for light in self.lights {
+                if let Some((shadow, contribution)) = self.shadow_ray(&s, weight, light, offset)
+                    && !any_hit_bvh(self.positions, self.triangles, at.bvh, &shadow)
+                {
+                    sums.add(contribution);
+                }
             }
-            let shadow = Ray {
-                origin: origin.to_array(),
-                tmin: 0.0,
-                direction: to_light.to_array(),
-                tmax,
-            };
-            if any_hit_bvh(self.positions, self.triangles, bvh, &shadow) {
-                continue;
-            }
-            let cosine = s.shading_normal.dot(to_light.normalize()).max(0.0);
-            colour += s.albedo * irradiance * cosine;
+            return;
         }
-        colour
+        let d = Vec3::from(ray.direction).normalize();
+        let n = s.shading_normal;
+        let above = s.position + s.geometric_normal * offset;
+        let below = s.position - s.geometric_normal * offset;
+        let mut scattered = vec![(above, reflect_about(d, n), weight * s.colour)];
+        if s.kind == MaterialKind::Glass {
+            let eta = if s.front { 1.0 / s.ior } else { s.ior };
+            let (reflectance, refracted) = fresnel_refract(d, n, eta);
+            scattered[0].2 = weight * reflectance;
+            if reflectance < 1.0 {
+                scattered.push((below, refracted, weight * (1.0 - reflectance) * s.colour));
+            }
+        }
+        for (origin, direction, w) in scattered {
+            if w.max_element() <= 0.0 {
+                continue;
+            }
+            if bounce < at.bounces {
+                let next = Ray {
+                    origin: origin.to_array(),
+                    tmin: 0.0,
+                    direction: direction.to_array(),
+                    tmax: f32::INFINITY,
+                };
+                self.trace_path(at, &next, w, bounce + 1, sums);
+            } else {
+                sums.add(w * sky(direction));
+            }
+        }
     }
 
-    /// The RGBA8 image (rows from the top) of this scene seen by `camera`.
+    /// The RGBA8 image (rows from the top) of this scene seen by `camera`, with `bounces`
+    /// bounces of reflected and refracted rays.
     pub fn render(
         &self,
         camera: &Camera,
         width: u32,
         height: u32,
         shading: &ShadingParams,
+        bounces: u32,
     ) -> Vec<u8> {
         let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
+        let settings = Settings {
+            bvh: &bvh,
+            shading,
+            bounces,
+        };
         let mut image = Vec::with_capacity((width * height * 4) as usize);
         for y in 0..height {
             for x in 0..width {
                 let ray = camera.primary_ray(x, y, width, height);
-                image.extend(pack_srgb(self.shade(&bvh, &ray, shading)));
+                let mut sums = Sums::default();
+                self.trace_path(&settings, &ray, Vec3::ONE, 0, &mut sums);
+                image.extend(pack_srgb(sums.linear()));
             }
         }
         image

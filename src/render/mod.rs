@@ -1,22 +1,53 @@
-//! The headless renderer: a wavefront ray caster over a [`Bvh`] rebuilt every frame.
+//! The headless renderer: a wavefront ray tracer with reflections and refractions over any
+//! [`Structure`] (an LBVH or a kd-tree) rebuilt every frame, after Zhou et al. 2008, section 4.
 //!
-//! Per frame, each step one dispatch (and a profiler stage): camera rays
-//! (`glsl/render/camera_rays.comp`), closest hits ([`Tracer`]), one shadow ray per pixel
-//! and light (`glsl/render/shadow_rays.comp`), any-hit occlusion ([`Tracer`]), and Lambert
-//! shading with interpolated normals into an RGBA8 image (`glsl/render/shade.comp`), which is
-//! copied to a host-visible [`ImageReadback`] for PNG output. `cpu::render` renders the same
-//! image. One readback per frame in flight lets the CPU write one frame while the GPU renders
-//! the next.
+//! A frame, each step one dispatch (and a profiler stage):
+//! 1. **camera rays** (`glsl/render/camera_rays.comp`): the first path list, one ray per pixel
+//!    with throughput 1; the pixels' radiance sums and the bounce counters are zeroed.
+//! 2. For each bounce `b` in `0..=bounces`:
+//!    - **trace: bounce b**: closest hits of the path list ([`Tracer`]);
+//!    - **render: shade b** (`glsl/render/shade.comp`, then `close_lists.comp`): misses add the
+//!      sky; diffuse hits add their ambient term and append one shadow ray per light they face,
+//!      carrying the radiance it adds if unoccluded; mirror hits append the reflected ray, glass
+//!      hits the reflected and the refracted ray weighted by the exact dielectric Fresnel
+//!      reflectance (only the reflected one under total internal reflection). The appended rays
+//!      are the next bounce's path list (list compaction by atomic append, one atomic per
+//!      subgroup); each carries its pixel and throughput. At the last bounce nothing is
+//!      appended: a specular hit adds the sky along each scattered direction times its weight.
+//!    - **trace: shadow b**: any-hit queries of the shadow list;
+//!    - **render: shadow radiance b** (`shadow_radiance.comp`): unoccluded shadow rays add
+//!      their radiance.
+//!
+//!    Bounces after the first are sized on the GPU: the list lengths are device counters, the
+//!    traces take [`Count::Device`] and the kernels dispatch indirectly; nothing is read back
+//!    within a frame.
+//! 3. **render: resolve** (`resolve.comp`): the sums to sRGB RGBA8, copied with the bounce
+//!    counters to a host-visible [`ImageReadback`].
+//!
+//! Radiance is summed per pixel in 64-bit fixed point (2^24 units per unit of linear
+//! radiance, each contribution clamped to [0, 256] per channel, which never changes a pixel
+//! since the image clamps at 1) with integer atomics, so the sum does not depend on the order
+//! of the additions and `cpu::render` renders the same image from the same integers.
+//!
+//! **Memory.** A ray list entry takes 64 bytes (ray, payload, hit). The camera rays' list
+//! holds one ray per pixel; a glass hit makes two rays, so bounce `b` may need up to
+//! `pixels * 2^b` rays. The secondary lists hold [`RenderParams::secondary_rays_per_pixel`]
+//! rays per pixel (default 2: the first bounce can never overflow), and the shadow list
+//! `lights` rays per ray of the largest list. Rays that do not fit are not traced; they are
+//! counted on the GPU and reported by [`ImageReadback::stats`] (`canopy render` prints them).
+//! Two path lists are used in turn, so memory does not grow with the number of bounces.
+//!
+//! One readback per frame in flight lets the CPU write one frame while the GPU renders the
+//! next.
 
 pub mod presets;
 pub mod scene_gpu;
 
-pub use scene_gpu::{GpuLight, Light, Material, SceneGpu};
+pub use scene_gpu::{GpuLight, Light, Material, MaterialKind, SceneGpu};
 
-use crate::accel::bvh::Bvh;
 use crate::prims::{Count, Slice, WORKGROUP_SIZE};
 use crate::shaders;
-use crate::trace::{Hit, Query, Ray, Tracer};
+use crate::trace::{Hit, Query, Ray, Structure, Tracer};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use glam::Vec3;
 use std::sync::Arc;
@@ -79,16 +110,104 @@ impl Camera {
 pub struct ShadingParams {
     /// Ambient light as a fraction of the albedo.
     pub ambient: f32,
-    /// Offset of shadow ray origins along the surface normal, in world units.
+    /// Offset of new ray origins (shadow, reflected, refracted) off the surface along its
+    /// geometric normal, in world units.
     pub surface_offset: f32,
+}
+
+/// The most bounces a [`Renderer`] traces.
+pub const MAX_BOUNCES: u32 = 16;
+/// The most lights a [`Renderer`] is made for (bounds a pixel's fixed-point sum: see the module
+/// docs).
+pub const MAX_LIGHTS: u32 = 4096;
+/// Fixed-point units per unit of linear radiance in the pixels' sums (`RADIANCE_SCALE` in
+/// `glsl/common/paths.glsl`).
+pub const RADIANCE_SCALE: f32 = 16_777_216.0;
+/// The largest contribution per channel added to a pixel's sum (`RADIANCE_MAX`).
+pub const RADIANCE_MAX: f32 = 256.0;
+
+/// A contribution to a pixel's fixed-point radiance sum, as `add_radiance` in
+/// `glsl/common/paths.glsl` converts it: clamped to [0, [`RADIANCE_MAX`]] (NaN to 0), scaled
+/// by [`RADIANCE_SCALE`] and rounded.
+pub fn radiance_units(c: f32) -> u64 {
+    let x = if c > 0.0 { c.min(RADIANCE_MAX) } else { 0.0 };
+    (x * RADIANCE_SCALE + 0.5) as u64
+}
+
+/// How a [`Renderer`] traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenderParams {
+    /// Bounces of reflected and refracted rays after the camera rays, 0 to [`MAX_BOUNCES`]
+    /// (0: camera and shadow rays only; mirrors and glass then show the sky they would
+    /// reflect or pass).
+    pub bounces: u32,
+    /// Capacity of each secondary ray list, in rays per pixel (at least 1 when `bounces` > 0).
+    /// 2 fits the first bounce of any scene; rays beyond it are dropped and counted.
+    pub secondary_rays_per_pixel: u32,
+}
+
+impl Default for RenderParams {
+    fn default() -> Self {
+        RenderParams {
+            bounces: 2,
+            secondary_rays_per_pixel: 2,
+        }
+    }
+}
+
+/// A ray's pixel and weight (`RayPayload` in `glsl/common/paths.glsl`): a path's throughput,
+/// or the radiance a shadow ray adds to its pixel if it reaches its light. 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RayPayload {
+    /// Throughput or radiance (linear RGB).
+    pub weight: [f32; 3],
+    /// The pixel (row-major from the top-left).
+    pub pixel: u32,
+}
+
+/// The counters of one bounce on the GPU (`BounceCounters` in `glsl/common/paths.glsl`).
+/// 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct BounceCounters {
+    /// Rays the bounce's shading appended to the next path list (including any dropped).
+    pub appended_rays: u32,
+    /// Shadow rays it appended (including any dropped).
+    pub appended_shadow_rays: u32,
+    /// Rays in the next path list (`appended_rays` clamped to its capacity).
+    pub rays: u32,
+    /// Shadow rays in the shadow list (clamped to its capacity).
+    pub shadow_rays: u32,
+    /// Dispatch size of the next bounce's shading.
+    pub shade_groups: [u32; 4],
+    /// Dispatch size of this bounce's shadow radiance pass.
+    pub shadow_groups: [u32; 4],
+}
+
+const COUNTER_BYTES: u64 = std::mem::size_of::<BounceCounters>() as u64;
+const _: () = assert!(COUNTER_BYTES == 48 && std::mem::size_of::<RayPayload>() == 16);
+
+/// What one bounce of a rendered frame traced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BounceStats {
+    /// Rays traced for closest hits (the camera rays at bounce 0).
+    pub rays: u32,
+    /// Shadow rays traced.
+    pub shadow_rays: u32,
+    /// Shadow rays that did not fit in the shadow list (not traced; their light is missing).
+    pub dropped_shadow_rays: u32,
+    /// Reflected and refracted rays made here that did not fit in the next bounce's list
+    /// (not traced; their paths end).
+    pub dropped_rays: u32,
 }
 
 /// Push constants of `camera_rays.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct CameraRaysPush {
-    /// Rays written.
-    pub rays_address: u64,
+    /// The path list written.
+    pub list_address: u64,
     /// Eye position.
     pub origin: [f32; 3],
     /// Image width.
@@ -99,12 +218,16 @@ pub struct CameraRaysPush {
     pub height: u32,
     /// Right, scaled by the half-width of the view.
     pub right: [f32; 3],
-    /// Padding.
-    pub pad0: f32,
+    /// Capacity of the list.
+    pub capacity: u32,
     /// Up, scaled by the half-height of the view.
     pub up: [f32; 3],
-    /// Padding.
-    pub pad1: f32,
+    /// u32 words of bounce counters zeroed.
+    pub counter_words: u32,
+    /// Radiance sums zeroed.
+    pub radiance_address: u64,
+    /// Bounce counters zeroed.
+    pub counters_address: u64,
 }
 
 /// The scene's buffers as kernels address them (`SceneRefs` in `glsl/common/shading.glsl`).
@@ -135,54 +258,125 @@ impl From<&SceneGpu> for SceneRefs {
     }
 }
 
-/// Push constants of `shadow_rays.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct ShadowRaysPush {
-    /// The scene.
-    pub scene: SceneRefs,
-    /// Primary rays.
-    pub primary_rays_address: u64,
-    /// Primary hits.
-    pub primary_hits_address: u64,
-    /// Lights.
-    pub lights_address: u64,
-    /// Shadow rays written.
-    pub shadow_rays_address: u64,
-    /// Pixels.
-    pub pixels: u32,
-    /// Lights.
-    pub light_count: u32,
-    /// Offset along the normal.
-    pub surface_offset: f32,
-    /// Padding.
-    pub pad: u32,
-}
-
 /// Push constants of `shade.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct ShadePush {
     /// The scene.
     pub scene: SceneRefs,
-    /// Primary rays.
-    pub primary_rays_address: u64,
-    /// Primary hits.
-    pub primary_hits_address: u64,
+    /// This bounce's path list.
+    pub list_address: u64,
+    /// Its length on the device, or 0.
+    pub count_address: u64,
+    /// The next bounce's path list.
+    pub next_list_address: u64,
+    /// The shadow list.
+    pub shadow_list_address: u64,
+    /// This bounce's counters.
+    pub counters_address: u64,
     /// Lights.
     pub lights_address: u64,
-    /// Shadow hits.
-    pub shadow_hits_address: u64,
-    /// RGBA8 pixels written.
-    pub image_address: u64,
-    /// Pixels.
-    pub pixels: u32,
+    /// Radiance sums.
+    pub radiance_address: u64,
+    /// Capacity of this bounce's list.
+    pub capacity: u32,
+    /// Capacity of the next list.
+    pub next_capacity: u32,
+    /// Capacity of the shadow list.
+    pub shadow_capacity: u32,
+    /// Length of this bounce's list when `count_address` is 0.
+    pub host_count: u32,
     /// Lights.
     pub light_count: u32,
     /// Ambient fraction.
     pub ambient: f32,
+    /// Offset of new rays off the surface.
+    pub surface_offset: f32,
+    /// 1: append scattered rays; 0: the last bounce.
+    pub spawn: u32,
+}
+
+/// Push constants of `close_lists.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct CloseListsPush {
+    /// This bounce's counters.
+    pub counters_address: u64,
+    /// Capacity of the next path list.
+    pub next_capacity: u32,
+    /// Capacity of the shadow list.
+    pub shadow_capacity: u32,
+    /// Invocations per workgroup of the list kernels.
+    pub elements_per_group: u32,
+    /// The device's per-dimension workgroup count limit.
+    pub max_groups_per_dim: u32,
+}
+
+/// Push constants of `shadow_radiance.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ShadowRadiancePush {
+    /// The shadow list.
+    pub list_address: u64,
+    /// Its length on the device.
+    pub count_address: u64,
+    /// Radiance sums.
+    pub radiance_address: u64,
+    /// Capacity of the list.
+    pub capacity: u32,
     /// Padding.
     pub pad: u32,
+}
+
+/// Push constants of `resolve.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ResolvePush {
+    /// Radiance sums.
+    pub radiance_address: u64,
+    /// RGBA8 pixels written.
+    pub image_address: u64,
+    /// Pixels.
+    pub pixels: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// A ray list in one buffer: `capacity` rays, then as many payloads, then as many hits.
+struct RayList {
+    buffer: Buffer,
+    capacity: u32,
+}
+
+impl RayList {
+    const BYTES_PER_RAY: u64 = 64;
+
+    fn new(ctx: &Context, name: &str, capacity: u32) -> Result<Self> {
+        Ok(Self {
+            buffer: ctx.create_buffer(
+                name,
+                capacity as u64 * Self::BYTES_PER_RAY,
+                MemoryKind::Device,
+            )?,
+            capacity,
+        })
+    }
+
+    fn address(&self) -> u64 {
+        self.buffer.address()
+    }
+
+    fn rays(&self) -> Slice<'_, Ray> {
+        Slice::new(&self.buffer, 0, self.capacity as u64)
+    }
+
+    fn hits(&self) -> Slice<'_, Hit> {
+        Slice::new(
+            &self.buffer,
+            self.capacity as u64 * 48,
+            self.capacity as u64,
+        )
+    }
 }
 
 /// Renders images of a fixed size; reusable every frame.
@@ -190,67 +384,132 @@ pub struct Renderer {
     width: u32,
     height: u32,
     max_lights: u32,
+    params: RenderParams,
     camera_rays: Arc<Pipeline>,
-    shadow_rays: Arc<Pipeline>,
     shade: Arc<Pipeline>,
+    close_lists: Arc<Pipeline>,
+    shadow_radiance: Arc<Pipeline>,
+    resolve: Arc<Pipeline>,
     tracer: Tracer,
-    primary_rays: Buffer,
-    primary_hits: Buffer,
-    shadow_ray_buffer: Buffer,
-    shadow_hits: Buffer,
+    /// Path lists used in turn: bounce `b` reads `paths[b % 2]` (one list without bounces).
+    paths: Vec<RayList>,
+    shadows: RayList,
+    /// Three u64 fixed-point sums per pixel.
+    radiance: Buffer,
+    /// [`BounceCounters`] per bounce.
+    counters: Buffer,
     image: Buffer,
 }
 
-/// Host-visible memory a rendered frame is copied to.
+/// Host-visible memory a rendered frame is copied to: the image, then the bounce counters.
 pub struct ImageReadback {
     buffer: Buffer,
+    image_bytes: usize,
+    pixels: u32,
 }
 
 impl ImageReadback {
     /// The image: RGBA8, rows from the top (valid once the frame's submission has completed).
     pub fn rgba8(&self) -> &[u8] {
+        &self.mapped()[..self.image_bytes]
+    }
+
+    /// What each bounce traced and dropped (valid once the frame's submission has completed).
+    pub fn stats(&self) -> Vec<BounceStats> {
+        let counters: Vec<BounceCounters> =
+            bytemuck::pod_collect_to_vec(&self.mapped()[self.image_bytes..]);
+        let mut rays = self.pixels;
+        counters
+            .iter()
+            .map(|c| {
+                let stats = BounceStats {
+                    rays,
+                    shadow_rays: c.shadow_rays,
+                    dropped_shadow_rays: c.appended_shadow_rays - c.shadow_rays,
+                    dropped_rays: c.appended_rays - c.rays,
+                };
+                rays = c.rays;
+                stats
+            })
+            .collect()
+    }
+
+    fn mapped(&self) -> &[u8] {
         self.buffer.mapped().expect("readback buffers are mapped")
     }
 }
 
 impl Renderer {
-    /// A renderer of `width` x `height` images lit by up to `max_lights` lights.
-    pub fn new(ctx: &Context, width: u32, height: u32, max_lights: u32) -> Result<Self> {
+    /// A renderer of `width` x `height` images lit by up to `max_lights` lights (at most
+    /// [`MAX_LIGHTS`]), tracing as `params` says. Errors name a size out of range.
+    pub fn new(
+        ctx: &Context,
+        width: u32,
+        height: u32,
+        max_lights: u32,
+        params: RenderParams,
+    ) -> Result<Self> {
         let pixels = width as u64 * height as u64;
         if pixels == 0 || pixels * max_lights.max(1) as u64 > u32::MAX as u64 {
             return Err(Error::InvalidInput(format!(
                 "image of {width}x{height} with {max_lights} lights: size out of range"
             )));
         }
-        let ray_bytes = std::mem::size_of::<Ray>() as u64;
-        let hit_bytes = std::mem::size_of::<Hit>() as u64;
-        let shadow = pixels * max_lights.max(1) as u64;
+        if max_lights > MAX_LIGHTS {
+            return Err(Error::InvalidInput(format!(
+                "{max_lights} lights: at most {MAX_LIGHTS}"
+            )));
+        }
+        if params.bounces > MAX_BOUNCES {
+            return Err(Error::InvalidInput(format!(
+                "{} bounces: at most {MAX_BOUNCES}",
+                params.bounces
+            )));
+        }
+        if params.bounces > 0 && params.secondary_rays_per_pixel == 0 {
+            return Err(Error::InvalidInput(
+                "secondary ray lists of 0 rays per pixel: at least 1 when bouncing".into(),
+            ));
+        }
+        let secondary = if params.bounces > 0 {
+            pixels * params.secondary_rays_per_pixel as u64
+        } else {
+            0
+        };
+        let largest = pixels.max(secondary);
+        let shadow = largest * max_lights.max(1) as u64;
+        if shadow > u32::MAX as u64 {
+            return Err(Error::InvalidInput(format!(
+                "{width}x{height} with {} secondary rays per pixel and {max_lights} lights: \
+                 ray lists over 2^32 rays",
+                params.secondary_rays_per_pixel
+            )));
+        }
+        let mut paths = vec![RayList::new(ctx, "path list 0", largest as u32)?];
+        if params.bounces > 0 {
+            paths.push(RayList::new(ctx, "path list 1", secondary as u32)?);
+        }
         Ok(Self {
             width,
             height,
             max_lights,
+            params,
             camera_rays: ctx.pipeline(&shaders::RENDER_CAMERA_RAYS, WORKGROUP_SIZE, &[])?,
-            shadow_rays: ctx.pipeline(&shaders::RENDER_SHADOW_RAYS, WORKGROUP_SIZE, &[])?,
             shade: ctx.pipeline(&shaders::RENDER_SHADE, WORKGROUP_SIZE, &[])?,
+            close_lists: ctx.pipeline(
+                &shaders::RENDER_CLOSE_LISTS,
+                32.min(ctx.caps().max_workgroup_size),
+                &[],
+            )?,
+            shadow_radiance: ctx.pipeline(&shaders::RENDER_SHADOW_RADIANCE, WORKGROUP_SIZE, &[])?,
+            resolve: ctx.pipeline(&shaders::RENDER_RESOLVE, WORKGROUP_SIZE, &[])?,
             tracer: Tracer::new(ctx)?,
-            primary_rays: ctx.create_buffer(
-                "primary rays",
-                pixels * ray_bytes,
-                MemoryKind::Device,
-            )?,
-            primary_hits: ctx.create_buffer(
-                "primary hits",
-                pixels * hit_bytes,
-                MemoryKind::Device,
-            )?,
-            shadow_ray_buffer: ctx.create_buffer(
-                "shadow rays",
-                shadow * ray_bytes,
-                MemoryKind::Device,
-            )?,
-            shadow_hits: ctx.create_buffer(
-                "shadow hits",
-                shadow * hit_bytes,
+            paths,
+            shadows: RayList::new(ctx, "shadow list", shadow as u32)?,
+            radiance: ctx.create_buffer("radiance sums", pixels * 24, MemoryKind::Device)?,
+            counters: ctx.create_buffer(
+                "bounce counters",
+                (params.bounces + 1) as u64 * COUNTER_BYTES,
                 MemoryKind::Device,
             )?,
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
@@ -259,9 +518,15 @@ impl Renderer {
 
     /// Host memory for one frame of this renderer's size.
     pub fn readback(&self, ctx: &Context) -> Result<ImageReadback> {
-        let bytes = self.width as u64 * self.height as u64 * 4;
+        let image_bytes = self.width as u64 * self.height as u64 * 4;
         Ok(ImageReadback {
-            buffer: ctx.create_buffer("image readback", bytes, MemoryKind::Readback)?,
+            buffer: ctx.create_buffer(
+                "image readback",
+                image_bytes + self.counters.size(),
+                MemoryKind::Readback,
+            )?,
+            image_bytes: image_bytes as usize,
+            pixels: self.width * self.height,
         })
     }
 
@@ -275,24 +540,34 @@ impl Renderer {
         self.height
     }
 
-    /// Records a frame of `scene` through `bvh` (whose build was recorded before) seen by
-    /// `camera`, copied to `output` (from [`Renderer::readback`]).
-    pub fn record(
+    /// How it traces.
+    pub fn params(&self) -> RenderParams {
+        self.params
+    }
+
+    /// Records a frame of `scene` traced through `structure` (a `&Bvh` converts; its build
+    /// must be recorded before, with its barrier) seen by `camera`, copied to `output` (from
+    /// [`Renderer::readback`]).
+    pub fn record<'a>(
         &self,
         rec: &mut Recorder,
         scene: &SceneGpu,
-        bvh: &Bvh,
+        structure: impl Into<Structure<'a>>,
         camera: &Camera,
         shading: &ShadingParams,
         output: &ImageReadback,
     ) -> Result<()> {
-        let bytes = self.width as u64 * self.height as u64 * 4;
-        if output.buffer.size() < bytes {
+        let structure = structure.into();
+        let image_bytes = self.width as u64 * self.height as u64 * 4;
+        if output.buffer.size() < image_bytes + self.counters.size()
+            || output.image_bytes as u64 != image_bytes
+        {
             return Err(Error::InvalidInput(format!(
-                "image readback of {} bytes for a {}x{} image",
+                "image readback of {} bytes for a {}x{} image with {} bounces",
                 output.buffer.size(),
                 self.width,
-                self.height
+                self.height,
+                self.params.bounces
             )));
         }
         if scene.light_count > self.max_lights {
@@ -304,80 +579,141 @@ impl Renderer {
         let pixels = self.width * self.height;
         let groups = pixels.div_ceil(WORKGROUP_SIZE);
         let (forward, right, up) = camera.basis(self.width, self.height);
+        let counters = self.counters.address();
+        let bounces = self.params.bounces;
         // An earlier frame recorded before this one may still read its buffers.
         rec.barrier_after_earlier_work();
         rec.begin_stage("render: camera rays");
         let push = CameraRaysPush {
-            rays_address: self.primary_rays.address(),
+            list_address: self.paths[0].address(),
             origin: camera.position.to_array(),
             width: self.width,
             forward: forward.to_array(),
             height: self.height,
             right: right.to_array(),
-            pad0: 0.0,
+            capacity: self.paths[0].capacity,
             up: up.to_array(),
-            pad1: 0.0,
+            counter_words: (self.counters.size() / 4) as u32,
+            radiance_address: self.radiance.address(),
+            counters_address: counters,
         };
         rec.dispatch(&self.camera_rays, &push, groups);
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
-        rec.begin_stage("trace: primary");
-        self.tracer.record(
-            rec,
-            bvh,
-            Query::Closest,
-            Slice::whole(&self.primary_rays),
-            Slice::whole(&self.primary_hits),
-            Count::Host(pixels),
-        )?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
+        for bounce in 0..=bounces {
+            let list = &self.paths[bounce as usize % self.paths.len()];
+            let next = &self.paths[(bounce as usize + 1) % self.paths.len()];
+            let own = bounce as u64 * COUNTER_BYTES;
+            // The length of this bounce's list: the previous bounce's `rays` counter.
+            let previous = own.wrapping_sub(COUNTER_BYTES);
+            let count = if bounce == 0 {
+                Count::Host(pixels)
+            } else {
+                Count::Device {
+                    buffer: &self.counters,
+                    offset: previous + std::mem::offset_of!(BounceCounters, rays) as u64,
+                    max: list.capacity,
+                }
+            };
+            rec.begin_stage(&format!("trace: bounce {bounce}"));
+            self.tracer.record(
+                rec,
+                structure,
+                Query::Closest,
+                list.rays(),
+                list.hits(),
+                count,
+            )?;
+            rec.barrier_compute_to_compute();
+            rec.end_stage();
 
-        rec.begin_stage("render: shadow rays");
-        let push = ShadowRaysPush {
-            scene: scene.into(),
-            primary_rays_address: self.primary_rays.address(),
-            primary_hits_address: self.primary_hits.address(),
-            lights_address: scene.lights.address(),
-            shadow_rays_address: self.shadow_ray_buffer.address(),
-            pixels,
-            light_count: scene.light_count,
-            surface_offset: shading.surface_offset,
-            pad: 0,
-        };
-        rec.dispatch(&self.shadow_rays, &push, groups);
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
+            rec.begin_stage(&format!("render: shade {bounce}"));
+            let (count_address, host_count) = count.push();
+            let push = ShadePush {
+                scene: scene.into(),
+                list_address: list.address(),
+                count_address,
+                next_list_address: next.address(),
+                shadow_list_address: self.shadows.address(),
+                counters_address: counters + own,
+                lights_address: scene.lights.address(),
+                radiance_address: self.radiance.address(),
+                capacity: list.capacity,
+                next_capacity: next.capacity,
+                shadow_capacity: self.shadows.capacity,
+                host_count,
+                light_count: scene.light_count,
+                ambient: shading.ambient,
+                surface_offset: shading.surface_offset,
+                spawn: (bounce < bounces) as u32,
+            };
+            if bounce == 0 {
+                rec.dispatch(&self.shade, &push, groups);
+            } else {
+                let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
+                rec.dispatch_indirect(&self.shade, &push, &self.counters, offset);
+            }
+            rec.barrier_compute_to_compute();
+            let push = CloseListsPush {
+                counters_address: counters + own,
+                next_capacity: next.capacity,
+                shadow_capacity: self.shadows.capacity,
+                elements_per_group: WORKGROUP_SIZE,
+                max_groups_per_dim: rec.context().caps().max_workgroup_count,
+            };
+            rec.dispatch(&self.close_lists, &push, 1);
+            rec.barrier_compute_to_indirect();
+            rec.end_stage();
 
-        rec.begin_stage("trace: shadow");
-        self.tracer.record(
-            rec,
-            bvh,
-            Query::Any,
-            Slice::whole(&self.shadow_ray_buffer),
-            Slice::whole(&self.shadow_hits),
-            Count::Host(pixels * scene.light_count),
-        )?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
+            rec.begin_stage(&format!("trace: shadow {bounce}"));
+            let shadow_count = Count::Device {
+                buffer: &self.counters,
+                offset: own + std::mem::offset_of!(BounceCounters, shadow_rays) as u64,
+                max: self.shadows.capacity,
+            };
+            self.tracer.record(
+                rec,
+                structure,
+                Query::Any,
+                self.shadows.rays(),
+                self.shadows.hits(),
+                shadow_count,
+            )?;
+            rec.barrier_compute_to_compute();
+            rec.end_stage();
 
-        rec.begin_stage("render: shade");
-        let push = ShadePush {
-            scene: scene.into(),
-            primary_rays_address: self.primary_rays.address(),
-            primary_hits_address: self.primary_hits.address(),
-            lights_address: scene.lights.address(),
-            shadow_hits_address: self.shadow_hits.address(),
+            rec.begin_stage(&format!("render: shadow radiance {bounce}"));
+            let push = ShadowRadiancePush {
+                list_address: self.shadows.address(),
+                count_address: shadow_count.push().0,
+                radiance_address: self.radiance.address(),
+                capacity: self.shadows.capacity,
+                pad: 0,
+            };
+            let offset = own + std::mem::offset_of!(BounceCounters, shadow_groups) as u64;
+            rec.dispatch_indirect(&self.shadow_radiance, &push, &self.counters, offset);
+            rec.barrier_compute_to_compute();
+            rec.end_stage();
+        }
+
+        rec.begin_stage("render: resolve");
+        let push = ResolvePush {
+            radiance_address: self.radiance.address(),
             image_address: self.image.address(),
             pixels,
-            light_count: scene.light_count,
-            ambient: shading.ambient,
             pad: 0,
         };
-        rec.dispatch(&self.shade, &push, groups);
+        rec.dispatch(&self.resolve, &push, groups);
         rec.barrier_compute_to_transfer();
-        rec.copy_buffer(&self.image, 0, &output.buffer, 0, pixels as u64 * 4);
+        rec.copy_buffer(&self.image, 0, &output.buffer, 0, image_bytes);
+        rec.copy_buffer(
+            &self.counters,
+            0,
+            &output.buffer,
+            image_bytes,
+            self.counters.size(),
+        );
         rec.barrier_transfer_to_host();
         rec.end_stage();
         Ok(())

@@ -1,15 +1,18 @@
 //! The looks `canopy render` and the benchmarks share: a sun and a point light placed around a
-//! subject, a clay material, a checkered ground, and the default scene's buffers and camera.
+//! subject, clay, mirror and glass materials, a checkered ground, and the default scene's
+//! buffers and camera.
 
 use super::{Camera, Light, Material, SceneGpu, ShadingParams};
-use crate::scene::default_scene::{DefaultScene, GROUND_MATERIAL, TORUS_MATERIAL};
+use crate::scene::default_scene::{
+    DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
+};
 use crate::vk::{Context, Result};
 use glam::Vec3;
 
-/// Centre of the default scene's subject (the torus).
-pub const DEFAULT_SCENE_CENTRE: Vec3 = Vec3::new(0.0, 0.5, 0.0);
-/// Radius of a sphere holding the default scene's torus in every frame.
-pub const DEFAULT_SCENE_RADIUS: f32 = 1.8;
+/// Centre of the default scene's subject (the torus and the spheres beside it).
+pub const DEFAULT_SCENE_CENTRE: Vec3 = Vec3::new(0.0, 0.4, 0.0);
+/// Radius of a sphere holding the default scene's torus and spheres in every frame.
+pub const DEFAULT_SCENE_RADIUS: f32 = 2.6;
 
 /// How fast the camera circles the default scene, in degrees per second.
 pub const DEFAULT_SCENE_ORBIT: f32 = 8.0;
@@ -39,26 +42,38 @@ pub fn studio_lights(centre: Vec3, radius: f32) -> Vec<Light> {
 
 /// A warm clay colour for the subject.
 pub fn clay() -> Material {
-    Material {
-        albedo: [0.8, 0.55, 0.3],
-        checker_scale: 0.0,
-    }
+    Material::diffuse([0.8, 0.55, 0.3])
 }
 
 /// A light grey ground, checkered with squares of side `square`.
 pub fn checker_ground(square: f32) -> Material {
-    Material {
-        albedo: [0.75, 0.75, 0.72],
-        checker_scale: square,
-    }
+    Material::checker([0.75, 0.75, 0.72], square)
 }
 
-/// The device buffers of the default scene: its topology, clay torus, checkered ground and
-/// studio lights; the vertices are written every frame by [`DefaultScene::record`].
+/// A slightly tinted mirror.
+pub fn mirror() -> Material {
+    Material::mirror([0.9, 0.9, 0.92])
+}
+
+/// Clear glass (index of refraction 1.5) with a faint blue-green tint.
+pub fn glass() -> Material {
+    Material::glass(1.5, [0.96, 0.99, 0.98])
+}
+
+/// The device buffers of the default scene: its topology, clay torus, checkered ground, mirror
+/// and glass spheres, and studio lights; the vertices are written every frame by
+/// [`DefaultScene::record`].
 pub fn default_scene_gpu(ctx: &Context, scene: &DefaultScene) -> Result<SceneGpu> {
     let (topology, triangle_materials) = scene.topology();
-    const { assert!(TORUS_MATERIAL == 0 && GROUND_MATERIAL == 1) };
-    let materials = [clay(), checker_ground(0.5)];
+    const {
+        assert!(
+            TORUS_MATERIAL == 0
+                && GROUND_MATERIAL == 1
+                && MIRROR_MATERIAL == 2
+                && GLASS_MATERIAL == 3
+        )
+    };
+    let materials = [clay(), checker_ground(0.5), mirror(), glass()];
     SceneGpu::allocate(
         ctx,
         scene.vertex_count(),

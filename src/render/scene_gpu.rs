@@ -1,18 +1,115 @@
 //! A scene on the device as the renderer's kernels read it (`glsl/common/shading.glsl`):
-//! vertex positions and normals, triangles, a material per triangle, materials and lights.
+//! vertex positions and normals, triangles, a material per triangle, materials (diffuse,
+//! mirror, glass) and lights.
 
 use crate::scene::Mesh;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
 use glam::Vec3;
 
-/// A surface's material (`Material` in `glsl/common/shading.glsl`). 16 bytes.
+/// How a surface scatters light ([`Material::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MaterialKind {
+    /// Lambertian: lit by the lights (shadow rays) and the ambient term.
+    Diffuse = 0,
+    /// A perfect mirror: the reflected ray is traced, weighted by the reflectance colour.
+    Mirror = 1,
+    /// A clear dielectric: reflected and refracted rays weighted by the Fresnel reflectance.
+    Glass = 2,
+}
+
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 32 bytes.
+///
+/// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
+/// [`Material::glass`]; [`SceneGpu::allocate`] rejects invalid ones ([`Material::validate`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Material {
-    /// Diffuse reflectance (linear RGB).
-    pub albedo: [f32; 3],
-    /// When above zero, the albedo halves on alternate squares of this size on the xz plane.
+    /// Linear RGB: the diffuse albedo, the mirror's reflectance, or the glass's tint (the
+    /// fraction of each channel a refracted ray keeps at each refraction).
+    pub colour: [f32; 3],
+    /// When above zero, the colour halves on alternate squares of this size on the xz plane.
     pub checker_scale: f32,
+    /// A [`MaterialKind`] as u32.
+    pub kind: u32,
+    /// Glass: the index of refraction inside (outside is air, 1). Unused by other kinds.
+    pub ior: f32,
+    /// Padding.
+    pub pad0: u32,
+    /// Padding.
+    pub pad1: u32,
+}
+
+impl Material {
+    /// A diffuse surface of albedo `albedo`.
+    pub fn diffuse(albedo: [f32; 3]) -> Self {
+        Self::checker(albedo, 0.0)
+    }
+
+    /// A diffuse surface whose albedo halves on alternate squares of side `square` (0: none).
+    pub fn checker(albedo: [f32; 3], square: f32) -> Self {
+        Material {
+            colour: albedo,
+            checker_scale: square,
+            kind: MaterialKind::Diffuse as u32,
+            ior: 1.0,
+            pad0: 0,
+            pad1: 0,
+        }
+    }
+
+    /// A mirror reflecting the fraction `reflectance` of each channel.
+    pub fn mirror(reflectance: [f32; 3]) -> Self {
+        Material {
+            kind: MaterialKind::Mirror as u32,
+            ..Self::diffuse(reflectance)
+        }
+    }
+
+    /// Glass of index of refraction `ior`, keeping the fraction `tint` of each channel at every
+    /// refraction (`[1.0; 3]`: clear).
+    pub fn glass(ior: f32, tint: [f32; 3]) -> Self {
+        Material {
+            kind: MaterialKind::Glass as u32,
+            ior,
+            ..Self::diffuse(tint)
+        }
+    }
+
+    /// The kind, or `None` for an unknown value.
+    pub fn kind(&self) -> Option<MaterialKind> {
+        match self.kind {
+            0 => Some(MaterialKind::Diffuse),
+            1 => Some(MaterialKind::Mirror),
+            2 => Some(MaterialKind::Glass),
+            _ => None,
+        }
+    }
+
+    /// Errors unless the colour is finite and non-negative, the checker scale finite and
+    /// non-negative, the kind known, and a glass's index of refraction finite and positive.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.colour.iter().any(|c| !c.is_finite() || *c < 0.0) {
+            return Err(format!(
+                "colour {:?} is not finite and non-negative",
+                self.colour
+            ));
+        }
+        if !self.checker_scale.is_finite() || self.checker_scale < 0.0 {
+            return Err(format!(
+                "checker scale {} is not finite and non-negative",
+                self.checker_scale
+            ));
+        }
+        match self.kind() {
+            None => Err(format!("unknown material kind {}", self.kind)),
+            Some(MaterialKind::Glass) if !(self.ior.is_finite() && self.ior > 0.0) => Err(format!(
+                "index of refraction {} is not finite and positive",
+                self.ior
+            )),
+            Some(_) => Ok(()),
+        }
+    }
 }
 
 /// A light.
@@ -160,6 +257,13 @@ impl SceneGpu {
                 triangle_materials[bad],
                 materials.len()
             )));
+        }
+        if let Some((i, e)) = materials
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| m.validate().err().map(|e| (i, e)))
+        {
+            return Err(Error::InvalidInput(format!("material {i}: {e}")));
         }
         let gpu_lights: Vec<GpuLight> = lights.iter().map(|&l| l.into()).collect();
         let vertex_bytes = vertex_count.max(1) as u64 * 12;

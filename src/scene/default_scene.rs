@@ -1,10 +1,13 @@
 //! The built-in default scene: a deforming torus of any resolution (1,000 to 20M triangles)
-//! floating over a checkered ground square, lit by a sun and a point light.
+//! floating over a checkered ground square beside a mirror sphere and a glass sphere, lit by a
+//! sun and a point light. The requested triangle count is the torus's; the ground adds 2
+//! triangles and the spheres [`SPHERE_RINGS`]-band UV spheres, 2,208 triangles each.
 //!
 //! The topology (triangle indices) is made once on the CPU; the vertices of every frame are
-//! made on the GPU by `glsl/scene/default_surface.comp`, so no deformed vertex ever passes
-//! through the CPU. [`surface_point`] is the same surface on the CPU, the kernel's reference.
+//! made on the GPU by `glsl/scene/default_surface.comp` (the ground and the spheres, which do
+//! not move, too), so no deformed vertex ever passes through the CPU. [`surface_point`] is the same surface on the CPU, the kernel's reference.
 
+use super::shapes;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, Pipeline, Recorder, Result};
@@ -18,6 +21,18 @@ pub const GROUND_HEIGHT: f32 = -0.6;
 pub const TORUS_MATERIAL: u32 = 0;
 /// Material of the ground.
 pub const GROUND_MATERIAL: u32 = 1;
+/// Material of the mirror sphere.
+pub const MIRROR_MATERIAL: u32 = 2;
+/// Material of the glass sphere.
+pub const GLASS_MATERIAL: u32 = 3;
+/// The spheres resting on the ground beside the torus, as (centre, radius): the mirror
+/// sphere, then the glass sphere.
+pub const SPHERES: [([f32; 3], f32); 2] = [
+    ([2.0, GROUND_HEIGHT + 0.7, -1.2], 0.7),
+    ([-1.5, GROUND_HEIGHT + 0.65, 1.75], 0.65),
+];
+/// Latitude bands of the spheres ([`shapes::uv_sphere`]).
+pub const SPHERE_RINGS: u32 = 24;
 
 /// The torus point at ring angle `u` and tube angle `v` (radians) at `time` seconds.
 pub fn surface_point(u: f32, v: f32, time: f32) -> [f32; 3] {
@@ -64,8 +79,10 @@ pub struct DefaultSurfacePush {
     pub ground_half_size: f32,
     /// Ground height.
     pub ground_height: f32,
-    /// Padding.
-    pub pad: u32,
+    /// Latitude bands of the spheres.
+    pub sphere_rings: u32,
+    /// The spheres' centres and radii.
+    pub spheres: [[f32; 4]; 2],
 }
 
 /// The default scene at a chosen resolution.
@@ -98,14 +115,15 @@ impl DefaultScene {
         })
     }
 
-    /// Vertices: the torus grid, then the ground's four corners.
+    /// Vertices: the torus grid, the ground's four corners, then the mirror sphere's and the
+    /// glass sphere's.
     pub fn vertex_count(&self) -> u32 {
-        self.segments_u * self.segments_v + 4
+        self.segments_u * self.segments_v + 4 + 2 * shapes::uv_sphere_vertex_count(SPHERE_RINGS)
     }
 
-    /// Triangles: two per torus grid cell, then the ground's two.
+    /// Triangles: two per torus grid cell, the ground's two, then the spheres'.
     pub fn triangle_count(&self) -> u32 {
-        2 * self.segments_u * self.segments_v + 2
+        2 * self.segments_u * self.segments_v + 2 + 2 * 4 * SPHERE_RINGS * (SPHERE_RINGS - 1)
     }
 
     /// The triangles (vertex indices) and each triangle's material.
@@ -120,12 +138,18 @@ impl DefaultScene {
                 triangles.push([a, c, d]);
             }
         }
+        let mut materials = vec![TORUS_MATERIAL; triangles.len()];
         let ground = nu * nv;
         triangles.push([ground, ground + 2, ground + 3]);
         triangles.push([ground, ground + 3, ground + 1]);
-        let mut materials = vec![TORUS_MATERIAL; triangles.len()];
-        let n = materials.len();
-        materials[n - 2..].fill(GROUND_MATERIAL);
+        materials.extend([GROUND_MATERIAL; 2]);
+        let sphere = shapes::uv_sphere([0.0; 3], 1.0, SPHERE_RINGS);
+        let mut first = ground + 4;
+        for material in [MIRROR_MATERIAL, GLASS_MATERIAL] {
+            triangles.extend(sphere.triangles.iter().map(|t| t.map(|v| v + first)));
+            materials.extend(std::iter::repeat_n(material, sphere.triangle_count()));
+            first += sphere.vertex_count() as u32;
+        }
         (triangles, materials)
     }
 
@@ -139,9 +163,24 @@ impl DefaultScene {
             return surface_point(u, v, time);
         }
         let corner = i - nu * nv;
-        let s = GROUND_HALF_SIZE;
-        let pick = |bit: u32| if corner & bit != 0 { s } else { -s };
-        [pick(1), GROUND_HEIGHT, pick(2)]
+        if corner < 4 {
+            let s = GROUND_HALF_SIZE;
+            let pick = |bit: u32| if corner & bit != 0 { s } else { -s };
+            return [pick(1), GROUND_HEIGHT, pick(2)];
+        }
+        let (centre, radius) = self.sphere_of(i).expect("a sphere vertex");
+        let per_sphere = shapes::uv_sphere_vertex_count(SPHERE_RINGS);
+        let normal = shapes::uv_sphere_normal(SPHERE_RINGS, (corner - 4) % per_sphere);
+        std::array::from_fn(|a| centre[a] + radius * normal[a])
+    }
+
+    /// The sphere (centre, radius) vertex `i` belongs to, if any.
+    pub fn sphere_of(&self, i: u32) -> Option<([f32; 3], f32)> {
+        let first = self.segments_u * self.segments_v + 4;
+        let per_sphere = shapes::uv_sphere_vertex_count(SPHERE_RINGS);
+        SPHERES
+            .get(i.checked_sub(first)? as usize / per_sphere as usize)
+            .copied()
     }
 
     /// Records the vertices and normals of time `time` into `positions` and `normals`
@@ -155,7 +194,8 @@ impl DefaultScene {
             time,
             ground_half_size: GROUND_HALF_SIZE,
             ground_height: GROUND_HEIGHT,
-            pad: 0,
+            sphere_rings: SPHERE_RINGS,
+            spheres: SPHERES.map(|(c, r)| [c[0], c[1], c[2], r]),
         };
         rec.begin_stage("scene: deform");
         rec.dispatch(

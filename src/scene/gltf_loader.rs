@@ -7,6 +7,14 @@
 //! animations are not applied: a skinned mesh is read in its bind pose, placed by its node.
 //! Normals are kept when every primitive read has them. Errors name the mesh, primitive and
 //! accessor (0-based indices).
+//!
+//! Materials ([`load_with_materials`]) map to canopy's three kinds: a material with
+//! `KHR_materials_transmission` (transmission factor at least 0.5) is glass of the
+//! `KHR_materials_ior` index (1.5, glTF's default, without it) tinted by the base colour; a
+//! fully metallic (metallic factor at least 0.99), smooth (roughness at most 0.05) one is a
+//! mirror reflecting its base colour; anything else is diffuse with the base colour as albedo
+//! (textures are not read). A primitive without a material gets glTF's default material, white
+//! diffuse; a file with no materials at all yields none (the caller picks).
 
 use std::path::Path;
 
@@ -16,11 +24,38 @@ use gltf::accessor::{self, DataType, Dimensions};
 use gltf::mesh::Mode;
 
 use super::mesh::{push_fan, push_strip};
-use super::{Mesh, SceneError};
+use super::{MaterialMesh, Mesh, SceneError};
+use crate::render::Material;
 
 /// Reads the glTF or GLB file at `path` and the buffers it refers to. The mesh is not
 /// [validated](Mesh::validate).
 pub fn load(path: &Path) -> Result<Mesh, SceneError> {
+    Ok(load_with_materials(path)?.mesh)
+}
+
+/// The material canopy renders for a glTF material (see the module docs), or an error saying
+/// which of its values is out of range.
+pub fn convert_material(material: &gltf::Material) -> Result<Material, String> {
+    let pbr = material.pbr_metallic_roughness();
+    let [r, g, b, _] = pbr.base_color_factor();
+    let colour = [r, g, b];
+    let transmission = material
+        .transmission()
+        .map_or(0.0, |t| t.transmission_factor());
+    let converted = if transmission >= 0.5 {
+        Material::glass(material.ior().unwrap_or(1.5), colour)
+    } else if pbr.metallic_factor() >= 0.99 && pbr.roughness_factor() <= 0.05 {
+        Material::mirror(colour)
+    } else {
+        Material::diffuse(colour)
+    };
+    converted.validate()?;
+    Ok(converted)
+}
+
+/// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
+/// module docs). The mesh is not [validated](Mesh::validate).
+pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
     let document_error = |e: gltf::Error| match e {
         gltf::Error::Io(e) => SceneError::io(path, e),
         e => SceneError::malformed(path, "document", e.to_string()),
@@ -31,10 +66,15 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
         .default_scene()
         .or_else(|| document.scenes().next())
     else {
-        return Ok(Mesh::default());
+        return Ok(MaterialMesh::default());
     };
 
+    let with_materials = document.materials().len() > 0;
     let mut mesh = Mesh::default();
+    let mut triangle_materials = Vec::new();
+    let mut materials = Vec::new();
+    // Index in `materials` of each glTF material used so far (the default one last).
+    let mut material_ids = vec![None; document.materials().len() + 1];
     let mut visited = vec![false; document.nodes().len()];
     // Nodes still to visit with their parents' world transform, the next one last.
     let mut pending: Vec<_> = scene.nodes().map(|n| (n, Mat4::IDENTITY)).collect();
@@ -52,6 +92,26 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
             for primitive in node_mesh.primitives() {
                 if let Some(part) = read_primitive(path, &node_mesh, &primitive, &buffers)? {
                     mesh.append(&part.transformed(world));
+                    if with_materials {
+                        let material = primitive.material();
+                        let slot = material.index().unwrap_or(material_ids.len() - 1);
+                        let id = match material_ids[slot] {
+                            Some(id) => id,
+                            None => {
+                                let converted = convert_material(&material).map_err(|e| {
+                                    let name = material
+                                        .index()
+                                        .map_or("the default material".into(), |i| {
+                                            format!("material {i}")
+                                        });
+                                    SceneError::malformed(path, name, e)
+                                })?;
+                                materials.push(converted);
+                                *material_ids[slot].insert(materials.len() as u32 - 1)
+                            }
+                        };
+                        triangle_materials.resize(mesh.triangle_count(), id);
+                    }
                 }
             }
         }
@@ -59,7 +119,11 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
         pending.extend(node.children().map(|c| (c, world)));
         pending[first_child..].reverse();
     }
-    Ok(mesh)
+    Ok(MaterialMesh {
+        mesh,
+        triangle_materials,
+        materials,
+    })
 }
 
 /// The triangles of one primitive in its mesh's own space, or `None` for a primitive of points

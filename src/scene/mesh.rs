@@ -2,13 +2,15 @@
 //! attribute uploads to the GPU as one tightly packed buffer.
 //!
 //! [`Mesh::load`] reads OBJ, PLY and glTF files through the readers in [`super::obj`],
-//! [`super::ply`] and [`super::gltf_loader`] and checks the result with [`Mesh::validate`].
+//! [`super::ply`] and [`super::gltf_loader`] and checks the result with [`Mesh::validate`];
+//! [`MaterialMesh::load`] also keeps a glTF file's materials.
 
 use std::path::{Path, PathBuf};
 
 use glam::{Mat3, Mat4, Vec3};
 
 use super::{gltf_loader, obj, ply};
+use crate::render::Material;
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -105,21 +107,7 @@ impl Mesh {
 
     /// Reads `path` with the reader its extension names, unvalidated.
     fn read(path: &Path) -> Result<Mesh, SceneError> {
-        let extension = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        let mesh = match extension.as_deref() {
-            Some("obj") => obj::load(path)?,
-            Some("ply") => ply::load(path)?,
-            Some("gltf" | "glb") => gltf_loader::load(path)?,
-            _ => {
-                return Err(SceneError::UnknownFormat {
-                    path: path.to_path_buf(),
-                });
-            }
-        };
-        Ok(mesh)
+        Ok(MaterialMesh::read(path)?.mesh)
     }
 
     /// Checks that the mesh can be built into an acceleration structure; `path` names the
@@ -308,4 +296,46 @@ pub(crate) fn push_strip(strip: &[u32], triangles: &mut Vec<[u32; 3]>) {
             })
             .filter(|&[a, b, c]| a != b && b != c && a != c),
     );
+}
+
+/// A mesh with a material per triangle, as [`MaterialMesh::load`] reads it.
+#[derive(Clone, Debug, Default)]
+pub struct MaterialMesh {
+    /// The mesh.
+    pub mesh: Mesh,
+    /// Index into `materials` of each triangle (empty when `materials` is).
+    pub triangle_materials: Vec<u32>,
+    /// The materials; empty for a file without any (OBJ, PLY, a glTF without materials).
+    pub materials: Vec<Material>,
+}
+
+impl MaterialMesh {
+    /// Loads the mesh in `path` as [`Mesh::load`] does, with the materials of a glTF file
+    /// (see [`gltf_loader::load_with_materials`] for how they are mapped).
+    pub fn load(path: &Path) -> Result<Self, SceneError> {
+        let loaded = Self::read(path)?;
+        loaded.mesh.validate(path)?;
+        Ok(loaded)
+    }
+
+    fn read(path: &Path) -> Result<Self, SceneError> {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let mesh = match extension.as_deref() {
+            Some("obj") => obj::load(path)?,
+            Some("ply") => ply::load(path)?,
+            Some("gltf" | "glb") => return gltf_loader::load_with_materials(path),
+            _ => {
+                return Err(SceneError::UnknownFormat {
+                    path: path.to_path_buf(),
+                });
+            }
+        };
+        Ok(Self {
+            mesh,
+            ..Self::default()
+        })
+    }
 }

@@ -8,4 +8,4 @@ pub mod obj;
 pub mod ply;
 pub mod shapes;
 
-pub use mesh::{Mesh, SceneError};
+pub use mesh::{MaterialMesh, Mesh, SceneError};

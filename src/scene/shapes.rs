@@ -10,24 +10,12 @@ pub fn uv_sphere(centre: [f32; 3], radius: f32, rings: u32) -> Mesh {
     let rings = rings.max(2);
     let segments = 2 * rings;
     let mut mesh = Mesh::default();
-    let mut vertex = |normal: [f32; 3]| {
+    for j in 0..uv_sphere_vertex_count(rings) {
+        let normal = uv_sphere_normal(rings, j);
         mesh.positions
             .push(std::array::from_fn(|a| centre[a] + radius * normal[a]));
         mesh.normals.push(normal);
-    };
-    vertex([0.0, 1.0, 0.0]);
-    for ring in 1..rings {
-        let theta = PI * ring as f32 / rings as f32;
-        for segment in 0..segments {
-            let phi = TAU * segment as f32 / segments as f32;
-            vertex([
-                theta.sin() * phi.cos(),
-                theta.cos(),
-                theta.sin() * phi.sin(),
-            ]);
-        }
     }
-    vertex([0.0, -1.0, 0.0]);
     let bottom = mesh.positions.len() as u32 - 1;
     let at = |ring: u32, segment: u32| 1 + (ring - 1) * segments + segment % segments;
     for s in 0..segments {
@@ -44,6 +32,31 @@ pub fn uv_sphere(centre: [f32; 3], radius: f32, rings: u32) -> Mesh {
         }
     }
     mesh
+}
+
+/// Vertices of [`uv_sphere`] with `rings` (at least 2) latitude bands.
+pub fn uv_sphere_vertex_count(rings: u32) -> u32 {
+    2 + (rings - 1) * 2 * rings
+}
+
+/// The unit normal of vertex `j` of [`uv_sphere`] with `rings` (at least 2) bands: the top
+/// pole, then `rings - 1` rings of `2 * rings` vertices from the top, then the bottom pole
+/// (`glsl/scene/default_surface.comp` makes the same vertices).
+pub fn uv_sphere_normal(rings: u32, j: u32) -> [f32; 3] {
+    let segments = 2 * rings;
+    if j == 0 {
+        return [0.0, 1.0, 0.0];
+    }
+    if j > (rings - 1) * segments {
+        return [0.0, -1.0, 0.0];
+    }
+    let theta = PI * (1 + (j - 1) / segments) as f32 / rings as f32;
+    let phi = TAU * ((j - 1) % segments) as f32 / segments as f32;
+    [
+        theta.sin() * phi.cos(),
+        theta.cos(),
+        theta.sin() * phi.sin(),
+    ]
 }
 
 /// A horizontal square of half-side `half_size` centred on `centre`, facing up: two triangles.

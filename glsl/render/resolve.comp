@@ -1,0 +1,28 @@
+#version 460
+// The frame's image: each pixel's fixed-point radiance sum (common/paths.glsl) back to linear
+// RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (gamma 2.2 approximation), opaque.
+// cpu/render.rs packs the same way.
+#include "../common/prelude.glsl"
+#include "../common/paths.glsl"
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t radiance_address; // 3 u64 per pixel
+    uint64_t image_address;    // out: RGBA8 per pixel
+    uint pixels;
+    uint pad;
+} pc;
+
+uint pack_srgb(vec3 linear) {
+    uvec3 c = uvec3(round(pow(clamp(linear, 0.0, 1.0), vec3(1.0 / 2.2)) * 255.0));
+    return c.r | (c.g << 8) | (c.b << 16) | (255u << 24);
+}
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= pc.pixels) {
+        return;
+    }
+    U64s sums = U64s(pc.radiance_address);
+    vec3 units = vec3(float(sums.v[3 * i]), float(sums.v[3 * i + 1]), float(sums.v[3 * i + 2]));
+    U32s(pc.image_address).v[i] = pack_srgb(units * (1.0 / RADIANCE_SCALE));
+}
