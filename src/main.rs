@@ -60,6 +60,8 @@ enum BenchCommand {
     Prims(cli::bench::PrimsArgs),
     /// LBVH builds of the default scene from 10K to 4M triangles and of a random soup.
     Lbvh(cli::bench_accel::LbvhArgs),
+    /// GPU SAH kd-tree builds: stage times, dispatches, memory, and quality against the CPU.
+    Kdtree(cli::bench_kdtree::KdTreeBenchArgs),
     /// Ray casting and whole frames of the default scene.
     Render(cli::bench_accel::RenderBenchArgs),
 }
@@ -107,6 +109,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         }
         Some(Command::Bench(BenchCommand::Lbvh(ref bench))) => {
             cli::bench_accel::run_lbvh(&cli::context(&options)?, bench)
+        }
+        Some(Command::Bench(BenchCommand::Kdtree(ref bench))) => {
+            cli::bench_kdtree::run(&cli::context(&options)?, bench)
         }
         Some(Command::Bench(BenchCommand::Render(ref bench))) => {
             cli::bench_accel::run_render(&cli::context(&options)?, bench)

@@ -29,7 +29,7 @@
 //! depends on the scene (records duplicated by straddling, tree nodes, leaf references, small
 //! records and nodes) have bounds from [`KdBuildParams`]' factors. A list that would overflow
 //! sets a flag on the GPU and the node that wanted the space becomes a leaf where that keeps
-//! the tree correct; after the submission [`KdTreeBuilder::overflow`] reports it, and
+//! the tree correct; after the submission [`KdStatusReadback::overflow`] reports it, and
 //! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
 //! ([`KdTreeBuilder::build`] does both).
 
@@ -246,6 +246,27 @@ pub struct KdBuildStatus {
     pub overflow: u32,
 }
 
+/// Host memory a build's status is copied to (from [`KdTreeBuilder::status_readback`]): one
+/// per build in flight.
+pub struct KdStatusReadback {
+    buffer: Buffer,
+}
+
+impl KdStatusReadback {
+    /// The counters of the build recorded with this readback (valid once its submission has
+    /// completed).
+    pub fn status(&self) -> KdBuildStatus {
+        let bytes = self.buffer.mapped().expect("readback buffers are mapped");
+        *bytemuck::from_bytes(&bytes[..STATUS_BYTES as usize])
+    }
+
+    /// The lists that build overflowed, if any (its tree is then not to be used).
+    pub fn overflow(&self) -> Option<KdOverflow> {
+        let bits = self.status().overflow;
+        (bits != 0).then_some(KdOverflow(bits))
+    }
+}
+
 /// Where the build's lists live and its parameters (`BuildRefs` in
 /// `glsl/common/kdbuild.glsl`).
 #[repr(C)]
@@ -443,7 +464,6 @@ pub struct KdTreeBuilder {
     counters: Buffer,
     counters_reset: Buffer,
     refs: Buffer,
-    status_readback: Buffer,
 }
 
 impl KdTreeBuilder {
@@ -486,11 +506,6 @@ impl KdTreeBuilder {
                 "kd-tree build refs",
                 std::mem::size_of::<BuildRefs>() as u64,
                 MemoryKind::Device,
-            )?,
-            status_readback: ctx.create_buffer(
-                "kd-tree build status",
-                STATUS_BYTES,
-                MemoryKind::Readback,
             )?,
         };
         builder.check_dispatch_limits(ctx)?;
@@ -538,16 +553,28 @@ impl KdTreeBuilder {
         )
     }
 
+    /// Host memory for the status of one build in flight.
+    pub fn status_readback(&self, ctx: &Context) -> Result<KdStatusReadback> {
+        Ok(KdStatusReadback {
+            buffer: ctx.create_buffer(
+                "kd-tree build status",
+                STATUS_BYTES,
+                MemoryKind::Readback,
+            )?,
+        })
+    }
+
     /// Records a build of `input`'s triangles into `tree` (from [`Self::allocate_tree`] since
     /// the last [`Self::grow`]). Every dispatch is recorded ahead: the large and small stages
     /// record one pass per level up to the depth limit, sized on the GPU. The build's status
-    /// is copied for [`Self::status`] after the submission. A barrier after the build makes
-    /// the tree visible to later compute work.
+    /// is copied to `status`, to be checked for overflow once the submission has completed. A
+    /// barrier after the build makes the tree visible to later compute work.
     pub fn record(
         &self,
         rec: &mut Recorder,
         input: &TriangleInput,
         tree: &KdTreeGpu,
+        status: &KdStatusReadback,
     ) -> Result<()> {
         let capacity = &self.arena.capacity;
         if input.count > capacity.triangles {
@@ -639,7 +666,7 @@ impl KdTreeBuilder {
         rec.barrier_compute_to_compute();
         rec.dispatch_indirect(&self.write_nodes, &push, self.indirect.buffer(), 0);
         rec.barrier_compute_to_transfer();
-        rec.copy_buffer(counters, 0, &self.status_readback, 0, STATUS_BYTES);
+        rec.copy_buffer(counters, 0, &status.buffer, 0, STATUS_BYTES);
         rec.barrier_transfer_to_host();
         rec.barrier_compute_to_compute();
         rec.end_stage();
@@ -688,21 +715,6 @@ impl KdTreeBuilder {
         }
     }
 
-    /// The counters of the last build (valid once its submission has completed).
-    pub fn status(&self) -> KdBuildStatus {
-        let bytes = self
-            .status_readback
-            .mapped()
-            .expect("readback buffers are mapped");
-        *bytemuck::from_bytes(&bytes[..STATUS_BYTES as usize])
-    }
-
-    /// The lists the last build overflowed, if any.
-    pub fn overflow(&self) -> Option<KdOverflow> {
-        let bits = self.status().overflow;
-        (bits != 0).then_some(KdOverflow(bits))
-    }
-
     /// Doubles the lists that `overflow` names (reallocating the scratch arena); trees must
     /// then be allocated again.
     pub fn grow(&mut self, ctx: &Context, overflow: KdOverflow) -> Result<()> {
@@ -745,11 +757,12 @@ impl KdTreeBuilder {
         ctx: &Context,
         input: &TriangleInput,
     ) -> Result<(KdTreeGpu, KdBuildStatus)> {
+        let status = self.status_readback(ctx)?;
         loop {
             let tree = self.allocate_tree(ctx)?;
-            ctx.submit_and_wait(|rec| self.record(rec, input, &tree))?;
-            match self.overflow() {
-                None => return Ok((tree, self.status())),
+            ctx.submit_and_wait(|rec| self.record(rec, input, &tree, &status))?;
+            match status.overflow() {
+                None => return Ok((tree, status.status())),
                 Some(overflow) => self.grow(ctx, overflow)?,
             }
         }

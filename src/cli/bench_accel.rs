@@ -6,6 +6,8 @@
 
 use super::CliError;
 use super::bench::time_runs;
+use super::render::MortonArg;
+use super::structure::{FrameStructure, StructureArg};
 use canopy::accel::bvh::Bvh;
 use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
 use canopy::accel::native::NativeBlasBuilder;
@@ -59,17 +61,20 @@ pub struct RenderBenchArgs {
     /// Bounces of reflected and refracted rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
     pub bounces: u32,
+    /// The acceleration structure rebuilt every frame.
+    #[arg(long, value_enum, default_value_t = StructureArg::Lbvh)]
+    pub structure: StructureArg,
 }
 
 /// A triangle mesh on the device.
-struct DeviceMesh {
-    positions: canopy::vk::Buffer,
-    triangles: canopy::vk::Buffer,
-    triangle_count: u32,
+pub(super) struct DeviceMesh {
+    pub(super) positions: canopy::vk::Buffer,
+    pub(super) triangles: canopy::vk::Buffer,
+    pub(super) triangle_count: u32,
 }
 
 impl DeviceMesh {
-    fn input(&self) -> TriangleInput<'_> {
+    pub(super) fn input(&self) -> TriangleInput<'_> {
         TriangleInput {
             positions: Slice::whole(&self.positions),
             triangles: Slice::whole(&self.triangles),
@@ -79,7 +84,7 @@ impl DeviceMesh {
 }
 
 /// The default scene at time 0 with about `triangles` triangles, made on the GPU.
-fn default_scene_mesh(ctx: &Context, triangles: u64) -> Result<DeviceMesh, CliError> {
+pub(super) fn default_scene_mesh(ctx: &Context, triangles: u64) -> Result<DeviceMesh, CliError> {
     let scene = DefaultScene::new(ctx, triangles)?;
     let vertex_bytes = scene.vertex_count() as u64 * 12;
     let positions = ctx.create_buffer("bench positions", vertex_bytes, MemoryKind::Device)?;
@@ -254,8 +259,17 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     let scene = DefaultScene::new(ctx, args.triangles)?;
     let gpu = presets::default_scene_gpu(ctx, &scene)?;
     let n = gpu.triangle_count;
-    let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n)?;
-    let mut bvh = Bvh::new(ctx, n)?;
+    let mut accel = FrameStructure::new(ctx, args.structure, MortonArg::Bits30, n, 1)?;
+    // One untimed frame, rebuilt until the structure's lists fit.
+    loop {
+        ctx.submit_and_wait(|rec| {
+            scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
+            accel.record_build(rec, &gpu, 0)
+        })?;
+        if !accel.grow_if_overflowed(ctx, 0)? {
+            break;
+        }
+    }
     let lights = gpu.light_count;
     let params = RenderParams {
         bounces: args.bounces,
@@ -271,13 +285,9 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         presets::DEFAULT_SCENE_ORBIT,
     );
     let shading = presets::shading(presets::DEFAULT_SCENE_RADIUS);
-    let input = TriangleInput {
-        positions: Slice::whole(&gpu.positions),
-        triangles: Slice::whole(&gpu.triangles),
-        count: n,
-    };
     println!(
-        "default scene, {n} triangles, {width}x{height}, {} lights, {} bounces, on {}; median of {} runs",
+        "default scene, {n} triangles, {:?}, {width}x{height}, {} lights, {} bounces, on {}; median of {} runs",
+        args.structure,
         lights,
         args.bounces,
         ctx.caps().name,
@@ -289,8 +299,15 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         |_| Ok(()),
         |rec| {
             scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
-            builder.record(rec, &input, &mut bvh)?;
-            renderer.record(rec, &gpu, &bvh, &camera, &shading, &readback)
+            accel.record_build(rec, &gpu, 0)?;
+            renderer.record(
+                rec,
+                &gpu,
+                accel.structure(&gpu),
+                &camera,
+                &shading,
+                &readback,
+            )
         },
     )?;
     println!(
@@ -333,7 +350,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
             |rec| {
                 tracer.record(
                     rec,
-                    &bvh,
+                    accel.structure(&gpu),
                     query,
                     Slice::whole(&ray_buffer),
                     Slice::whole(&hits),

@@ -2,10 +2,12 @@
 
 pub mod bench;
 pub mod bench_accel;
+pub mod bench_kdtree;
 pub mod build;
 pub mod info;
 pub mod render;
 pub mod selfcheck;
+pub mod structure;
 
 use canopy::vk::{Context, ContextOptions};
 

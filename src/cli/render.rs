@@ -5,9 +5,8 @@
 //! on worker threads while the GPU renders the next frame.
 
 use super::CliError;
-use canopy::accel::bvh::Bvh;
-use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
-use canopy::prims::Slice;
+use super::structure::{FrameStructure, StructureArg};
+use canopy::accel::lbvh::MortonBits;
 use canopy::render::{
     BounceStats, Camera, ImageReadback, MAX_BOUNCES, RenderParams, Renderer, SceneGpu, presets,
 };
@@ -45,6 +44,9 @@ pub struct RenderArgs {
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
+    /// The acceleration structure rebuilt every frame.
+    #[arg(long, value_enum, default_value_t = StructureArg::Lbvh)]
+    pub structure: StructureArg,
     /// Morton code width of the LBVH.
     #[arg(long, value_enum, default_value_t = MortonArg::Bits30)]
     pub morton_bits: MortonArg,
@@ -264,16 +266,13 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         None => default_subject(ctx, args.triangles)?,
     };
     let scene = &subject.scene;
-    let morton_bits = args.morton_bits.into();
-    let builder = LbvhBuilder::new(
+    let mut accel = FrameStructure::new(
         ctx,
-        LbvhParams {
-            morton_bits,
-            ..LbvhParams::default()
-        },
+        args.structure,
+        args.morton_bits,
         scene.triangle_count,
+        2,
     )?;
-    let mut bvh = Bvh::new(ctx, scene.triangle_count)?;
     let params = RenderParams {
         bounces: args.bounces,
         ..RenderParams::default()
@@ -310,11 +309,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     );
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
-    let mut in_flight: Option<(u32, usize, Submission)> = None;
+    let mut in_flight: Option<(usize, usize, Submission)> = None;
     let mut dropped_rays = 0u64;
     let frames: Vec<u32> = args.frames.clone().collect();
     // One step past the last frame, so that the last submission is finished by the same code.
-    for n in 0..=frames.len() {
+    let mut n = 0;
+    while n <= frames.len() {
         let slot = n % 2;
         let submitted = match frames.get(n) {
             Some(&frame) => {
@@ -326,24 +326,34 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                     if let Some(animation) = &subject.animation {
                         animation.record(rec, &scene.positions, &scene.normals, time);
                     }
-                    let input = TriangleInput {
-                        positions: Slice::whole(&scene.positions),
-                        triangles: Slice::whole(&scene.triangles),
-                        count: scene.triangle_count,
-                    };
-                    builder.record(rec, &input, &mut bvh)?;
-                    renderer.record(rec, scene, &bvh, &camera, &shading, &readbacks[slot])?;
+                    accel.record_build(rec, scene, slot)?;
+                    let structure = accel.structure(scene);
+                    renderer.record(rec, scene, structure, &camera, &shading, &readbacks[slot])?;
                     rec.end_stage();
                     Ok(())
                 })?;
-                Some((frame, slot, submission))
+                Some((n, slot, submission))
             }
             None => None,
         };
+        n += 1;
         if let Some((done, done_slot, previous)) = std::mem::replace(&mut in_flight, submitted) {
             previous.wait()?;
+            if accel.grow_if_overflowed(ctx, done_slot)? {
+                // The frame's tree lost nodes for want of space: render it, and the frame in
+                // flight after it, again with the grown lists.
+                if let Some((_, _, next)) = in_flight.take() {
+                    next.wait()?;
+                }
+                log::info!(
+                    "frame {}: kd-tree lists grown; rendering it again",
+                    frames[done]
+                );
+                n = done;
+                continue;
+            }
             let finished = FinishedFrame {
-                frame: done,
+                frame: frames[done],
                 profiler: &profilers[done_slot],
                 image: &readbacks[done_slot],
             };
