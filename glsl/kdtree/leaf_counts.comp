@@ -7,6 +7,7 @@
 // each entry is visited once, after both of its children.
 #include "../common/prelude.glsl"
 #include "../common/kdbuild.glsl"
+#include "../common/workgroup_any.glsl"
 
 // Whether the whole workgroup loops until its last invocation has stopped climbing (devices
 // that end an invocation reaching a memory barrier in divergent control flow, as in
@@ -16,22 +17,6 @@ layout(constant_id = 2) const bool UNIFORM_CLIMB = false;
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;
 } pc;
-
-shared bool subgroup_climbing[SUBGROUPS_PER_WORKGROUP];
-
-bool workgroup_any(bool value) {
-    bool any_in_subgroup = subgroupAny(value);
-    barrier();
-    if (subgroupElect()) {
-        subgroup_climbing[gl_SubgroupID] = any_in_subgroup;
-    }
-    barrier();
-    bool result = false;
-    for (uint s = 0; s < gl_NumSubgroups; ++s) {
-        result = result || subgroup_climbing[s];
-    }
-    return result;
-}
 
 void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;

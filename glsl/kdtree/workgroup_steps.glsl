@@ -31,17 +31,23 @@ uint popcount64(uint64_t x) {
     return bitCount(words.x) + bitCount(words.y);
 }
 
-// Entry `entry` becomes a leaf holding `count` records from `first` in `records`.
-void leaf_from_records(BuildRefs b, uint entry, Records records, uint first, uint count) {
+// Reserves `count` leaf triangle slots for entry `entry`, seen by the whole workgroup; when they
+// do not fit, the entry becomes an empty leaf and NO_PARENT is returned.
+uint reserve_leaf(BuildRefs b, uint entry, uint count) {
     uint base = NO_PARENT;
     if (gl_LocalInvocationIndex == 0) {
         base = reserve(b, status_field(b, 1), count, b.leaf_capacity, OVERFLOW_LEAF_TRIANGLES);
-    }
-    base = broadcast(base);
-    if (base == NO_PARENT) {
-        if (gl_LocalInvocationIndex == 0) {
+        if (base == NO_PARENT) {
             write_leaf_entry(b, entry, 0, 0);
         }
+    }
+    return broadcast(base);
+}
+
+// Entry `entry` becomes a leaf holding `count` records from `first` in `records`.
+void leaf_from_records(BuildRefs b, uint entry, Records records, uint first, uint count) {
+    uint base = reserve_leaf(b, entry, count);
+    if (base == NO_PARENT) {
         return;
     }
     U32s leaves = U32s(b.leaf_triangles);
@@ -57,15 +63,8 @@ void leaf_from_records(BuildRefs b, uint entry, Records records, uint first, uin
 // small records) whose bit is set in `members`.
 void leaf_from_members(BuildRefs b, uint entry, uint root_first, uint root_count, uint64_t members) {
     uint count = popcount64(members);
-    uint base = NO_PARENT;
-    if (gl_LocalInvocationIndex == 0) {
-        base = reserve(b, status_field(b, 1), count, b.leaf_capacity, OVERFLOW_LEAF_TRIANGLES);
-    }
-    base = broadcast(base);
+    uint base = reserve_leaf(b, entry, count);
     if (base == NO_PARENT) {
-        if (gl_LocalInvocationIndex == 0) {
-            write_leaf_entry(b, entry, 0, 0);
-        }
         return;
     }
     uint i = gl_LocalInvocationIndex;

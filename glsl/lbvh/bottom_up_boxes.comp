@@ -9,6 +9,7 @@
 #include "../common/prelude.glsl"
 #include "../common/bvh.glsl"
 #include "../common/geometry.glsl"
+#include "../common/workgroup_any.glsl"
 
 // Whether the whole workgroup loops until its last invocation has stopped climbing. Set on
 // devices that end an invocation reaching a memory barrier in divergent control flow
@@ -26,23 +27,6 @@ layout(push_constant, scalar) uniform Push {
     uint64_t count_address;
     uint host_count;
 } pc;
-
-shared bool subgroup_climbing[SUBGROUPS_PER_WORKGROUP];
-
-// Whether `value` holds in any invocation of the workgroup (workgroup-uniform control flow).
-bool workgroup_any(bool value) {
-    bool any_in_subgroup = subgroupAny(value);
-    barrier();
-    if (subgroupElect()) {
-        subgroup_climbing[gl_SubgroupID] = any_in_subgroup;
-    }
-    barrier();
-    bool result = false;
-    for (uint s = 0; s < gl_NumSubgroups; ++s) {
-        result = result || subgroup_climbing[s];
-    }
-    return result;
-}
 
 // Copies leaf k's triangle in leaf order and returns its box.
 void copy_leaf(uint k, out vec3 lo, out vec3 hi) {
