@@ -98,6 +98,7 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
             ValidationArg::On => canopy::vk::Validation::Required,
             ValidationArg::Off => canopy::vk::Validation::Off,
         },
+        max_workgroup_count: None,
     };
     match args.command {
         Some(Command::Info) => cli::info::run(&options).map(drop),

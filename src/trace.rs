@@ -165,7 +165,9 @@ impl Tracer {
         hits.check("trace hits", count.max() as u64, 16)?;
         let (count_address, host_count) = count.push();
         let any = (query == Query::Any) as usize;
-        let groups = self.indirect.groups_for(rec, 0, &count, WORKGROUP_SIZE, 0);
+        let groups = self
+            .indirect
+            .groups_for(rec, 0, &count, WORKGROUP_SIZE, 0)?;
         match structure.into() {
             Structure::Bvh(bvh) => {
                 let push = TracePush {
@@ -177,7 +179,7 @@ impl Tracer {
                     host_count,
                     primitive_count: bvh.primitive_count(),
                 };
-                rec.dispatch_groups(&self.pipelines[0][any], &push, &groups);
+                rec.dispatch_groups(&self.pipelines[0][any], &push, &groups)?;
             }
             Structure::KdTree {
                 tree,
@@ -198,7 +200,7 @@ impl Tracer {
                     host_count,
                     pad: 0,
                 };
-                rec.dispatch_groups(&self.pipelines[1][any], &push, &groups);
+                rec.dispatch_groups(&self.pipelines[1][any], &push, &groups)?;
             }
         }
         Ok(())

@@ -637,3 +637,32 @@ fn zero_length_and_bad_input_are_errors() {
     assert!(err(r).contains("u32 or f32"));
     assert_valid(&ctx);
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, compaction and segmented
+/// reduction run their tiles in folded grids (direct and indirect) and match the CPU.
+#[test]
+fn compact_and_segmented_reduce_fold_grids_beyond_the_device_limit() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(33);
+    let n = 300_000u32;
+    assert!(n.div_ceil(compact::TILE) > common::FOLDING_LIMIT);
+    assert!(n.div_ceil(segmented_reduce::TILE) > common::FOLDING_LIMIT);
+    let compact = Compact::new(&ctx, n).unwrap();
+    let flags: Vec<u32> = (0..n).map(|_| rng.below(2)).collect();
+    let values = rng.u32s(n as usize);
+    check_compact(&ctx, &compact, Some(&values), &flags, "folded compact");
+
+    let reduce = SegmentedReduce::new(&ctx, ReduceOp::Add, ScalarType::U32, n).unwrap();
+    let segments = 777;
+    let ids = make_ids(&mut rng, n as usize, segments, Layout::Random);
+    let small: Vec<u32> = (0..n).map(|_| rng.below(1000)).collect();
+    let expected = cpu::prims::segmented_reduce_u32(&small, &ids, segments as usize, ReduceOp::Add);
+    for indirect in [false, true] {
+        let got = run_segreduce(&ctx, &reduce, &small, &ids, segments, indirect);
+        assert!(
+            got == expected,
+            "folded segmented reduce indirect={indirect}"
+        );
+    }
+    assert_valid(&ctx);
+}

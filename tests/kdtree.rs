@@ -292,3 +292,13 @@ fn gpu_build_sah_close_to_cpu() {
         );
     }
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, the builder's chunk, node and
+/// small-node lists outgrow one dimension and its GPU-grown grids fold (no read-back, no
+/// refusal); the tree is still valid and traces like brute force.
+#[test]
+fn gpu_build_with_folded_grids() {
+    let ctx = common::folding_context();
+    let mesh = random_mesh(&mut Rng::new(36), 30_000, 10.0, 0.2);
+    check(&ctx, &mesh, &[], "folded 30K", Builder::Gpu);
+}

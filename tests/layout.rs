@@ -14,7 +14,8 @@ mod spirv;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::kdtree::KdNode;
 use canopy::accel::kdtree_build::{
-    BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelPush,
+    BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
+    KdSmallLevelCounters,
 };
 use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::octree::{
@@ -515,7 +516,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &[
                 "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64",
                 "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "u32", "u32", "u32", "f32", "f32", "f32", "f32",
+                "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32", "u32",
             ],
             rust: rust_layout!(BuildRefs {
                 records,
@@ -545,12 +546,38 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 empty_cut,
                 traversal_cost,
                 intersection_cost,
-                empty_bonus
+                empty_bonus,
+                max_groups_per_dim,
+                pad
             }),
             offsets: &[
                 0, 16, 32, 40, 56, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 148, 152, 156,
-                160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
+                160, 164, 168, 172, 176, 180, 184, 188, 192, 196, 200, 204,
             ],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LARGE_SPLIT,
+            name: "LevelCounters",
+            shape: &["u32", "u32", "u32", "u32", "vec4<u32>", "vec4<u32>"],
+            rust: rust_layout!(KdLevelCounters {
+                node_count,
+                chunk_count,
+                records,
+                pad,
+                node_grid,
+                chunk_grid
+            }),
+            offsets: &[0, 4, 8, 12, 16, 32],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_SMALL_SPLIT,
+            name: "SmallLevelCounters",
+            shape: &["u32", "vec3<u32>"],
+            rust: rust_layout!(KdSmallLevelCounters {
+                node_count,
+                node_grid
+            }),
+            offsets: &[0, 4],
         },
         SharedStruct {
             kernel: shaders::KDTREE_LEAF_COUNTS,

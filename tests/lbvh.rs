@@ -315,3 +315,18 @@ fn empty_tree_misses_everything() {
     let hits = trace(&ctx, &built.bvh, &rays, Query::Closest);
     assert!(hits.iter().all(|h| h.triangle == MISS));
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, every LBVH step runs in 2D and 3D
+/// grids (more than 64 x 64 workgroups of 64 triangles) and the tree still equals the CPU's;
+/// ray casting folds its grid too.
+#[test]
+fn folded_grids_build_and_trace_like_the_cpu() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(35);
+    let n = 270_000;
+    assert!(n / 64 > (common::FOLDING_LIMIT * common::FOLDING_LIMIT) as usize);
+    let mesh = random_mesh(&mut rng, n, 30.0, 0.2);
+    check_tree(&ctx, &mesh, MortonBits::Bits30, "folded 270K");
+    let small = random_mesh(&mut rng, 500, 3.0, 0.8);
+    check_hits(&ctx, &small, MortonBits::Bits30, 270_000, "folded rays");
+}

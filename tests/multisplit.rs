@@ -73,3 +73,19 @@ fn multisplit_levels_and_single_bin() {
     check(&ctx, &split, 64, &vec![0; 50_000], true);
     assert_valid(&ctx);
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, the histogram and scatter passes
+/// run in folded grids and match the CPU, direct and indirect.
+#[test]
+fn multisplit_folds_grids_beyond_the_device_limit() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(34);
+    let n = 300_000u32;
+    let bins = 1000;
+    let split = Multisplit::new(&ctx, bins, n).unwrap();
+    let ids: Vec<u32> = (0..n).map(|_| rng.below(bins)).collect();
+    for indirect in [false, true] {
+        check(&ctx, &split, bins, &ids, indirect);
+    }
+    assert_valid(&ctx);
+}

@@ -119,3 +119,12 @@ fn range_scan() {
     assert!(points.len() > 30_000);
     check(&ctx, &points, MortonBits::Bits30, "bun000");
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, the octree's per-point and
+/// per-node steps run in 2D and 3D grids and still match the CPU.
+#[test]
+fn folded_grids_build_the_same_octree() {
+    let ctx = common::folding_context();
+    let points = grid_points(&mut Rng::new(37), 300_000);
+    check(&ctx, &points, MortonBits::Bits30, "folded 300K");
+}

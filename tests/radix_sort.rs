@@ -160,3 +160,16 @@ fn sort_rejects_bad_sizes() {
     assert!(r.is_err());
     assert_valid(&ctx);
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, the sort's tiles run in a folded
+/// grid (direct and indirect) and still sort stably.
+#[test]
+fn sorts_with_grids_folded_beyond_the_device_limit() {
+    let ctx = common::folding_context();
+    let n = 300_000;
+    let sort = RadixSort::new(&ctx, KeyType::U32, n).unwrap();
+    assert!(n.div_ceil(sort.tile_size()) > common::FOLDING_LIMIT);
+    let keys = Rng::new(32).u32s(n as usize);
+    check_u32(&ctx, &sort, &keys, "folded");
+    assert_valid(&ctx);
+}

@@ -221,3 +221,33 @@ fn zero_length_and_oversized_input_are_errors() {
     assert!(r.unwrap_err().to_string().contains("overlap"));
     assert_valid(&ctx);
 }
+
+/// Under a pretended limit of 64 workgroups per dimension, tiles beyond it run in a folded
+/// grid (direct and indirect) and give the CPU's answers.
+#[test]
+fn scan_and_reduce_fold_grids_beyond_the_device_limit() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(31);
+    let n = 300_000;
+    let values: Vec<u32> = (0..n).map(|_| rng.below(1000)).collect();
+    let reduce = Reduce::new(&ctx, ReduceOp::Add, ScalarType::U32, n).unwrap();
+    let scan = Scan::new(&ctx, ScanKind::Exclusive, n).unwrap();
+    assert!(
+        n.div_ceil(TILE) > common::FOLDING_LIMIT,
+        "the scan must need a folded grid"
+    );
+    let expected_sum = cpu::prims::reduce_u32(&values, ReduceOp::Add);
+    let expected_scan = cpu::prims::scan_u32(&values, false);
+    for indirect in [false, true] {
+        assert_eq!(
+            run_reduce_u32(&ctx, &reduce, &values, indirect),
+            expected_sum,
+            "reduce indirect={indirect}"
+        );
+        assert!(
+            run_scan(&ctx, &scan, &values, indirect) == expected_scan,
+            "scan indirect={indirect}"
+        );
+    }
+    assert_valid(&ctx);
+}

@@ -34,6 +34,8 @@ struct TestScene {
     lights: Vec<Light>,
     camera: Camera,
     shading: ShadingParams,
+    width: u32,
+    height: u32,
 }
 
 /// What traces the GPU's rays.
@@ -73,6 +75,8 @@ impl TestScene {
                 ambient: 0.1,
                 surface_offset: 1e-4,
             },
+            width: WIDTH,
+            height: HEIGHT,
         }
     }
 
@@ -95,7 +99,14 @@ impl TestScene {
             bounces,
             ..RenderParams::default()
         };
-        let renderer = Renderer::new(ctx, WIDTH, HEIGHT, self.lights.len() as u32, params).unwrap();
+        let renderer = Renderer::new(
+            ctx,
+            self.width,
+            self.height,
+            self.lights.len() as u32,
+            params,
+        )
+        .unwrap();
         let image = renderer.readback(ctx).unwrap();
         match through {
             Through::Lbvh => {
@@ -143,7 +154,13 @@ impl TestScene {
             materials: &self.materials,
             lights: &self.lights,
         }
-        .render(&self.camera, WIDTH, HEIGHT, &self.shading, bounces)
+        .render(
+            &self.camera,
+            self.width,
+            self.height,
+            &self.shading,
+            bounces,
+        )
     }
 
     /// The material each pixel's camera ray hits first (None: the sky).
@@ -401,11 +418,8 @@ fn default_scene_deforms_as_on_the_cpu() {
         .create_buffer("normals", n as u64 * 12, MemoryKind::Device)
         .unwrap();
     for time in [0.0, 1.25, 7.5] {
-        ctx.submit_and_wait(|rec| {
-            scene.record(rec, &positions, &normals, time);
-            Ok(())
-        })
-        .unwrap();
+        ctx.submit_and_wait(|rec| scene.record(rec, &positions, &normals, time))
+            .unwrap();
         let got: Vec<[f32; 3]> = ctx.download(&positions, 0, n as usize).unwrap();
         let got_normals: Vec<[f32; 3]> = ctx.download(&normals, 0, n as usize).unwrap();
         for i in 0..n {
@@ -443,4 +457,30 @@ fn default_scene_deforms_as_on_the_cpu() {
     assert_eq!(materials.len(), triangles.len());
     assert!(triangles.iter().flatten().all(|&v| v < n));
     assert_valid(&ctx);
+}
+
+/// Under a pretended limit of 64 workgroups per dimension, a 640x480 frame (4,800 workgroups
+/// of camera rays: a 3D grid) with bounces renders exactly the image of an unfolded run,
+/// through the LBVH (built on the GPU) and through a kd-tree.
+#[test]
+fn folded_grids_render_the_same_frame() {
+    let folded = common::folding_context();
+    let plain = context();
+    let mut scene = mirror_and_glass();
+    (scene.width, scene.height) = (640, 480);
+    let limit = common::FOLDING_LIMIT;
+    assert!(scene.width * scene.height / 64 > limit * limit);
+    for through in [Through::Lbvh, Through::KdTree] {
+        let (expected, expected_stats) = scene.render_gpu(&plain, through, 2);
+        let (got, stats) = scene.render_gpu(&folded, through, 2);
+        assert!(
+            got == expected,
+            "{through:?}: folded and unfolded frames differ"
+        );
+        assert_eq!(
+            stats.iter().map(|s| s.rays).collect::<Vec<_>>(),
+            expected_stats.iter().map(|s| s.rays).collect::<Vec<_>>(),
+            "{through:?}: ray counts per bounce"
+        );
+    }
 }

@@ -17,6 +17,7 @@ fn validated_context() -> Option<Context> {
     let ctx = Context::new(&ContextOptions {
         device: None,
         validation: Validation::Required,
+        ..Default::default()
     })
     .expect("creating a Vulkan context with validation (run tools/setup.sh)");
     assert!(ctx.validation_enabled());
@@ -73,6 +74,7 @@ fn context_on(device: &str) -> canopy::vk::Result<Context> {
     Context::new(&ContextOptions {
         device: Some(device.into()),
         validation: Validation::Off,
+        ..Default::default()
     })
 }
 

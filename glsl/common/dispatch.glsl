@@ -1,16 +1,40 @@
-// The workgroup grid of an indirect dispatch over `count` elements, as a
-// VkDispatchIndirectCommand {x, y, z}: ceil(count / elements_per_group) groups, at least
-// `min_groups`, split into a 2D grid when above the device's per-dimension limit (matching
-// src/vk/recorder.rs grid_for; kernels flatten it with flat_workgroup_id). Example: 70,000
-// groups with a limit of 65,535 -> {35,000, 2, 1}.
+// Workgroup grids within the device's per-dimension limit `max_per_dim` (at most 65535, so
+// x * y fits in 32 bits), matching src/vk/recorder.rs grid_for; kernels flatten them with
+// flat_workgroup_id (common/prelude.glsl) and skip the groups past the end.
+//
+// fold_grid(groups): [groups, 1, 1] when it fits, else x = max_per_dim and as many rows y
+// (then layers z) as needed. Example: 70,000 groups with a limit of 65,535 -> {65535, 2, 1};
+// with a limit of 64 -> {64, 64, 18}. Every component is non-decreasing in `groups`, so
+// producers that append to a list can keep its consumer's grid current with three atomicMax
+// (grow_grid), with no pass that converts a count into dispatch arguments.
 #ifndef CANOPY_DISPATCH
 #define CANOPY_DISPATCH
+#include "prelude.glsl"
 
-uvec3 dispatch_grid(uint count, uint elements_per_group, uint min_groups, uint max_groups_per_dim) {
-    uint groups = max((count + elements_per_group - 1) / elements_per_group, min_groups);
-    uint y = (groups + max_groups_per_dim - 1) / max_groups_per_dim;
-    uint x = y <= 1 ? groups : (groups + y - 1) / y;
-    return uvec3(x, max(y, 1u), 1u);
+uvec3 fold_grid(uint groups, uint max_per_dim) {
+    uint x = min(groups, max_per_dim);
+    if (x == 0u) {
+        return uvec3(0u, 1u, 1u);
+    }
+    uint y = min((groups + x - 1u) / x, max_per_dim);
+    uint z = (groups + x * y - 1u) / (x * y);
+    return uvec3(x, y, z);
+}
+
+// The VkDispatchIndirectCommand of a dispatch over `count` elements: ceil(count /
+// elements_per_group) workgroups, at least `min_groups`, folded.
+uvec3 dispatch_grid(uint count, uint elements_per_group, uint min_groups, uint max_per_dim) {
+    uint groups = max((count + elements_per_group - 1u) / elements_per_group, min_groups);
+    return fold_grid(groups, max_per_dim);
+}
+
+// Grows the folded grid at `grid_address` ({x, y, z} u32s) to cover `groups` workgroups.
+void grow_grid(uint64_t grid_address, uint groups, uint max_per_dim) {
+    uvec3 grid = fold_grid(groups, max_per_dim);
+    U32s args = U32s(grid_address);
+    atomicMax(args.v[0], grid.x);
+    atomicMax(args.v[1], grid.y);
+    atomicMax(args.v[2], grid.z);
 }
 
 #endif

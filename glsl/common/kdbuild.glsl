@@ -12,8 +12,9 @@
 // - tree entries: every node of the tree, in creation order, with its parent and children,
 //   turned into preorder KdNodes at the end;
 // - counters: a status block (entries, leaf triangles and small records allocated, overflow
-//   bits) and per level the node and chunk counts, which are also the indirect dispatch
-//   arguments of the level's kernels (x = count, y = z = 1).
+//   bits) and per level the node and chunk counts with the folded indirect dispatch grids of
+//   the level's kernels, which the producers grow as they append (grow_grid), so no pass
+//   turns counts into dispatch sizes and a grid never exceeds the device's per-dimension limit.
 // A list that would overflow sets a bit in `overflow`; the node that wanted the space becomes
 // a leaf where it can, so the tree stays usable, and the host grows the arena and rebuilds.
 #ifndef CANOPY_KDBUILD
@@ -21,6 +22,7 @@
 #include "prelude.glsl"
 #include "geometry.glsl"
 #include "kdtree.glsl"
+#include "dispatch.glsl"
 
 const uint CHUNK = 256;           // records per chunk (Zhou's N)
 const uint MAX_SMALL = 64;        // records a small root holds at most (its masks' width)
@@ -28,6 +30,16 @@ const uint CANDIDATES = 6;        // split candidates per small-root record: its
 const uint NO_PARENT = 0xffffffffu;
 const uint RIGHT_SIDE = 0x80000000u; // in an entry's parent link: it is its parent's right child
 const uint NOT_SPLIT = 3u;        // a large node's split_axis when it was not split
+
+const uint LEVEL_COUNTER_BYTES = 48u;      // sizeof(LevelCounters)
+const uint SMALL_LEVEL_COUNTER_BYTES = 16u; // sizeof(SmallLevelCounters)
+// Byte offsets in LevelCounters and SmallLevelCounters.
+const uint LEVEL_NODE_COUNT = 0u;
+const uint LEVEL_CHUNK_COUNT = 4u;
+const uint LEVEL_RECORDS = 8u;
+const uint LEVEL_NODE_GRID = 16u;
+const uint LEVEL_CHUNK_GRID = 32u;
+const uint SMALL_LEVEL_NODE_GRID = 4u;
 
 const uint OVERFLOW_RECORDS = 1u;
 const uint OVERFLOW_ENTRIES = 2u;
@@ -100,16 +112,20 @@ struct BuildStatus {
     uint overflow;
 };
 
+// Per large level: the counts its kernels guard with, and the folded dispatch grids (one
+// workgroup per node, one per chunk) that the producers keep current with grow_grid.
 struct LevelCounters {
-    uvec3 nodes;  // dispatch arguments: x = nodes in the level's list
-    uvec3 chunks; // x = chunks in the level's chunk list
-    uint records; // records reserved in the next level's array
+    uint node_count;  // nodes in the level's list
+    uint chunk_count; // chunks in the level's chunk list
+    uint records;     // records reserved in the next level's array
     uint pad;
+    uvec4 node_grid;  // dispatch arguments over the nodes (x, y, z; w unused)
+    uvec4 chunk_grid; // dispatch arguments over the chunks
 };
 
 struct SmallLevelCounters {
-    uvec3 nodes; // dispatch arguments: x = small nodes of the level
-    uint pad;
+    uint node_count; // small nodes of the level
+    uvec3 node_grid; // dispatch arguments over them
 };
 
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Status { BuildStatus v; };
@@ -147,6 +163,8 @@ struct BuildRefs {
     float traversal_cost;  // Ct
     float intersection_cost; // Ci
     float empty_bonus;
+    uint max_groups_per_dim; // the device's per-dimension workgroup limit (common/dispatch.glsl)
+    uint pad;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer BuildRefsRef { BuildRefs v; };
 
@@ -165,6 +183,40 @@ uint reserve(BuildRefs b, uint64_t counter_address, uint count, uint capacity, u
         return NO_PARENT;
     }
     return first;
+}
+
+// Reserves `count` slots of a list whose consumer runs one workgroup per slot, and grows that
+// consumer's folded dispatch grid at `grid_address` to cover them (common/dispatch.glsl).
+uint reserve_dispatched(BuildRefs b, uint64_t counter_address, uint64_t grid_address, uint count,
+                        uint capacity, uint bit) {
+    uint first = reserve(b, counter_address, count, capacity, bit);
+    if (first != NO_PARENT) {
+        grow_grid(grid_address, first + count, b.max_groups_per_dim);
+    }
+    return first;
+}
+
+// The node and chunk counts of a level, for kernels dispatched over them to skip the groups
+// past the end of a folded grid. (Within capacity: a failed reservation adds to a counter
+// for a moment before giving its slots back.)
+uint large_node_count(BuildRefs b, uint level) {
+    return min(LevelCounterArray(b.levels).v[level].node_count, b.large_node_capacity);
+}
+
+uint chunk_count(BuildRefs b, uint level) {
+    return min(LevelCounterArray(b.levels).v[level].chunk_count, b.chunk_capacity);
+}
+
+uint small_node_count(BuildRefs b, uint level) {
+    return min(SmallLevelCounterArray(b.small_levels).v[level].node_count, b.small_node_capacity);
+}
+
+uint64_t level_counter_address(BuildRefs b, uint level) {
+    return b.levels + uint64_t(LEVEL_COUNTER_BYTES) * level;
+}
+
+uint64_t small_level_counter_address(BuildRefs b, uint level) {
+    return b.small_levels + uint64_t(SMALL_LEVEL_COUNTER_BYTES) * level;
 }
 
 uint64_t status_field(BuildRefs b, uint word) {

@@ -28,9 +28,10 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer U64s { uint6
 layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CoherentU32s { uint v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer CoherentU64s { uint64_t v[]; };
 
-// The workgroup's index in a dispatch that may be split into a 2D grid.
+// The workgroup's index in a dispatch whose grid may be folded into 2D or 3D (x fastest; see
+// common/dispatch.glsl). Grids past the end of the work hold a few extra groups: kernels skip them.
 uint flat_workgroup_id() {
-    return gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    return gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
 }
 
 // An element count: read from device memory when `count_address` is set (a count produced on

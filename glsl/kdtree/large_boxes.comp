@@ -18,7 +18,7 @@ void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;
     uint parity = pc.level & 1u;
     uint chunk_index = flat_workgroup_id();
-    if (chunk_index >= b.chunk_capacity) {
+    if (chunk_index >= chunk_count(b, pc.level)) {
         return;
     }
     Chunk chunk = Chunks(b.chunks[parity]).v[chunk_index];

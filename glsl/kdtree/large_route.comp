@@ -3,7 +3,7 @@
 // per split node of the level routes its two children, whose record counts large_classify has
 // just completed. An empty child becomes an empty leaf, a child of at most T records a small
 // root, and any other joins the next level's node list with its chunks (the counters it adds
-// to are the next level's dispatch sizes). A split that separated nothing (both children hold
+// to size the next level's dispatches). A split that separated nothing (both children hold
 // every record, e.g. coincident triangles) counts as a stall; after `max_stalls` stalls in a
 // row the children become leaves rather than duplicating their records further.
 #include "../common/prelude.glsl"
@@ -19,7 +19,7 @@ void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;
     uint parity = pc.level & 1u;
     uint index = flat_workgroup_id();
-    if (index >= b.large_node_capacity) {
+    if (index >= large_node_count(b, pc.level)) {
         return;
     }
     LargeNode node = LargeNodes(b.large_nodes[parity]).v[index];
@@ -51,10 +51,12 @@ void main() {
             uint slot = NO_PARENT;
             uint chunk_first = NO_PARENT;
             if (gl_LocalInvocationIndex == 0) {
-                uint64_t level_counters = b.levels + 32ul * next_level;
-                slot = reserve(b, level_counters, 1, b.large_node_capacity, OVERFLOW_RECORDS);
-                chunk_first = reserve(b, level_counters + 12ul, chunks, b.chunk_capacity,
-                                      OVERFLOW_RECORDS);
+                uint64_t next = level_counter_address(b, next_level);
+                slot = reserve_dispatched(b, next + LEVEL_NODE_COUNT, next + LEVEL_NODE_GRID, 1,
+                                          b.large_node_capacity, OVERFLOW_RECORDS);
+                chunk_first = reserve_dispatched(b, next + LEVEL_CHUNK_COUNT,
+                                                 next + LEVEL_CHUNK_GRID, chunks,
+                                                 b.chunk_capacity, OVERFLOW_RECORDS);
                 shared_reserved[1] = chunk_first;
             }
             slot = broadcast(slot);

@@ -20,7 +20,7 @@ void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;
     uint parity = pc.level & 1u;
     uint index = flat_workgroup_id();
-    if (index >= b.large_node_capacity) {
+    if (index >= large_node_count(b, pc.level)) {
         return;
     }
     LargeNodes nodes = LargeNodes(b.large_nodes[parity]);
@@ -81,7 +81,7 @@ void main() {
     uint records_first = NO_PARENT;
     if (gl_LocalInvocationIndex == 0 && lo[axis] < plane && plane < hi[axis]) {
         // Records first: reserved entries must all be written (the output passes read them).
-        uint64_t counter = b.levels + 32ul * pc.level + 24ul; // levels.v[level].records
+        uint64_t counter = level_counter_address(b, pc.level) + LEVEL_RECORDS;
         records_first = reserve(b, counter, 2u * node.count, b.record_capacity, OVERFLOW_RECORDS);
         if (records_first != NO_PARENT) {
             entries = reserve(b, status_field(b, 0), 2u * cuts + 2u, b.entry_capacity,

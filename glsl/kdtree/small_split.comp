@@ -23,7 +23,7 @@ void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;
     uint parity = pc.level & 1u;
     uint index = flat_workgroup_id();
-    if (index >= b.small_node_capacity) {
+    if (index >= small_node_count(b, pc.level)) {
         return;
     }
     SmallNode node = SmallNodes(b.small_nodes[parity]).v[index];
@@ -102,8 +102,9 @@ void main() {
             if (child_members == 0ul) {
                 write_leaf_entry(b, entry, 0, 0);
             } else {
-                uint64_t counter = b.small_levels + 16ul * (pc.level + 1u);
-                slot = reserve(b, counter, 1, b.small_node_capacity, OVERFLOW_SMALL_NODES);
+                uint64_t counter = small_level_counter_address(b, pc.level + 1u);
+                slot = reserve_dispatched(b, counter, counter + SMALL_LEVEL_NODE_GRID, 1,
+                                          b.small_node_capacity, OVERFLOW_SMALL_NODES);
                 if (slot != NO_PARENT) {
                     SmallNodes(b.small_nodes[parity ^ 1u]).v[slot] = SmallNode(
                         lo, node.root_first, hi, node.root_count, child_members, entry,

@@ -89,7 +89,8 @@ void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint
         root_first = reserve(b, status_field(b, 2), count, b.small_record_capacity,
                              OVERFLOW_SMALL_RECORDS);
         if (root_first != NO_PARENT) {
-            node = reserve(b, b.small_levels, 1, b.small_node_capacity, OVERFLOW_SMALL_NODES);
+            node = reserve_dispatched(b, b.small_levels, b.small_levels + SMALL_LEVEL_NODE_GRID, 1,
+                                      b.small_node_capacity, OVERFLOW_SMALL_NODES);
         }
         shared_reserved[1] = node;
     }

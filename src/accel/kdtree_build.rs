@@ -50,8 +50,8 @@ const CANDIDATES: u64 = 6;
 /// Counter levels: large and small levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = 16;
-const LEVEL_BYTES: u64 = 32;
-const SMALL_LEVEL_BYTES: u64 = 16;
+const LEVEL_BYTES: u64 = std::mem::size_of::<KdLevelCounters>() as u64;
+const SMALL_LEVEL_BYTES: u64 = std::mem::size_of::<KdSmallLevelCounters>() as u64;
 const RECORD_BYTES: u64 = 28;
 const LARGE_NODE_BYTES: u64 = 80;
 const CHUNK_BYTES: u64 = 8;
@@ -267,6 +267,36 @@ impl KdStatusReadback {
     }
 }
 
+/// The counters of one large level (`LevelCounters` in `glsl/common/kdbuild.glsl`): counts
+/// for the kernels to guard with and the folded indirect dispatch grids of the level's
+/// per-node and per-chunk kernels, grown on the GPU as the previous level appends.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdLevelCounters {
+    /// Nodes in the level's list.
+    pub node_count: u32,
+    /// Chunks in the level's chunk list.
+    pub chunk_count: u32,
+    /// Records reserved in the next level's array.
+    pub records: u32,
+    /// Padding.
+    pub pad: u32,
+    /// `VkDispatchIndirectCommand` over the nodes (and one unused word).
+    pub node_grid: [u32; 4],
+    /// `VkDispatchIndirectCommand` over the chunks (and one unused word).
+    pub chunk_grid: [u32; 4],
+}
+
+/// The counters of one small level (`SmallLevelCounters` in `glsl/common/kdbuild.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct KdSmallLevelCounters {
+    /// Small nodes of the level.
+    pub node_count: u32,
+    /// `VkDispatchIndirectCommand` over them.
+    pub node_grid: [u32; 3],
+}
+
 /// Where the build's lists live and its parameters (`BuildRefs` in
 /// `glsl/common/kdbuild.glsl`).
 #[repr(C)]
@@ -328,6 +358,10 @@ pub struct BuildRefs {
     pub intersection_cost: f32,
     /// Empty bonus.
     pub empty_bonus: f32,
+    /// The device's per-dimension workgroup limit the dispatch grids are folded to.
+    pub max_groups_per_dim: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// Push constants of `init.comp`.
@@ -464,6 +498,7 @@ pub struct KdTreeBuilder {
     counters: Buffer,
     counters_reset: Buffer,
     refs: Buffer,
+    max_groups_per_dim: u32,
 }
 
 impl KdTreeBuilder {
@@ -472,19 +507,27 @@ impl KdTreeBuilder {
         params.check()?;
         let capacity = KdCapacity::new(triangles, &params)?;
         let climb_uniformly = ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32;
-        let counter_bytes = STATUS_BYTES + COUNTER_LEVELS * (LEVEL_BYTES + SMALL_LEVEL_BYTES);
-        let mut reset = vec![0u32; (counter_bytes / 4) as usize];
-        let small_base = (STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES) / 4;
-        for level in 0..COUNTER_LEVELS {
-            let large = (STATUS_BYTES + level * LEVEL_BYTES) / 4;
-            for word in [1, 2, 4, 5] {
-                reset[(large + word) as usize] = 1;
-            }
-            let small = small_base + level * SMALL_LEVEL_BYTES / 4;
-            reset[(small + 1) as usize] = 1;
-            reset[(small + 2) as usize] = 1;
+        // Zero counts and empty grids {0, 1, 1}.
+        let large_reset = KdLevelCounters {
+            node_grid: [0, 1, 1, 0],
+            chunk_grid: [0, 1, 1, 0],
+            ..Default::default()
+        };
+        let small_reset = KdSmallLevelCounters {
+            node_count: 0,
+            node_grid: [0, 1, 1],
+        };
+        let mut reset: Vec<u8> = vec![0; STATUS_BYTES as usize];
+        for _ in 0..COUNTER_LEVELS {
+            reset.extend_from_slice(bytemuck::bytes_of(&large_reset));
         }
-        let mut builder = Self {
+        for _ in 0..COUNTER_LEVELS {
+            reset.extend_from_slice(bytemuck::bytes_of(&small_reset));
+        }
+        let reset: Vec<u32> = bytemuck::pod_collect_to_vec(&reset);
+        let counter_bytes = reset.len() as u64 * 4;
+        let builder = Self {
+            max_groups_per_dim: ctx.caps().max_workgroup_count,
             params,
             init: ctx.pipeline(&shaders::KDTREE_INIT, CHUNK, &[])?,
             large_boxes: ctx.pipeline(&shaders::KDTREE_LARGE_BOXES, CHUNK, &[])?,
@@ -512,21 +555,15 @@ impl KdTreeBuilder {
         Ok(builder)
     }
 
-    fn check_dispatch_limits(&mut self, ctx: &Context) -> Result<()> {
+    /// The largest dispatch of a build must fold into the device's grid (a device limit
+    /// error otherwise: only with a per-dimension limit far below Vulkan's minimum).
+    fn check_dispatch_limits(&self, ctx: &Context) -> Result<()> {
         let capacity = &self.arena.capacity;
         let largest = capacity
             .chunks(&self.params)
             .max(capacity.small_nodes)
             .max(capacity.nodes.div_ceil(CHUNK));
-        let limit = ctx.caps().max_workgroup_count;
-        if largest > limit {
-            return Err(Error::InvalidInput(format!(
-                "kd-tree build of {} triangles needs {largest} workgroups in one dispatch; \
-                 this device allows {limit}",
-                capacity.triangles
-            )));
-        }
-        Ok(())
+        ctx.dispatch_grid(largest).map(|_| ())
     }
 
     /// The parameters.
@@ -610,13 +647,16 @@ impl KdTreeBuilder {
             triangle_count: input.count,
             pad: 0,
         };
-        rec.dispatch(&self.init, &push, input.count.div_ceil(CHUNK).max(1));
+        rec.dispatch(&self.init, &push, input.count.div_ceil(CHUNK).max(1))?;
         rec.barrier_compute_to_indirect();
         rec.end_stage();
 
         rec.begin_stage("kd-tree: large nodes");
+        let node_grid = std::mem::offset_of!(KdLevelCounters, node_grid) as u64;
+        let chunk_grid = std::mem::offset_of!(KdLevelCounters, chunk_grid) as u64;
         for level in 0..=max_depth {
-            let level_args = STATUS_BYTES + level as u64 * LEVEL_BYTES;
+            let level_counters = STATUS_BYTES + level as u64 * LEVEL_BYTES;
+            let (nodes, chunks) = (level_counters + node_grid, level_counters + chunk_grid);
             let push = KdLevelPush {
                 refs_address,
                 level,
@@ -629,13 +669,13 @@ impl KdTreeBuilder {
                 level,
                 pad: 0,
             };
-            rec.dispatch_indirect(&self.large_boxes, &push, counters, level_args + 12);
+            rec.dispatch_indirect(&self.large_boxes, &push, counters, chunks);
             rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.large_split, &push, counters, level_args);
+            rec.dispatch_indirect(&self.large_split, &push, counters, nodes);
             rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.large_classify, &classify, counters, level_args + 12);
+            rec.dispatch_indirect(&self.large_classify, &classify, counters, chunks);
             rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.large_route, &push, counters, level_args);
+            rec.dispatch_indirect(&self.large_route, &push, counters, nodes);
             rec.barrier_compute_to_indirect();
         }
         rec.end_stage();
@@ -648,7 +688,9 @@ impl KdTreeBuilder {
                 level,
                 pad: 0,
             };
-            let args = small_args + level as u64 * SMALL_LEVEL_BYTES;
+            let args = small_args
+                + level as u64 * SMALL_LEVEL_BYTES
+                + std::mem::offset_of!(KdSmallLevelCounters, node_grid) as u64;
             rec.dispatch_indirect(&self.small_split, &push, counters, args);
             rec.barrier_compute_to_indirect();
         }
@@ -656,7 +698,7 @@ impl KdTreeBuilder {
 
         rec.begin_stage("kd-tree: output");
         self.indirect
-            .record(rec, 0, counters.address(), capacity.nodes, CHUNK, 0);
+            .record(rec, 0, counters.address(), capacity.nodes, CHUNK, 0)?;
         let push = KdLevelPush {
             refs_address,
             level: 0,
@@ -712,6 +754,8 @@ impl KdTreeBuilder {
             traversal_cost: self.params.costs.traversal_cost,
             intersection_cost: self.params.costs.intersection_cost,
             empty_bonus: self.params.costs.empty_bonus,
+            max_groups_per_dim: self.max_groups_per_dim,
+            pad: 0,
         }
     }
 

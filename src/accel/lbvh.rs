@@ -237,7 +237,12 @@ impl RadixTreeSteps {
     }
 
     /// Steps 1-2: centroid bounds, then (key, index) pairs.
-    pub(crate) fn record_codes(&self, rec: &mut Recorder, buffers: &CodeBuffers, count: Count) {
+    pub(crate) fn record_codes(
+        &self,
+        rec: &mut Recorder,
+        buffers: &CodeBuffers,
+        count: Count,
+    ) -> Result<()> {
         let CodeBuffers {
             positions,
             triangles,
@@ -246,7 +251,7 @@ impl RadixTreeSteps {
         } = *buffers;
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: bounds");
-        let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1);
+        let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1)?;
         let push = PrimitiveBoundsPush {
             positions_address: positions,
             triangles_address: triangles,
@@ -256,12 +261,14 @@ impl RadixTreeSteps {
             host_count,
             pad: 0,
         };
-        rec.dispatch_groups(&self.bounds, &push, &groups);
+        rec.dispatch_groups(&self.bounds, &push, &groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
         rec.begin_stage("lbvh: morton codes");
-        let groups = self.indirect.groups_for(rec, 1, &count, WORKGROUP_SIZE, 0);
+        let groups = self
+            .indirect
+            .groups_for(rec, 1, &count, WORKGROUP_SIZE, 0)?;
         let push = MortonPush {
             positions_address: positions,
             triangles_address: triangles,
@@ -272,9 +279,10 @@ impl RadixTreeSteps {
             host_count,
             pad: 0,
         };
-        rec.dispatch_groups(&self.morton, &push, &groups);
+        rec.dispatch_groups(&self.morton, &push, &groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
     }
 
     /// Step 3: sorts the pairs.
@@ -306,10 +314,12 @@ impl RadixTreeSteps {
         rec: &mut Recorder,
         buffers: &RadixTreeBuffers,
         count: Count,
-    ) {
+    ) -> Result<()> {
         let (count_address, host_count) = count.push();
         rec.begin_stage("lbvh: radix tree");
-        let groups = self.indirect.groups_for(rec, 2, &count, WORKGROUP_SIZE, 1);
+        let groups = self
+            .indirect
+            .groups_for(rec, 2, &count, WORKGROUP_SIZE, 1)?;
         let push = RadixTreePush {
             keys_address: buffers.keys,
             nodes_address: buffers.nodes,
@@ -319,9 +329,10 @@ impl RadixTreeSteps {
             host_count,
             pad: 0,
         };
-        rec.dispatch_groups(&self.radix_tree, &push, &groups);
+        rec.dispatch_groups(&self.radix_tree, &push, &groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
     }
 }
 
@@ -412,7 +423,7 @@ impl LbvhBuilder {
             keys: self.keys.address(),
             values,
         };
-        steps.record_codes(rec, &buffers, count);
+        steps.record_codes(rec, &buffers, count)?;
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
         let arena = self.arena.address();
         let tree = RadixTreeBuffers {
@@ -421,7 +432,7 @@ impl LbvhBuilder {
             leaf_parents: arena,
             counters: arena + 4 * n as u64,
         };
-        steps.record_radix_tree(rec, &tree, count);
+        steps.record_radix_tree(rec, &tree, count)?;
 
         rec.begin_stage("lbvh: bottom-up boxes");
         let push = BottomUpPush {
@@ -440,7 +451,7 @@ impl LbvhBuilder {
             &self.bottom_up,
             &push,
             n.div_ceil(self.climb_workgroup_size),
-        );
+        )?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

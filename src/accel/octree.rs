@@ -281,7 +281,7 @@ impl OctreeBuilder {
             keys: self.keys.address(),
             values: self.values.address(),
         };
-        steps.record_codes(rec, &buffers, host);
+        steps.record_codes(rec, &buffers, host)?;
         steps.record_sort(rec, &self.keys, &self.values, host)?;
 
         rec.begin_stage("octree: distinct codes");
@@ -292,7 +292,7 @@ impl OctreeBuilder {
             count,
             pad: 0,
         };
-        rec.dispatch(&self.unique_flags, &push, groups);
+        rec.dispatch(&self.unique_flags, &push, groups)?;
         rec.barrier_compute_to_compute();
         let distinct = Slice::<u32>::new(&output.counts, 0, 1);
         self.compact.record(
@@ -310,7 +310,7 @@ impl OctreeBuilder {
             unique_keys_address: self.unique_keys.address(),
             count_address: distinct.address(),
         };
-        rec.dispatch(&self.gather_keys, &push, groups);
+        rec.dispatch(&self.gather_keys, &push, groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
@@ -327,7 +327,7 @@ impl OctreeBuilder {
             leaf_parents: self.leaf_parents.address(),
             counters: self.edge_counts_buffer.address(),
         };
-        steps.record_radix_tree(rec, &tree, distinct_count);
+        steps.record_radix_tree(rec, &tree, distinct_count)?;
 
         rec.begin_stage("octree: nodes");
         let entries = 2 * count - 1;
@@ -343,7 +343,7 @@ impl OctreeBuilder {
             entries,
             pad: 0,
         };
-        rec.dispatch(&self.edge_counts, &push, entry_groups);
+        rec.dispatch(&self.edge_counts, &push, entry_groups)?;
         rec.barrier_compute_to_compute();
         self.scan.record(
             rec,
@@ -364,7 +364,7 @@ impl OctreeBuilder {
             entries,
             pad: 0,
         };
-        rec.dispatch(&self.link_nodes, &push, entry_groups);
+        rec.dispatch(&self.link_nodes, &push, entry_groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

@@ -185,7 +185,7 @@ fn copy_bandwidth(ctx: &Context, bytes: u64, repeats: u32) -> Result<f64> {
         repeats,
         |_| Ok(()),
         |rec| {
-            rec.dispatch(&pipeline, &push, groups);
+            rec.dispatch(&pipeline, &push, groups)?;
             Ok(())
         },
     )?;
@@ -227,7 +227,7 @@ fn dispatch_overhead(ctx: &Context, repeats: u32) -> Result<()> {
         |_| Ok(()),
         |rec| {
             for _ in 0..CHAIN {
-                rec.dispatch(&pipeline, &push, 1);
+                rec.dispatch(&pipeline, &push, 1)?;
                 rec.barrier_compute_to_compute();
             }
             Ok(())

@@ -89,10 +89,7 @@ pub(super) fn default_scene_mesh(ctx: &Context, triangles: u64) -> Result<Device
     let vertex_bytes = scene.vertex_count() as u64 * 12;
     let positions = ctx.create_buffer("bench positions", vertex_bytes, MemoryKind::Device)?;
     let normals = ctx.create_buffer("bench normals", vertex_bytes, MemoryKind::Device)?;
-    ctx.submit_and_wait(|rec| {
-        scene.record(rec, &positions, &normals, 0.0);
-        Ok(())
-    })?;
+    ctx.submit_and_wait(|rec| scene.record(rec, &positions, &normals, 0.0))?;
     let (topology, _) = scene.topology();
     Ok(DeviceMesh {
         positions,
@@ -263,7 +260,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
     // One untimed frame, rebuilt until the structure's lists fit.
     loop {
         ctx.submit_and_wait(|rec| {
-            scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
+            scene.record(rec, &gpu.positions, &gpu.normals, 1.0)?;
             accel.record_build(rec, &gpu, 0)
         })?;
         if !accel.grow_if_overflowed(ctx, 0)? {
@@ -298,7 +295,7 @@ pub fn run_render(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError>
         args.repeats,
         |_| Ok(()),
         |rec| {
-            scene.record(rec, &gpu.positions, &gpu.normals, 1.0);
+            scene.record(rec, &gpu.positions, &gpu.normals, 1.0)?;
             accel.record_build(rec, &gpu, 0)?;
             renderer.record(
                 rec,

@@ -101,8 +101,11 @@ pub fn run(options: &ContextOptions) -> Result<Context, CliError> {
             format!("{} invocations", caps.max_workgroup_size),
         ),
         (
-            "max workgroup count",
-            format!("{} per dimension", caps.max_workgroup_count),
+            "workgroup count",
+            format!(
+                "{} per dimension (larger grids are folded into 2D and 3D)",
+                caps.max_workgroup_count
+            ),
         ),
         (
             "max storage buffer",

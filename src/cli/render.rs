@@ -324,7 +324,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                     rec.barrier_after_earlier_work();
                     rec.begin_stage("frame");
                     if let Some(animation) = &subject.animation {
-                        animation.record(rec, &scene.positions, &scene.normals, time);
+                        animation.record(rec, &scene.positions, &scene.normals, time)?;
                     }
                     accel.record_build(rec, scene, slot)?;
                     let structure = accel.structure(scene);

@@ -164,8 +164,8 @@ impl Compact {
             max_count: count.max(),
         };
         // One group even for a zero device count: it writes the kept count of 0.
-        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 1);
-        rec.dispatch_groups(&self.pipeline, &push, &groups);
+        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 1)?;
+        rec.dispatch_groups(&self.pipeline, &push, &groups)?;
         Ok(())
     }
 }

@@ -60,7 +60,9 @@ impl IndirectArgs {
     }
 
     /// Records the kernel writing slot `slot` for `ceil(count / elements_per_group)` groups
-    /// (at least `min_groups`), then the barrier that makes it visible to indirect dispatch.
+    /// (at least `min_groups`, folded into the device's grid), then the barrier that makes it
+    /// visible to indirect dispatch. A device limit error when `max_count` elements would not
+    /// fold into a grid.
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -69,8 +71,10 @@ impl IndirectArgs {
         max_count: u32,
         elements_per_group: u32,
         min_groups: u32,
-    ) {
+    ) -> Result<()> {
         assert!(slot < self.slots, "indirect slot {slot} of {}", self.slots);
+        rec.context()
+            .dispatch_grid(max_count.div_ceil(elements_per_group).max(min_groups))?;
         let push = PreparePush {
             count_address,
             args_address: self.args.address() + slot as u64 * SLOT_BYTES,
@@ -80,8 +84,9 @@ impl IndirectArgs {
             max_count,
             max_groups_per_dim: rec.context().caps().max_workgroup_count,
         };
-        rec.dispatch(&self.pipeline, &push, 1);
+        rec.dispatch(&self.pipeline, &push, 1)?;
         rec.barrier_compute_to_indirect();
+        Ok(())
     }
 
     /// Sizes a dispatch over `count` elements: direct for host counts, else through slot `slot`.
@@ -92,8 +97,8 @@ impl IndirectArgs {
         count: &Count,
         elements_per_group: u32,
         min_groups: u32,
-    ) -> Groups<'s> {
-        match *count {
+    ) -> Result<Groups<'s>> {
+        Ok(match *count {
             Count::Host(n) => Groups::Direct(n.div_ceil(elements_per_group).max(min_groups)),
             Count::Device { max, .. } => {
                 self.record(
@@ -103,9 +108,9 @@ impl IndirectArgs {
                     max,
                     elements_per_group,
                     min_groups,
-                );
+                )?;
                 Groups::Indirect(&self.args, slot as u64 * SLOT_BYTES)
             }
-        }
+        })
     }
 }

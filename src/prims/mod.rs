@@ -152,11 +152,12 @@ impl Recorder<'_> {
         pipeline: &crate::vk::Pipeline,
         push: &P,
         groups: &Groups,
-    ) {
+    ) -> Result<()> {
         match *groups {
             Groups::Direct(n) => self.dispatch(pipeline, push, n),
             Groups::Indirect(buffer, offset) => {
-                self.dispatch_indirect(pipeline, push, buffer, offset)
+                self.dispatch_indirect(pipeline, push, buffer, offset);
+                Ok(())
             }
         }
     }

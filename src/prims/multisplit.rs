@@ -115,7 +115,7 @@ impl Multisplit {
             // Over-launch for device counts: groups past the count return at once.
             Count::Device { max, .. } => max.div_ceil(tile),
         };
-        rec.dispatch(&self.histogram, &push, groups);
+        rec.dispatch(&self.histogram, &push, groups)?;
         rec.barrier_compute_to_compute();
         let counts = Slice::<u32>::new(&self.counts, 0, self.bins as u64 + 1);
         self.scan

@@ -245,7 +245,7 @@ impl RadixSort {
         // tiles beyond the count keep the zeros of a fill so the scan skips over them.
         let tile_stride = count.max().div_ceil(self.tile);
         let table_len = tile_stride * BINS as u32;
-        let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 0);
+        let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 0)?;
         let table = Slice::<u32>::new(&self.table, 0, table_len as u64);
         let offsets = Slice::<u32>::new(&self.offsets, 0, table_len as u64);
         let user = (keys.address(), values.address());
@@ -268,7 +268,7 @@ impl RadixSort {
                 pad: 0,
             };
             rec.begin_stage("radix sort: upsweep");
-            rec.dispatch_groups(&self.upsweep, &upsweep, &groups);
+            rec.dispatch_groups(&self.upsweep, &upsweep, &groups)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
             rec.begin_stage("radix sort: scan");
@@ -289,7 +289,7 @@ impl RadixSort {
                 pad: 0,
             };
             rec.begin_stage("radix sort: scatter");
-            rec.dispatch_groups(&self.scatter, &scatter, &groups);
+            rec.dispatch_groups(&self.scatter, &scatter, &groups)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
         }

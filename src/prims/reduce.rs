@@ -204,8 +204,8 @@ impl Reduce {
             host_count,
             pad: 0,
         };
-        let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 1);
-        rec.dispatch_groups(&self.pipeline, &push, &groups);
+        let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 1)?;
+        rec.dispatch_groups(&self.pipeline, &push, &groups)?;
         Ok(())
     }
 }

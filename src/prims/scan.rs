@@ -106,8 +106,8 @@ impl Scan {
             host_count,
             pad: 0,
         };
-        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 0);
-        rec.dispatch_groups(&self.pipeline, &push, &groups);
+        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 0)?;
+        rec.dispatch_groups(&self.pipeline, &push, &groups)?;
         Ok(())
     }
 }

@@ -230,8 +230,8 @@ impl SegmentedReduce {
             segments,
             pad: 0,
         };
-        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 0);
-        rec.dispatch_groups(&self.pipeline, &push, &groups);
+        let groups = self.indirect.groups_for(rec, 0, &count, TILE, 0)?;
+        rec.dispatch_groups(&self.pipeline, &push, &groups)?;
         Ok(())
     }
 
@@ -266,7 +266,7 @@ impl SegmentedReduce {
             pad: 0,
         };
         rec.barrier_compute_to_compute();
-        rec.dispatch(decode, &push, segments.div_ceil(WORKGROUP_SIZE));
+        rec.dispatch(decode, &push, segments.div_ceil(WORKGROUP_SIZE))?;
         Ok(())
     }
 }

@@ -597,7 +597,7 @@ impl Renderer {
             radiance_address: self.radiance.address(),
             counters_address: counters,
         };
-        rec.dispatch(&self.camera_rays, &push, groups);
+        rec.dispatch(&self.camera_rays, &push, groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
@@ -649,7 +649,7 @@ impl Renderer {
                 spawn: (bounce < bounces) as u32,
             };
             if bounce == 0 {
-                rec.dispatch(&self.shade, &push, groups);
+                rec.dispatch(&self.shade, &push, groups)?;
             } else {
                 let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
                 rec.dispatch_indirect(&self.shade, &push, &self.counters, offset);
@@ -662,7 +662,7 @@ impl Renderer {
                 elements_per_group: WORKGROUP_SIZE,
                 max_groups_per_dim: rec.context().caps().max_workgroup_count,
             };
-            rec.dispatch(&self.close_lists, &push, 1);
+            rec.dispatch(&self.close_lists, &push, 1)?;
             rec.barrier_compute_to_indirect();
             rec.end_stage();
 
@@ -704,7 +704,7 @@ impl Renderer {
             pixels,
             pad: 0,
         };
-        rec.dispatch(&self.resolve, &push, groups);
+        rec.dispatch(&self.resolve, &push, groups)?;
         rec.barrier_compute_to_transfer();
         rec.copy_buffer(&self.image, 0, &output.buffer, 0, image_bytes);
         rec.copy_buffer(

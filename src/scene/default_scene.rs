@@ -185,7 +185,13 @@ impl DefaultScene {
 
     /// Records the vertices and normals of time `time` into `positions` and `normals`
     /// (12 bytes per vertex each).
-    pub fn record(&self, rec: &mut Recorder, positions: &Buffer, normals: &Buffer, time: f32) {
+    pub fn record(
+        &self,
+        rec: &mut Recorder,
+        positions: &Buffer,
+        normals: &Buffer,
+        time: f32,
+    ) -> Result<()> {
         let push = DefaultSurfacePush {
             positions_address: positions.address(),
             normals_address: normals.address(),
@@ -202,8 +208,9 @@ impl DefaultScene {
             &self.pipeline,
             &push,
             self.vertex_count().div_ceil(WORKGROUP_SIZE),
-        );
+        )?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
     }
 }

@@ -31,7 +31,20 @@ pub struct ContextOptions {
     pub device: Option<String>,
     /// Validation layer policy.
     pub validation: Validation,
+    /// Pretend the device allows at most this many workgroups per dispatch dimension (at
+    /// least [`MIN_WORKGROUP_COUNT_OVERRIDE`]). `None` reads `CANOPY_MAX_WORKGROUPS`. Every
+    /// dispatch folds larger grids into 2D and 3D, so a small limit exercises that folding
+    /// at small sizes (the tests run the builders and the renderer under 64).
+    pub max_workgroup_count: Option<u32>,
 }
+
+/// The smallest per-dimension workgroup limit [`ContextOptions::max_workgroup_count`] accepts.
+pub const MIN_WORKGROUP_COUNT_OVERRIDE: u32 = 8;
+
+/// The largest per-dimension workgroup count canopy uses, even where a device allows more:
+/// the guaranteed minimum of `maxComputeWorkGroupCount`, so that every folded grid's
+/// `x * y` stays within 32 bits in the kernels.
+pub const WORKGROUP_COUNT_CEILING: u32 = 65535;
 
 /// An application's Vulkan objects for canopy to record into (the embedding path).
 ///
@@ -75,7 +88,10 @@ pub struct DeviceCaps {
     pub max_shared_memory: u32,
     /// Largest workgroup size in x and invocation count.
     pub max_workgroup_size: u32,
-    /// Largest workgroup count in x.
+    /// Workgroups per dispatch dimension that canopy uses: the smallest of the device's three
+    /// `maxComputeWorkGroupCount` limits, at most [`WORKGROUP_COUNT_CEILING`], lowered by
+    /// [`ContextOptions::max_workgroup_count`]. Larger grids are folded into 2D and 3D
+    /// ([`crate::vk::grid_for`]).
     pub max_workgroup_count: u32,
     /// Largest storage buffer range, bytes.
     pub max_storage_buffer_range: u32,
@@ -284,7 +300,13 @@ fn read_caps(
         max_shared_memory: props.limits.max_compute_shared_memory_size,
         max_workgroup_size: props.limits.max_compute_work_group_size[0]
             .min(props.limits.max_compute_work_group_invocations),
-        max_workgroup_count: props.limits.max_compute_work_group_count[0],
+        max_workgroup_count: props
+            .limits
+            .max_compute_work_group_count
+            .into_iter()
+            .min()
+            .unwrap_or(0)
+            .min(WORKGROUP_COUNT_CEILING),
         max_storage_buffer_range: props.limits.max_storage_buffer_range,
         timestamp_period_ns: props.limits.timestamp_period,
         heaps,
@@ -418,8 +440,20 @@ impl Context {
                 return Err(e);
             }
         };
-        let (caps, _) = read_caps(&instance, physical_device);
+        let (mut caps, _) = read_caps(&instance, physical_device);
         check_caps(&caps)?;
+        let override_limit = match options.max_workgroup_count {
+            Some(limit) => Some(limit),
+            None => workgroup_count_from_env()?,
+        };
+        if let Some(limit) = override_limit {
+            if limit < MIN_WORKGROUP_COUNT_OVERRIDE {
+                return Err(Error::InvalidInput(format!(
+                    "a workgroup limit of {limit} per dimension: at least {MIN_WORKGROUP_COUNT_OVERRIDE}"
+                )));
+            }
+            caps.max_workgroup_count = caps.max_workgroup_count.min(limit);
+        }
         let families =
             unsafe { instance.get_physical_device_queue_family_properties(physical_device) };
         let queue_family = families
@@ -495,6 +529,11 @@ impl Context {
     pub fn from_external(external: ExternalDevice) -> Result<Self> {
         let (mut caps, _) = read_caps(&external.instance, external.physical_device);
         check_caps(&caps)?;
+        if let Some(limit) = workgroup_count_from_env()? {
+            caps.max_workgroup_count = caps
+                .max_workgroup_count
+                .min(limit.max(MIN_WORKGROUP_COUNT_OVERRIDE));
+        }
         // canopy cannot tell which extensions the application enabled.
         caps.acceleration_structure = false;
         Self::finish(Parts {
@@ -589,6 +628,18 @@ impl Context {
     /// The entry points (for applications and tests that call Vulkan directly).
     pub fn entry(&self) -> &ash::Entry {
         &self.shared.entry
+    }
+}
+
+/// `CANOPY_MAX_WORKGROUPS`, when set: a per-dimension workgroup limit below the device's.
+fn workgroup_count_from_env() -> Result<Option<u32>> {
+    match std::env::var("CANOPY_MAX_WORKGROUPS") {
+        Ok(text) if !text.is_empty() => text.parse().map(Some).map_err(|_| {
+            Error::InvalidInput(format!(
+                "CANOPY_MAX_WORKGROUPS={text}: expected a workgroup count per dimension"
+            ))
+        }),
+        _ => Ok(None),
     }
 }
 

@@ -21,6 +21,18 @@ pub enum Error {
         /// The missing feature.
         what: String,
     },
+    /// Work needs more than a limit of the device allows.
+    #[error("the Vulkan device '{device}' allows {allowed} {limit}; this needs {needed}")]
+    DeviceLimit {
+        /// Device name.
+        device: String,
+        /// The limit, in words.
+        limit: &'static str,
+        /// What the device allows.
+        allowed: u64,
+        /// What was needed.
+        needed: u64,
+    },
     /// An allocation did not fit in device memory.
     #[error("out of device memory allocating '{name}' ({bytes} bytes)")]
     OutOfDeviceMemory {

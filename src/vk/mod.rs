@@ -12,7 +12,8 @@ mod recorder;
 pub use ash::vk as raw;
 pub use buffer::{Buffer, MemoryKind};
 pub use context::{
-    Context, ContextOptions, DeviceCaps, ExternalDevice, Validation, list_devices, load_entry,
+    Context, ContextOptions, DeviceCaps, ExternalDevice, MIN_WORKGROUP_COUNT_OVERRIDE, Validation,
+    WORKGROUP_COUNT_CEILING, list_devices, load_entry,
 };
 pub use error::{Error, Result};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};

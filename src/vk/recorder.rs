@@ -12,15 +12,35 @@ use std::time::Duration;
 /// How long a blocking submission may run before canopy reports the GPU as hung.
 pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Splits a workgroup count into a 2D grid that respects the device's per-dimension limit.
-/// Kernels flatten it back with `flat_workgroup_id()` (glsl/common/prelude.glsl) and guard
-/// against the few extra groups the split may add.
-pub fn grid_for(groups: u32, max_per_dim: u32) -> [u32; 3] {
-    if groups <= max_per_dim {
-        [groups, 1, 1]
-    } else {
-        let y = groups.div_ceil(max_per_dim);
-        [groups.div_ceil(y), y, 1]
+/// Folds `groups` workgroups into a grid of at most `max_per_dim` per dimension: `[groups, 1,
+/// 1]` when it fits, else `x = max_per_dim` and as many rows `y` (then layers `z`) as needed.
+/// Kernels flatten it back with `flat_workgroup_id()` (glsl/common/prelude.glsl, the same
+/// folding as `dispatch_grid` in glsl/common/dispatch.glsl) and skip the few groups past the
+/// end. `None` when even a 3D grid cannot hold them. Example: 70,000 groups with a limit of
+/// 65,535 -> `[65535, 2, 1]`; with a limit of 64 -> `[64, 64, 18]`.
+pub fn grid_for(groups: u32, max_per_dim: u32) -> Option<[u32; 3]> {
+    let max = max_per_dim.max(1) as u64;
+    let groups = groups as u64;
+    let x = groups.min(max);
+    if x == 0 {
+        return Some([0, 1, 1]);
+    }
+    let y = groups.div_ceil(x).min(max);
+    let z = groups.div_ceil(x * y);
+    (z <= max).then_some([x as u32, y as u32, z as u32])
+}
+
+impl Context {
+    /// The folded grid of `groups` workgroups on this device ([`grid_for`]), or the device
+    /// limit error naming what needed it.
+    pub fn dispatch_grid(&self, groups: u32) -> Result<[u32; 3]> {
+        let caps = self.caps();
+        grid_for(groups, caps.max_workgroup_count).ok_or_else(|| Error::DeviceLimit {
+            device: caps.name.clone(),
+            limit: "workgroups per dispatch (maxComputeWorkGroupCount cubed)",
+            allowed: (caps.max_workgroup_count as u64).pow(3),
+            needed: groups as u64,
+        })
     }
 }
 
@@ -91,14 +111,21 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Dispatches `groups` workgroups (split into a 2D grid when above the device limit).
-    pub fn dispatch<P: bytemuck::Pod>(&mut self, pipeline: &Pipeline, push: &P, groups: u32) {
+    /// Dispatches `groups` workgroups, folded into a 2D or 3D grid when above the device's
+    /// per-dimension limit; an error when even that cannot hold them.
+    pub fn dispatch<P: bytemuck::Pod>(
+        &mut self,
+        pipeline: &Pipeline,
+        push: &P,
+        groups: u32,
+    ) -> Result<()> {
         if groups == 0 {
-            return;
+            return Ok(());
         }
+        let [x, y, z] = self.ctx.dispatch_grid(groups)?;
         self.bind(pipeline, push);
-        let [x, y, z] = grid_for(groups, self.ctx.caps().max_workgroup_count);
         unsafe { self.device().cmd_dispatch(self.cmd, x, y, z) };
+        Ok(())
     }
 
     /// Dispatches with the `VkDispatchIndirectCommand` at `offset` in `args`, written on the GPU

@@ -7,6 +7,22 @@ use canopy::vk::{Context, ContextOptions, Validation};
 /// A context with the Khronos validation layer required (set `CANOPY_VALIDATION=off` to run
 /// without it where the layer is not installed).
 pub fn context() -> Context {
+    context_with(None)
+}
+
+/// The per-dimension workgroup limit the folding tests pretend: small enough that their
+/// modest sizes need 2D and 3D grids.
+pub const FOLDING_LIMIT: u32 = 64;
+
+/// As [`context`], pretending the device allows at most [`FOLDING_LIMIT`] workgroups per
+/// dispatch dimension, so that every dispatch above it is folded into 2D or 3D.
+pub fn folding_context() -> Context {
+    let ctx = context_with(Some(FOLDING_LIMIT));
+    assert_eq!(ctx.caps().max_workgroup_count, FOLDING_LIMIT);
+    ctx
+}
+
+fn context_with(max_workgroup_count: Option<u32>) -> Context {
     let _ = env_logger::builder().is_test(true).try_init();
     let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
         Ok("off") => Validation::Off,
@@ -15,6 +31,7 @@ pub fn context() -> Context {
     Context::new(&ContextOptions {
         device: None,
         validation,
+        max_workgroup_count,
     })
     .expect("creating a Vulkan context (run tools/setup.sh)")
 }
