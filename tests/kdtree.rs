@@ -151,7 +151,7 @@ fn random_and_real_meshes(builder: Builder) {
         let mesh = random_mesh(&mut rng, n, 3.0, 0.8);
         check(&ctx, &mesh, &[], &format!("random {n}"), builder);
     }
-    let path = common::shared_data("meshes/bunny_small.obj");
+    let path = common::test_data("meshes/bunny_small.obj");
     check(
         &ctx,
         &Mesh::load(&path).unwrap(),
@@ -265,7 +265,7 @@ fn gpu_build_overflow_grows_and_rebuilds() {
 #[test]
 fn gpu_build_sah_close_to_cpu() {
     let ctx = context();
-    let path = common::shared_data("meshes/bunny_small.obj");
+    let path = common::test_data("meshes/bunny_small.obj");
     // The target on real meshes is 15%; a random soup of long triangles, all straddling the
     // large stage's median planes, is the median split's worst case.
     let meshes = [

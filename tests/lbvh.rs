@@ -223,15 +223,17 @@ fn adversarial_meshes() {
     }
 }
 
-fn shared_mesh(name: &str) -> Mesh {
-    Mesh::load(&common::shared_data(&format!("meshes/{name}"))).unwrap()
+fn test_mesh(name: &str) -> Mesh {
+    Mesh::load(&common::test_data(&format!("meshes/{name}"))).unwrap()
 }
 
 #[test]
 fn real_meshes() {
     let ctx = context();
-    for name in ["stanford-bunny.obj", "armadillo_100k.obj"] {
-        let mesh = shared_mesh(name);
+    // A scanned-and-posed character of several parts at different scales, and a CAD part of
+    // flat faces and sharp edges.
+    for name in ["hand_00.obj", "fandisk.obj"] {
+        let mesh = test_mesh(name);
         let stats = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
         let reference = cpu_lbvh::tree_stats(
             &cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, MortonBits::Bits30).nodes,
@@ -273,7 +275,7 @@ fn ray_casting_matches_brute_force() {
         let mesh = random_mesh(&mut rng, n, 3.0, 0.8);
         check_hits(&ctx, &mesh, bits, 3000, &format!("random {n}"));
     }
-    let bunny = shared_mesh("bunny_small.obj");
+    let bunny = test_mesh("bunny_small.obj");
     check_hits(&ctx, &bunny, MortonBits::Bits30, 2000, "bunny_small");
 }
 

@@ -1,23 +1,16 @@
-//! The mesh loaders (OBJ, PLY, glTF) on the shared test models, whose triangle counts are listed
-//! in `shared/data/README.md`, and on small files written here to reach every format feature
-//! and every error. Error tests check that the message names the file and the line or element.
-//! The `Mesh` helpers (validation, bounds, normals, append, transform) are tested last.
+//! The mesh loaders (OBJ, PLY, glTF) on the real models in `tests/data`, whose triangle counts
+//! and sources are listed in `tests/data/README.md`, and on small files written here to reach
+//! every format feature and every error. Error tests check that the message names the file and
+//! the line or element. The `Mesh` helpers (validation, bounds, normals, append, transform) are
+//! tested last.
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
 use canopy::scene::{Mesh, SceneError};
+use common::test_data;
 use glam::{Mat4, Quat, Vec3};
-
-/// `relative` under the shared test data, which lives beside the crate as `../shared/data`.
-fn shared_data(relative: &str) -> PathBuf {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
-    assert!(
-        data.is_dir(),
-        "test data not found at {}: the shared data must be checked out beside the crate",
-        data.display()
-    );
-    data.join(relative)
-}
 
 /// A file in the temporary directory, removed when dropped.
 struct TempFile(PathBuf);
@@ -75,48 +68,31 @@ fn check_model(file: &str, mesh: &Mesh, triangles: usize, normals: bool, extent:
     );
 }
 
-// ---- the shared models ----
+// ---- the real models ----
 
 #[test]
-fn every_shared_mesh_has_the_readme_triangle_count() {
+fn every_test_mesh_has_the_readme_triangle_count() {
     // (file, triangles as in the README, normals in the file, extent of the bounds)
-    let models: [(&str, usize, bool, [f32; 3]); 11] = [
-        (
-            "armadillo_100k.obj",
-            99_976,
-            false,
-            [127.01, 151.31, 115.41],
-        ),
-        ("beast.obj", 64_618, false, [273.78, 252.20, 116.53]),
+    let models: [(&str, usize, bool, [f32; 3]); 5] = [
         ("bunny_small.obj", 3_674, false, [9.907, 9.658, 7.540]),
         ("fandisk.obj", 12_946, false, [4.828, 5.245, 2.680]),
         // Its `fo` faces (Poser centre-of-mass markers) are not counted: see `obsolete_fo_*`.
         ("hand_00.obj", 15_855, true, [0.8151, 0.6426, 0.4284]),
-        ("horse.ply", 96_966, true, [0.0840, 0.1833, 0.1528]),
-        // Triangle strips with restarts, and no degenerate joins.
-        ("igea.ply", 268_686, false, [0.0691, 0.0993, 0.0991]),
         ("spot.obj", 5_856, false, [0.9431, 1.6904, 1.7179]),
-        (
-            "stanford-bunny.obj",
-            69_451,
-            false,
-            [0.1557, 0.1543, 0.1207],
-        ),
         ("suzanne.obj", 968, true, [2.734, 1.969, 1.703]),
-        ("teapot.obj", 6_320, false, [6.434, 3.150, 4.0]),
     ];
     let mut listed: Vec<&str> = models.iter().map(|m| m.0).collect();
     listed.sort();
-    let mut present: Vec<String> = std::fs::read_dir(shared_data("meshes"))
-        .expect("list shared/data/meshes")
+    let mut present: Vec<String> = std::fs::read_dir(test_data("meshes"))
+        .expect("list tests/data/meshes")
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     present.sort();
-    assert_eq!(present, listed, "every shared mesh is checked");
+    assert_eq!(present, listed, "every test mesh is checked");
 
     for (file, triangles, normals, extent) in models {
         let mesh =
-            Mesh::load(&shared_data(&format!("meshes/{file}"))).unwrap_or_else(|e| panic!("{e}"));
+            Mesh::load(&test_data(&format!("meshes/{file}"))).unwrap_or_else(|e| panic!("{e}"));
         check_model(file, &mesh, triangles, normals, extent);
     }
 }
@@ -125,7 +101,7 @@ fn every_shared_mesh_has_the_readme_triangle_count() {
 fn obsolete_fo_faces_are_skipped() {
     // hand_00.obj also holds 720 `fo` polygons (1,280 triangles) for two marker objects; the
     // README counts only its `f` faces, and so does the reader.
-    let path = shared_data("meshes/hand_00.obj");
+    let path = test_data("meshes/hand_00.obj");
     let text = std::fs::read_to_string(&path).unwrap();
     let fo = text.lines().filter(|l| l.starts_with("fo ")).count();
     assert_eq!(fo, 720);
@@ -134,10 +110,9 @@ fn obsolete_fo_faces_are_skipped() {
 }
 
 #[test]
-fn every_shared_gltf_loads_as_a_static_mesh() {
-    // (file, triangles, normals, extent): all four are skinned and read in their bind pose.
-    let models: [(&str, usize, bool, [f32; 3]); 4] = [
-        ("BrainStem.glb", 61_666, true, [2.4147, 1.8349, 0.5971]),
+fn every_test_gltf_loads_as_a_static_mesh() {
+    // (file, triangles, normals, extent): all three are skinned and read in their bind pose.
+    let models: [(&str, usize, bool, [f32; 3]); 3] = [
         // Its root node turns Z-up into Y-up: the man stands 1.51 along y.
         ("CesiumMan.glb", 4_672, true, [1.1383, 1.5066, 0.3120]),
         ("Fox.glb", 576, false, [25.185, 79.029, 154.72]),
@@ -145,7 +120,7 @@ fn every_shared_gltf_loads_as_a_static_mesh() {
     ];
     for (file, triangles, normals, extent) in models {
         let mesh =
-            Mesh::load(&shared_data(&format!("gltf/{file}"))).unwrap_or_else(|e| panic!("{e}"));
+            Mesh::load(&test_data(&format!("gltf/{file}"))).unwrap_or_else(|e| panic!("{e}"));
         check_model(file, &mesh, triangles, normals, extent);
         assert!(
             mesh.normals
@@ -158,12 +133,12 @@ fn every_shared_gltf_loads_as_a_static_mesh() {
 
 #[test]
 fn a_point_cloud_has_no_triangles() {
-    let path = shared_data("points/bun000.ply");
+    let path = test_data("points/bun090.ply");
     let error = Mesh::load(&path).unwrap_err();
     assert!(matches!(error, SceneError::Empty { .. }), "{error}");
-    assert!(error.to_string().contains("bun000.ply"), "{error}");
+    assert!(error.to_string().contains("bun090.ply"), "{error}");
     let points = canopy::scene::ply::load(&path).unwrap();
-    assert!(points.vertex_count() > 40_000);
+    assert_eq!(points.vertex_count(), 30_379);
 }
 
 // ---- OBJ ----

@@ -114,10 +114,10 @@ fn random_points_with_duplicates() {
 #[test]
 fn range_scan() {
     let ctx = context();
-    let path = common::shared_data("points/bun000.ply");
+    let path = common::test_data("points/bun090.ply");
     let points = Mesh::load_points(&path).unwrap();
     assert!(points.len() > 30_000);
-    check(&ctx, &points, MortonBits::Bits30, "bun000");
+    check(&ctx, &points, MortonBits::Bits30, "bun090");
 }
 
 /// Under a pretended limit of 64 workgroups per dimension, the octree's per-point and

@@ -334,14 +334,15 @@ pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
     (cubes, rays)
 }
 
-/// A file of the shared test data (`../shared/data` beside the checkout).
-pub fn shared_data(relative: &str) -> std::path::PathBuf {
+/// A file of the test data in the repository (`tests/data`; its README names each file's
+/// source and licence).
+pub fn test_data(relative: &str) -> std::path::PathBuf {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
+        .join("tests/data")
         .join(relative);
     assert!(
         path.exists(),
-        "{} is missing: the shared data sits beside the checkout",
+        "{} is missing from tests/data",
         path.display()
     );
     path
