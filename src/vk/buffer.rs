@@ -31,6 +31,8 @@ pub struct Buffer {
     size: u64,
     address: u64,
     name: String,
+    /// Counted in [`Context::device_memory`].
+    device_local: bool,
 }
 
 impl Buffer {
@@ -70,6 +72,9 @@ impl Drop for Buffer {
     fn drop(&mut self) {
         if let Some(allocation) = self.allocation.take() {
             let _ = self.shared.allocator.lock().unwrap().free(allocation);
+            if self.device_local {
+                self.shared.device_memory.release(self.size);
+            }
         }
         unsafe { self.shared.device.destroy_buffer(self.raw, None) };
     }
@@ -180,6 +185,9 @@ impl Context {
                 .device
                 .get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(raw))
         };
+        if device_local {
+            shared.device_memory.acquire(size);
+        }
         Ok(Buffer {
             shared: shared.clone(),
             raw,
@@ -187,6 +195,7 @@ impl Context {
             size,
             address,
             name: name.into(),
+            device_local,
         })
     }
 

@@ -7,6 +7,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use std::ffi::{CStr, c_void};
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -103,11 +104,40 @@ pub struct DeviceCaps {
     pub device_local_bytes: u64,
     /// Whether 32-bit float atomic add on buffers is available.
     pub float_atomic_add: bool,
-    /// Whether `VK_KHR_acceleration_structure` (with `VK_KHR_deferred_host_operations` and the
-    /// `accelerationStructure` feature) is enabled, so that the driver's own BVH builder can
+    /// Whether `VK_KHR_acceleration_structure` (with `VK_KHR_deferred_host_operations`, the
+    /// `accelerationStructure` feature, and the `rayQuery` or else the `rayTracingPipeline`
+    /// feature that using the driver's builder requires) is enabled, so that the driver's own BVH builder can
     /// run on canopy's buffers (see [`crate::accel::native`]). Headless contexts enable it
     /// where the device supports it; on an application's device it is `false`.
     pub acceleration_structure: bool,
+}
+
+/// Bytes of device-local buffers alive now, and the most alive at once since the last reset.
+#[derive(Default)]
+pub(crate) struct MemoryGauge {
+    live: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl MemoryGauge {
+    pub fn acquire(&self, bytes: u64) {
+        let live = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(live, Ordering::Relaxed);
+    }
+
+    pub fn release(&self, bytes: u64) {
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+}
+
+/// Device memory held in canopy's buffers (requested sizes of device-local buffers; the
+/// allocator's rounding and blocks are not counted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceMemory {
+    /// Bytes alive now.
+    pub live: u64,
+    /// The most bytes alive at once since the context was made or [`Context::reset_peak_memory`].
+    pub peak: u64,
 }
 
 /// Validation messages collected by the debug messenger.
@@ -127,6 +157,7 @@ pub(crate) struct Shared {
     pub allocator: ManuallyDrop<Mutex<Allocator>>,
     pub pipelines: PipelineCache,
     pub command_pool: Mutex<vk::CommandPool>,
+    pub device_memory: MemoryGauge,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     validation_log: Option<*mut Arc<ValidationLog>>,
     log_handle: Arc<ValidationLog>,
@@ -218,13 +249,24 @@ pub fn list_devices() -> Result<Vec<(String, vk::PhysicalDeviceType)>> {
     result
 }
 
-fn read_caps(
-    instance: &ash::Instance,
-    pd: vk::PhysicalDevice,
-) -> (
-    DeviceCaps,
-    vk::PhysicalDeviceSubgroupSizeControlFeatures<'static>,
-) {
+/// The ray-traversal feature enabled beside `VK_KHR_acceleration_structure`: the driver's
+/// builder may only be used when one of them is enabled (VUID-...-rayTracingPipeline-03617).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RayFeature {
+    RayQuery,
+    RayTracingPipeline,
+}
+
+impl RayFeature {
+    fn extension(self) -> &'static CStr {
+        match self {
+            RayFeature::RayQuery => ash::khr::ray_query::NAME,
+            RayFeature::RayTracingPipeline => ash::khr::ray_tracing_pipeline::NAME,
+        }
+    }
+}
+
+fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, Option<RayFeature>) {
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
@@ -256,15 +298,31 @@ fn read_caps(
     let mut sc_features = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
     let mut float_atomics = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
     let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default();
+    let mut query_features = vk::PhysicalDeviceRayQueryFeaturesKHR::default();
+    let mut pipeline_features = vk::PhysicalDeviceRayTracingPipelineFeaturesKHR::default();
     let mut f2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut sc_features)
         .push_next(&mut float_atomics);
     if as_extensions {
         f2 = f2.push_next(&mut as_features);
+        if has_extension(RayFeature::RayQuery.extension()) {
+            f2 = f2.push_next(&mut query_features);
+        }
+        if has_extension(RayFeature::RayTracingPipeline.extension()) {
+            f2 = f2.push_next(&mut pipeline_features);
+        }
     }
     unsafe { instance.get_physical_device_features2(pd, &mut f2) };
     let float_atomic_add = float_atomics.shader_buffer_float32_atomic_add == vk::TRUE;
-    let acceleration_structure = as_extensions && as_features.acceleration_structure == vk::TRUE;
+    let ray_feature = if query_features.ray_query == vk::TRUE {
+        Some(RayFeature::RayQuery)
+    } else if pipeline_features.ray_tracing_pipeline == vk::TRUE {
+        Some(RayFeature::RayTracingPipeline)
+    } else {
+        None
+    };
+    let acceleration_structure =
+        as_extensions && as_features.acceleration_structure == vk::TRUE && ray_feature.is_some();
     let sc = vk::PhysicalDeviceSubgroupSizeControlFeatures {
         subgroup_size_control: sc_features.subgroup_size_control,
         compute_full_subgroups: sc_features.compute_full_subgroups,
@@ -314,7 +372,7 @@ fn read_caps(
         float_atomic_add,
         acceleration_structure,
     };
-    (caps, sc)
+    (caps, ray_feature)
 }
 
 /// The device extensions behind [`DeviceCaps::acceleration_structure`].
@@ -440,7 +498,7 @@ impl Context {
                 return Err(e);
             }
         };
-        let (mut caps, _) = read_caps(&instance, physical_device);
+        let (mut caps, ray_feature) = read_caps(&instance, physical_device);
         check_caps(&caps)?;
         let override_limit = match options.max_workgroup_count {
             Some(limit) => Some(limit),
@@ -483,13 +541,18 @@ impl Context {
             .shader_buffer_float32_atomic_add(caps.float_atomic_add);
         let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default()
             .acceleration_structure(true);
+        let mut query_features = vk::PhysicalDeviceRayQueryFeaturesKHR::default().ray_query(true);
+        let mut pipeline_features =
+            vk::PhysicalDeviceRayTracingPipelineFeaturesKHR::default().ray_tracing_pipeline(true);
         let features = vk::PhysicalDeviceFeatures::default().shader_int64(true);
         let mut device_extensions = Vec::new();
         if caps.float_atomic_add {
             device_extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
         }
-        if caps.acceleration_structure {
+        let ray_feature = ray_feature.filter(|_| caps.acceleration_structure);
+        if let Some(feature) = ray_feature {
             device_extensions.extend(ACCELERATION_STRUCTURE_EXTENSIONS.map(CStr::as_ptr));
+            device_extensions.push(feature.extension().as_ptr());
         }
         let mut device_info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
@@ -500,8 +563,12 @@ impl Context {
         if caps.float_atomic_add {
             device_info = device_info.push_next(&mut float_atomics);
         }
-        if caps.acceleration_structure {
+        if let Some(feature) = ray_feature {
             device_info = device_info.push_next(&mut as_features);
+            device_info = match feature {
+                RayFeature::RayQuery => device_info.push_next(&mut query_features),
+                RayFeature::RayTracingPipeline => device_info.push_next(&mut pipeline_features),
+            };
         }
         let device = unsafe { instance.create_device(physical_device, &device_info, None) }
             .map_err(|e| Error::MissingFeature {
@@ -587,12 +654,30 @@ impl Context {
                 allocator: ManuallyDrop::new(Mutex::new(allocator)),
                 pipelines,
                 command_pool: Mutex::new(command_pool),
+                device_memory: MemoryGauge::default(),
                 debug: parts.debug,
                 validation_log: parts.validation_log,
                 log_handle: parts.log_handle,
                 owned: parts.owned,
             }),
         })
+    }
+
+    /// Device-local memory in canopy's buffers now and at its peak.
+    pub fn device_memory(&self) -> DeviceMemory {
+        let gauge = &self.shared.device_memory;
+        DeviceMemory {
+            live: gauge.live.load(Ordering::Relaxed),
+            peak: gauge.peak.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Starts a new peak at the memory alive now (to measure the peak of one piece of work).
+    pub fn reset_peak_memory(&self) {
+        let gauge = &self.shared.device_memory;
+        gauge
+            .peak
+            .store(gauge.live.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Device capabilities.

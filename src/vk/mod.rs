@@ -3,6 +3,7 @@
 //! dispatch, and GPU timestamps.
 
 mod buffer;
+mod census;
 mod context;
 mod error;
 mod pipeline;
@@ -11,11 +12,12 @@ mod recorder;
 
 pub use ash::vk as raw;
 pub use buffer::{Buffer, MemoryKind};
+pub use census::{WorkCensus, WorkCounts};
 pub use context::{
-    Context, ContextOptions, DeviceCaps, ExternalDevice, MIN_WORKGROUP_COUNT_OVERRIDE, Validation,
-    WORKGROUP_COUNT_CEILING, list_devices, load_entry,
+    Context, ContextOptions, DeviceCaps, DeviceMemory, ExternalDevice,
+    MIN_WORKGROUP_COUNT_OVERRIDE, Validation, WORKGROUP_COUNT_CEILING, list_devices, load_entry,
 };
 pub use error::{Error, Result};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};
 pub use profiler::Profiler;
-pub use recorder::{Recorder, SUBMIT_TIMEOUT, Submission, grid_for};
+pub use recorder::{Instruments, Recorder, SUBMIT_TIMEOUT, Submission, grid_for};

@@ -2,6 +2,7 @@
 //! timestamp stages, and blocking submission for canopy's own device.
 
 use super::buffer::Buffer;
+use super::census::WorkCensus;
 use super::context::Context;
 use super::error::{Error, Result, VkContext};
 use super::pipeline::{PUSH_CONSTANT_BYTES, Pipeline};
@@ -44,21 +45,27 @@ impl Context {
     }
 }
 
+/// What a recording is observed with: stage timestamps, work counters, or neither.
+#[derive(Default)]
+pub struct Instruments<'a> {
+    /// Writes stage timestamps (reset when recording starts).
+    pub profiler: Option<&'a mut Profiler>,
+    /// Counts dispatches, dispatches that did work and barriers (reset when recording starts).
+    pub census: Option<&'a mut WorkCensus>,
+}
+
 /// Records canopy's work into a command buffer: canopy's own, or one an application passes.
 pub struct Recorder<'a> {
     ctx: &'a Context,
     cmd: vk::CommandBuffer,
     profiler: Option<&'a mut Profiler>,
+    census: Option<&'a mut WorkCensus>,
 }
 
 impl<'a> Recorder<'a> {
     /// Records into `cmd`, a command buffer in the recording state (the embedding path).
     pub fn new(ctx: &'a Context, cmd: vk::CommandBuffer) -> Self {
-        Self {
-            ctx,
-            cmd,
-            profiler: None,
-        }
+        Self::instrumented(ctx, cmd, Instruments::default())
     }
 
     /// Records into `cmd` and writes stage timestamps into `profiler` (reset here).
@@ -67,11 +74,37 @@ impl<'a> Recorder<'a> {
         cmd: vk::CommandBuffer,
         profiler: &'a mut Profiler,
     ) -> Self {
-        profiler.reset(ctx, cmd);
+        Self::instrumented(
+            ctx,
+            cmd,
+            Instruments {
+                profiler: Some(profiler),
+                census: None,
+            },
+        )
+    }
+
+    /// Records into `cmd` observed by `instruments` (each reset here).
+    pub fn instrumented(
+        ctx: &'a Context,
+        cmd: vk::CommandBuffer,
+        instruments: Instruments<'a>,
+    ) -> Self {
+        let Instruments {
+            mut profiler,
+            mut census,
+        } = instruments;
+        if let Some(p) = profiler.as_deref_mut() {
+            p.reset(ctx, cmd);
+        }
+        if let Some(c) = census.as_deref_mut() {
+            c.reset();
+        }
         Self {
             ctx,
             cmd,
-            profiler: Some(profiler),
+            profiler,
+            census,
         }
     }
 
@@ -125,6 +158,9 @@ impl<'a> Recorder<'a> {
         let [x, y, z] = self.ctx.dispatch_grid(groups)?;
         self.bind(pipeline, push);
         unsafe { self.device().cmd_dispatch(self.cmd, x, y, z) };
+        if let Some(census) = self.census.as_deref_mut() {
+            census.count_dispatch();
+        }
         Ok(())
     }
 
@@ -142,6 +178,51 @@ impl<'a> Recorder<'a> {
             self.device()
                 .cmd_dispatch_indirect(self.cmd, args.raw(), offset)
         };
+        self.save_indirect_args(args, offset);
+    }
+
+    /// With a census: copies the arguments an indirect dispatch read to host memory, after the
+    /// compute writes that produced them and before any later write to them.
+    fn save_indirect_args(&mut self, args: &Buffer, offset: u64) {
+        let Some(census) = self.census.as_deref_mut() else {
+            return;
+        };
+        let Some((saved, saved_offset)) = census.count_indirect() else {
+            return;
+        };
+        let (saved, cmd, device) = (saved.raw(), self.cmd, &self.ctx.shared.device);
+        let barrier = |src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+                       dst: (vk::PipelineStageFlags2, vk::AccessFlags2)| {
+            let barrier = [vk::MemoryBarrier2::default()
+                .src_stage_mask(src.0)
+                .src_access_mask(src.1)
+                .dst_stage_mask(dst.0)
+                .dst_access_mask(dst.1)];
+            let info = vk::DependencyInfo::default().memory_barriers(&barrier);
+            unsafe { device.cmd_pipeline_barrier2(cmd, &info) };
+        };
+        barrier(
+            Self::COMPUTE_WRITE,
+            (
+                vk::PipelineStageFlags2::ALL_TRANSFER,
+                vk::AccessFlags2::TRANSFER_READ,
+            ),
+        );
+        let region = [vk::BufferCopy::default()
+            .src_offset(offset)
+            .dst_offset(saved_offset)
+            .size(12)];
+        unsafe { device.cmd_copy_buffer(cmd, args.raw(), saved, &region) };
+        barrier(
+            (
+                vk::PipelineStageFlags2::ALL_TRANSFER,
+                vk::AccessFlags2::TRANSFER_READ,
+            ),
+            (
+                vk::PipelineStageFlags2::COMPUTE_SHADER | vk::PipelineStageFlags2::ALL_TRANSFER,
+                vk::AccessFlags2::SHADER_STORAGE_WRITE | vk::AccessFlags2::TRANSFER_WRITE,
+            ),
+        );
     }
 
     fn memory_barrier(
@@ -156,6 +237,9 @@ impl<'a> Recorder<'a> {
             .dst_access_mask(dst.1)];
         let info = vk::DependencyInfo::default().memory_barriers(&barrier);
         unsafe { self.device().cmd_pipeline_barrier2(self.cmd, &info) };
+        if let Some(census) = self.census.as_deref_mut() {
+            census.count_barrier();
+        }
     }
 
     const COMPUTE_WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
@@ -331,6 +415,21 @@ impl Context {
         profiler: Option<&mut Profiler>,
         record: impl FnOnce(&mut Recorder) -> Result<()>,
     ) -> Result<Submission> {
+        self.submit_instrumented(
+            Instruments {
+                profiler,
+                census: None,
+            },
+            record,
+        )
+    }
+
+    /// As [`Context::submit`], observed by `instruments` (stage timestamps, work counters).
+    pub fn submit_instrumented(
+        &self,
+        instruments: Instruments,
+        record: impl FnOnce(&mut Recorder) -> Result<()>,
+    ) -> Result<Submission> {
         let device = &self.shared.device;
         let pool = self.shared.command_pool.lock().unwrap();
         let cmd = unsafe {
@@ -352,10 +451,7 @@ impl Context {
             )
         }
         .call("vkBeginCommandBuffer")?;
-        let mut rec = match profiler {
-            Some(p) => Recorder::with_profiler(self, cmd, p),
-            None => Recorder::new(self, cmd),
-        };
+        let mut rec = Recorder::instrumented(self, cmd, instruments);
         let recorded = record(&mut rec);
         unsafe { device.end_command_buffer(cmd) }.call("vkEndCommandBuffer")?;
         let submitted = recorded.and_then(|()| {
