@@ -191,7 +191,7 @@ uint reserve_dispatched(BuildRefs b, uint64_t counter_address, uint64_t grid_add
                         uint capacity, uint bit) {
     uint first = reserve(b, counter_address, count, capacity, bit);
     if (first != NO_PARENT) {
-        grow_grid(grid_address, first + count, b.max_groups_per_dim);
+        grow_grid(grid_address, first, first + count, b.max_groups_per_dim);
     }
     return first;
 }
