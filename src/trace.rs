@@ -6,7 +6,9 @@
 //!
 //! [`Tracer::record_counted`] runs the same traversal and also writes each ray's
 //! [`RayWork`]: nodes visited and primitives tested, counts that need no GPU to be compared
-//! and that [`TraversalWork`] summarises per batch. It is a specialization of the same kernels (`COUNT_WORK`): the fast
+//! (the CPU references [`crate::cpu::raycast::trace_bvh`] and
+//! [`crate::cpu::kdtree::trace_kdtree`] count the same way) and that [`TraversalWork`]
+//! summarises per batch. It is a specialization of the same kernels (`COUNT_WORK`): the fast
 //! path that [`Tracer::record`] runs does no counting.
 
 use crate::accel::bvh::Bvh;
