@@ -334,8 +334,21 @@ fn folded_grids_build_and_trace_like_the_cpu() {
     let rays = random_rays(&mut rng, &small, 270_000);
     let plain = context();
     for query in [Query::Closest, Query::Any] {
-        let expected = trace(&plain, &build(&plain, &small, MortonBits::Bits30).bvh, &rays, query);
-        let got = trace(&folded, &build(&folded, &small, MortonBits::Bits30).bvh, &rays, query);
-        assert!(got == expected, "{query:?}: folded and unfolded hits differ");
+        let expected = trace(
+            &plain,
+            &build(&plain, &small, MortonBits::Bits30).bvh,
+            &rays,
+            query,
+        );
+        let got = trace(
+            &folded,
+            &build(&folded, &small, MortonBits::Bits30).bvh,
+            &rays,
+            query,
+        );
+        assert!(
+            got == expected,
+            "{query:?}: folded and unfolded hits differ"
+        );
     }
 }
