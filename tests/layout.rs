@@ -570,26 +570,36 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::KDTREE_LARGE_SPLIT,
             name: "LevelCounters",
-            shape: &["u32", "u32", "u32", "u32", "vec4<u32>", "vec4<u32>"],
+            shape: &[
+                "u32",
+                "u32",
+                "u32",
+                "u32",
+                "vec4<u32>",
+                "vec4<u32>",
+                "[u32; 20]",
+            ],
             rust: rust_layout!(KdLevelCounters {
                 node_count,
                 chunk_count,
                 records,
                 pad,
                 node_grid,
-                chunk_grid
+                chunk_grid,
+                line_pad
             }),
-            offsets: &[0, 4, 8, 12, 16, 32],
+            offsets: &[0, 4, 8, 12, 16, 32, 48],
         },
         SharedStruct {
             kernel: shaders::KDTREE_SMALL_SPLIT,
             name: "SmallLevelCounters",
-            shape: &["u32", "vec3<u32>"],
+            shape: &["u32", "vec3<u32>", "[u32; 28]"],
             rust: rust_layout!(KdSmallLevelCounters {
                 node_count,
-                node_grid
+                node_grid,
+                line_pad
             }),
-            offsets: &[0, 4],
+            offsets: &[0, 4, 16],
         },
         SharedStruct {
             kernel: shaders::KDTREE_LEAF_COUNTS,

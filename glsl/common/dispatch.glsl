@@ -41,9 +41,13 @@ const uint GRID_STEP = 32u;
 // nothing ({64, 1, 1} either way); [63, 66) raises x to 96; [65500, 65510) raises x to 65,535 and y to 2. So
 // the contended atomics of a list are one add per reservation and one max per step.
 void grow_grid(uint64_t grid_address, uint first, uint end, uint max_per_dim) {
-    uint step = GRID_STEP - 1u;
-    uvec3 before = fold_grid((first + step) / GRID_STEP * GRID_STEP, max_per_dim);
-    uvec3 after = fold_grid((end + step) / GRID_STEP * GRID_STEP, max_per_dim);
+    uint steps_before = (first + GRID_STEP - 1u) / GRID_STEP;
+    uint steps_after = (end + GRID_STEP - 1u) / GRID_STEP;
+    if (steps_after == steps_before) {
+        return; // the common case: no division, no atomic
+    }
+    uvec3 before = fold_grid(steps_before * GRID_STEP, max_per_dim);
+    uvec3 after = fold_grid(steps_after * GRID_STEP, max_per_dim);
     U32s args = U32s(grid_address);
     [[unroll]] for (uint d = 0; d < 3; ++d) {
         if (after[d] != before[d]) {

@@ -285,6 +285,8 @@ pub struct KdLevelCounters {
     pub node_grid: [u32; 4],
     /// `VkDispatchIndirectCommand` over the chunks (and one unused word).
     pub chunk_grid: [u32; 4],
+    /// Padding to one 128-byte cache line per level.
+    pub line_pad: [u32; 20],
 }
 
 /// The counters of one small level (`SmallLevelCounters` in `glsl/common/kdbuild.glsl`).
@@ -295,6 +297,9 @@ pub struct KdSmallLevelCounters {
     pub node_count: u32,
     /// `VkDispatchIndirectCommand` over them.
     pub node_grid: [u32; 3],
+    /// Padding to one 128-byte cache line per level: a level's kernels read its count while
+    /// appending to the next level's with atomics.
+    pub line_pad: [u32; 28],
 }
 
 /// Where the build's lists live and its parameters (`BuildRefs` in
@@ -514,8 +519,8 @@ impl KdTreeBuilder {
             ..Default::default()
         };
         let small_reset = KdSmallLevelCounters {
-            node_count: 0,
             node_grid: [0, 1, 1],
+            ..Default::default()
         };
         let mut reset: Vec<u8> = vec![0; STATUS_BYTES as usize];
         for _ in 0..COUNTER_LEVELS {
