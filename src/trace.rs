@@ -3,13 +3,20 @@
 //! `glsl/trace/trace_kdtree.comp` run one invocation per ray with a per-ray stack and the
 //! watertight ray/triangle test; closest-hit queries return the nearest hit, any-hit
 //! (occlusion) queries stop at the first.
+//!
+//! [`Tracer::record_counted`] runs the same traversal and also writes each ray's
+//! [`RayWork`]: nodes visited and primitives tested, counts that need no GPU to be compared
+//! (the CPU references [`crate::cpu::raycast::trace_bvh`] and
+//! [`crate::cpu::kdtree::trace_kdtree`] count the same way) and that [`TraversalWork`]
+//! summarises per batch. It is a specialization of the same kernels (`COUNT_WORK`): the fast
+//! path that [`Tracer::record`] runs does no counting.
 
 use crate::accel::bvh::Bvh;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::prims::indirect::IndirectArgs;
 use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
 use crate::shaders;
-use crate::vk::{Context, Pipeline, Recorder, Result};
+use crate::vk::{Context, Kernel, Pipeline, Recorder, Result};
 use std::sync::Arc;
 
 /// The triangle id of a [`Hit`] that hit nothing.
@@ -45,6 +52,66 @@ pub struct Hit {
     pub v: f32,
 }
 
+/// The work of one ray's traversal, as the counting kernels write it (`RayWork` in
+/// `glsl/common/ray.glsl`). 8 bytes.
+///
+/// - Through a BVH, `nodes_visited` counts the internal nodes whose two child boxes were
+///   tested: the root (always, when the tree has primitives) and each inner child entered
+///   from its parent or popped from the stack; `primitives_tested` counts the leaves whose box
+///   was entered, one ray/triangle test each.
+/// - Through a kd-tree, `nodes_visited` counts the nodes the traversal reads, internal and
+///   leaf (0 for a ray that misses the scene box); `primitives_tested` counts the
+///   ray/triangle tests run in the leaves reached, a triangle in two of them counted twice.
+///
+/// An any-hit query walks as a closest-hit one until its first hit and stops there, so it
+/// counts no more than the closest-hit query, and the same for a ray that hits nothing.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RayWork {
+    /// Nodes visited.
+    pub nodes_visited: u32,
+    /// Ray/triangle tests run.
+    pub primitives_tested: u32,
+}
+
+/// The work of a batch of rays: the mean and largest [`RayWork`] counts per ray, stable
+/// across devices, so a change to a builder or to traversal can be judged without timing it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TraversalWork {
+    /// Rays counted.
+    pub rays: usize,
+    /// Mean nodes visited per ray (0 without rays).
+    pub mean_nodes: f64,
+    /// Most nodes visited by one ray.
+    pub max_nodes: u32,
+    /// Mean ray/triangle tests per ray (0 without rays).
+    pub mean_primitives: f64,
+    /// Most ray/triangle tests of one ray.
+    pub max_primitives: u32,
+}
+
+impl TraversalWork {
+    /// The summary of per-ray counts, as [`Tracer::record_counted`] writes them.
+    pub fn from_counts(counts: &[RayWork]) -> Self {
+        let (mut nodes, mut primitives) = (0u64, 0u64);
+        let mut work = Self {
+            rays: counts.len(),
+            ..Self::default()
+        };
+        for c in counts {
+            nodes += u64::from(c.nodes_visited);
+            primitives += u64::from(c.primitives_tested);
+            work.max_nodes = work.max_nodes.max(c.nodes_visited);
+            work.max_primitives = work.max_primitives.max(c.primitives_tested);
+        }
+        if !counts.is_empty() {
+            work.mean_nodes = nodes as f64 / counts.len() as f64;
+            work.mean_primitives = primitives as f64 / counts.len() as f64;
+        }
+        work
+    }
+}
+
 /// What a query asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Query {
@@ -72,6 +139,8 @@ pub struct TracePush {
     pub host_count: u32,
     /// Primitives in the tree.
     pub primitive_count: u32,
+    /// [`RayWork`] written per ray by the counting kernel, 0 otherwise.
+    pub work_address: u64,
 }
 
 /// Push constants of `trace_kdtree.comp`.
@@ -98,6 +167,8 @@ pub struct TraceKdPush {
     pub host_count: u32,
     /// Padding.
     pub pad: u32,
+    /// [`RayWork`] written per ray by the counting kernel, 0 otherwise.
+    pub work_address: u64,
 }
 
 /// What rays are traced against.
@@ -122,6 +193,9 @@ impl<'a> From<&'a Bvh> for Structure<'a> {
     }
 }
 
+/// The tracing kernels, per structure (BVH, kd-tree).
+const KERNELS: [&Kernel; 2] = [&shaders::TRACE_TRACE_BVH, &shaders::TRACE_TRACE_KDTREE];
+
 /// Traces batches of rays against BVHs and kd-trees.
 pub struct Tracer {
     /// Per structure (BVH, kd-tree), the closest-hit and any-hit pipelines.
@@ -130,7 +204,8 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    /// The tracing kernels for `ctx`'s device.
+    /// The tracing kernels for `ctx`'s device. The counting kernels of
+    /// [`Self::record_counted`] are made on its first use.
     pub fn new(ctx: &Context) -> Result<Self> {
         let both = |kernel| -> Result<[Arc<Pipeline>; 2]> {
             Ok([
@@ -139,10 +214,7 @@ impl Tracer {
             ])
         };
         Ok(Self {
-            pipelines: [
-                both(&shaders::TRACE_TRACE_BVH)?,
-                both(&shaders::TRACE_TRACE_KDTREE)?,
-            ],
+            pipelines: [both(KERNELS[0])?, both(KERNELS[1])?],
             indirect: IndirectArgs::new(ctx, "trace", 1)?,
         })
     }
@@ -160,15 +232,74 @@ impl Tracer {
         hits: Slice<Hit>,
         count: Count,
     ) -> Result<()> {
+        self.record_trace(rec, structure.into(), query, rays, hits, None, count)
+    }
+
+    /// [`Self::record`] by the counting variant of the kernels, which also writes each ray's
+    /// [`RayWork`] to `work` (nodes visited, primitives tested; see [`RayWork`] for what is
+    /// counted). The hits are exactly those of [`Self::record`]; the counting costs a little
+    /// time, so time the fast path and count with this one. Readers of `work` need a barrier,
+    /// as readers of the hits do. The counting pipelines are made (once per device) on the
+    /// first call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_counted<'a>(
+        &self,
+        rec: &mut Recorder,
+        structure: impl Into<Structure<'a>>,
+        query: Query,
+        rays: Slice<Ray>,
+        hits: Slice<Hit>,
+        work: Slice<RayWork>,
+        count: Count,
+    ) -> Result<()> {
+        self.record_trace(rec, structure.into(), query, rays, hits, Some(work), count)
+    }
+
+    /// [`Self::record`], counting the work into `work` when there is one.
+    #[allow(clippy::too_many_arguments)]
+    fn record_trace(
+        &self,
+        rec: &mut Recorder,
+        structure: Structure,
+        query: Query,
+        rays: Slice<Ray>,
+        hits: Slice<Hit>,
+        work: Option<Slice<RayWork>>,
+        count: Count,
+    ) -> Result<()> {
         check_count("trace", &count, u32::MAX)?;
         rays.check("trace rays", count.max() as u64, 16)?;
         hits.check("trace hits", count.max() as u64, 16)?;
+        if let Some(work) = &work {
+            work.check("trace work counts", count.max() as u64, 8)?;
+        }
         let (count_address, host_count) = count.push();
         let any = (query == Query::Any) as usize;
+        let work_address = work.map_or(0, |w| w.address());
+        let structure_index = match structure {
+            Structure::Bvh(_) => 0,
+            Structure::KdTree {
+                positions,
+                triangles,
+                ..
+            } => {
+                positions.check("kd-tree positions", 1, 4)?;
+                triangles.check("kd-tree triangles", 1, 4)?;
+                1
+            }
+        };
+        let pipeline = match work {
+            None => self.pipelines[structure_index][any].clone(),
+            Some(_) => rec.context().pipeline(
+                KERNELS[structure_index],
+                WORKGROUP_SIZE,
+                &[any as u32, 1],
+            )?,
+        };
         let groups = self
             .indirect
             .groups_for(rec, 0, &count, WORKGROUP_SIZE, 0)?;
-        match structure.into() {
+        match structure {
             Structure::Bvh(bvh) => {
                 let push = TracePush {
                     nodes_address: bvh.nodes.address(),
@@ -178,16 +309,15 @@ impl Tracer {
                     count_address,
                     host_count,
                     primitive_count: bvh.primitive_count(),
+                    work_address,
                 };
-                rec.dispatch_groups(&self.pipelines[0][any], &push, &groups)?;
+                rec.dispatch_groups(&pipeline, &push, &groups)?;
             }
             Structure::KdTree {
                 tree,
                 positions,
                 triangles,
             } => {
-                positions.check("kd-tree positions", 1, 4)?;
-                triangles.check("kd-tree triangles", 1, 4)?;
                 let push = TraceKdPush {
                     nodes_address: tree.nodes.address(),
                     leaf_triangles_address: tree.leaf_triangles.address(),
@@ -199,8 +329,9 @@ impl Tracer {
                     count_address,
                     host_count,
                     pad: 0,
+                    work_address,
                 };
-                rec.dispatch_groups(&self.pipelines[1][any], &push, &groups)?;
+                rec.dispatch_groups(&pipeline, &push, &groups)?;
             }
         }
         Ok(())

@@ -2,8 +2,8 @@
 //! GLSL. These tests read the layout the GLSL compiler actually produced back out of each
 //! kernel's SPIR-V (tests/common/spirv.rs) and compare it with the Rust definition: the
 //! push-constant block of every kernel, and structs shared through buffers (`Aabb`, the BVH
-//! and kd-tree nodes, rays and hits, materials, lights, ray payloads, bounce counters, octree
-//! nodes and splits, ...).
+//! and kd-tree nodes, rays, hits and per-ray work counts, materials, lights, ray payloads,
+//! bounce counters, octree nodes and splits, ...).
 //!
 //! Adding a kernel: one entry in `push_constant_layouts` (the coverage test fails until there
 //! is one). Adding a shared struct: one entry in `shared_struct_layouts`. No GPU needed.
@@ -34,7 +34,7 @@ use canopy::render::{
 };
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
-use canopy::trace::{Hit, Ray, TraceKdPush, TracePush};
+use canopy::trace::{Hit, Ray, RayWork, TraceKdPush, TracePush};
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
 
@@ -223,7 +223,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 hits_address,
                 count_address,
                 host_count,
-                primitive_count
+                primitive_count,
+                work_address
             })),
         ),
         (
@@ -291,7 +292,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 hits_address,
                 bounds_address,
                 count_address,
-                host_count
+                host_count,
+                work_address
             })),
         ),
         (
@@ -502,6 +504,16 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["f32", "u32", "f32", "f32"],
             rust: rust_layout!(Hit { t, triangle, u, v }),
             offsets: &[0, 4, 8, 12],
+        },
+        SharedStruct {
+            kernel: shaders::TRACE_TRACE_KDTREE,
+            name: "RayWork",
+            shape: &["u32", "u32"],
+            rust: rust_layout!(RayWork {
+                nodes_visited,
+                primitives_tested
+            }),
+            offsets: &[0, 4],
         },
         SharedStruct {
             kernel: shaders::TRACE_TRACE_KDTREE,

@@ -1,6 +1,6 @@
-// Rays and hits as the GPU stores them (Ray and Hit in src/trace.rs), the ray/box slab
-// test and the watertight ray/triangle test (Woop, Benthin and Wald 2013) that every tracer
-// shares. cpu/raycast.rs is the reference.
+// Rays, hits and per-ray work counts as the GPU stores them (Ray, Hit and RayWork in
+// src/trace.rs), the ray/box slab test and the watertight ray/triangle test (Woop, Benthin and
+// Wald 2013) that every tracer shares. cpu/raycast.rs is the reference.
 #ifndef CANOPY_RAY
 #define CANOPY_RAY
 #include "prelude.glsl"
@@ -25,6 +25,14 @@ struct Hit {
     float v;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Hits { Hit v[]; };
+
+// The work of one ray's traversal, written by the counting variant of a tracer (COUNT_WORK):
+// each tracer's top comment says what it counts.
+struct RayWork {
+    uint nodes_visited;
+    uint primitives_tested;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer RayWorks { RayWork v[]; };
 
 // A ray prepared for repeated box and triangle tests.
 struct RayQuery {

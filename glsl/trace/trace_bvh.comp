@@ -7,6 +7,15 @@
 // Any-hit (occlusion) queries stop at the first hit. Every ray writes a Hit; a miss has
 // triangle = MISS and t = tmax.
 //
+// With COUNT_WORK set, each ray also writes its RayWork: nodes visited, the internal nodes
+// whose two child boxes were tested (the root always, in a tree with primitives; then each
+// inner child entered directly or popped from the stack), and primitives tested, the
+// ray/triangle tests run (one per leaf whose box was entered). Example: a ray that enters
+// only the root's left box, whose node has leaves 3 and 4 as children, and there only leaf
+// 4's box, visits 2 nodes and tests 1 primitive. With COUNT_WORK false (the fast path) the
+// driver folds the constant and drops the counting. cpu/raycast.rs trace_bvh walks the tree
+// in the same order and counts the same way.
+//
 // The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32
 // levels deep, and a ray holds at most one pushed node per level (96 covers 63-bit codes).
 #include "../common/prelude.glsl"
@@ -14,6 +23,7 @@
 #include "../common/ray.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
+layout(constant_id = 3) const bool COUNT_WORK = false;
 const uint STACK_SIZE = 96;
 
 layout(push_constant, scalar) uniform Push {
@@ -24,6 +34,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t count_address;          // ray count on the device, or 0
     uint host_count;                 // ray count from the host
     uint primitive_count;            // 0: every ray misses
+    uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
 } pc;
 
 // Intersects leaf `k`; true on a closer hit.
@@ -54,8 +65,12 @@ void main() {
     float stack_t[STACK_SIZE];
     uint depth = 0;
     uint node = 0;
+    RayWork work = RayWork(0u, 0u);
     bool searching = pc.primitive_count != 0u;
     while (searching) {
+        if (COUNT_WORK) {
+            ++work.nodes_visited;
+        }
         BvhNode n = nodes.v[node];
         float t_left = box_entry(q, n.left_lo, n.left_hi, t);
         float t_right = box_entry(q, n.right_lo, n.right_hi, t);
@@ -63,12 +78,18 @@ void main() {
         bool enter_right = t_right != INF;
         if (enter_left && (n.left & LEAF_BIT) != 0u) {
             enter_left = false;
+            if (COUNT_WORK) {
+                ++work.primitives_tested;
+            }
             if (hit_leaf(q, n.left & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
                 break;
             }
         }
         if (enter_right && (n.right & LEAF_BIT) != 0u) {
             enter_right = false;
+            if (COUNT_WORK) {
+                ++work.primitives_tested;
+            }
             if (hit_leaf(q, n.right & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
                 break;
             }
@@ -97,4 +118,7 @@ void main() {
         }
     }
     Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
+    if (COUNT_WORK) {
+        RayWorks(pc.work_address).v[i] = work;
+    }
 }

@@ -9,6 +9,15 @@
 // Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
 // when nothing is hit).
 //
+// With COUNT_WORK set, each ray also writes its RayWork: nodes visited, the nodes the
+// traversal loop reads, internal and leaf (0 for a ray that misses the scene box), and
+// primitives tested, the ray/triangle tests run in the leaves reached (a triangle in two
+// leaves reached is tested twice). Example: a closest-hit ray that crosses the root's plane
+// and finds its hit in the near child, a leaf of 3 triangles, visits 2 nodes and tests 3
+// primitives; the far child pushed is dropped. With COUNT_WORK false (the fast path) the
+// driver folds the constant and drops the counting. cpu/kdtree.rs trace_kdtree walks the
+// tree in the same order and counts the same way.
+//
 // The stack bound: a tree of depth D pushes at most D entries; KdTreeGpu::upload refuses trees
 // deeper than STACK_SIZE (MAX_DEPTH in src/accel/kdtree.rs).
 #include "../common/prelude.glsl"
@@ -17,6 +26,7 @@
 #include "../common/ray.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
+layout(constant_id = 3) const bool COUNT_WORK = false;
 const uint STACK_SIZE = 64;
 
 layout(push_constant, scalar) uniform Push {
@@ -29,6 +39,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t bounds_address;         // Aabb: the scene box the root covers
     uint64_t count_address;          // ray count on the device, or 0
     uint host_count;                 // ray count from the host
+    uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
 } pc;
 
 void main() {
@@ -41,6 +52,7 @@ void main() {
     float t = ray.tmax;
     uint triangle = MISS;
     vec2 uv = vec2(0.0);
+    RayWork work = RayWork(0u, 0u);
 
     Aabb bounds = Aabbs(pc.bounds_address).v[0];
     vec2 interval = box_interval(q, bounds.lo, bounds.hi, ray.tmax);
@@ -58,6 +70,9 @@ void main() {
         uint node = 0;
         bool searching = true;
         while (searching) {
+            if (COUNT_WORK) {
+                ++work.nodes_visited;
+            }
             KdNode n = nodes.v[node];
             while ((n.word0 & 3u) != KD_LEAF) {
                 uint axis = n.word0 & 3u;
@@ -91,6 +106,9 @@ void main() {
                     node = near;
                     t_exit = t_split;
                 }
+                if (COUNT_WORK) {
+                    ++work.nodes_visited;
+                }
                 n = nodes.v[node];
             }
             uint first = n.word1;
@@ -100,6 +118,9 @@ void main() {
                 uint id = leaves.v[first + k];
                 uvec3 tri = triangles.v[id];
                 vec2 hit_uv;
+                if (COUNT_WORK) {
+                    ++work.primitives_tested;
+                }
                 if (intersect_triangle(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], t, hit_uv)) {
                     triangle = id;
                     uv = hit_uv;
@@ -128,4 +149,7 @@ void main() {
         }
     }
     Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
+    if (COUNT_WORK) {
+        RayWorks(pc.work_address).v[i] = work;
+    }
 }

@@ -30,20 +30,22 @@
 //!
 //! # Traversal
 //!
-//! [`closest_hit_kdtree`] and [`any_hit_kdtree`] are the stack-based traversal of Zhou et al.,
-//! "Real-Time KD-Tree Construction on Graphics Hardware" (SIGGRAPH Asia 2008) §4: the ray is
-//! clipped to the scene box, each internal node sends it to its near child (the side it is on
-//! before the plane) for `[tmin, t_split]` and pushes the far child for `[t_split, tmax]`, and
-//! once a leaf gives a hit no farther than the leaf's exit distance, the nodes left on the
-//! stack start beyond it and are dropped. A ray parallel to a plane goes to its origin's side,
-//! to both sides when the origin is on the plane. Decisions are widened by the slab test's
-//! rounding slack, so that no node holding the closest hit (or a tie of smaller index) is
-//! skipped: the results are those of
+//! [`trace_kdtree`] (which also counts its work; [`closest_hit_kdtree`] and [`any_hit_kdtree`]
+//! call it) is the stack-based traversal of Zhou et al., "Real-Time KD-Tree Construction on
+//! Graphics Hardware" (SIGGRAPH Asia 2008) §4: the ray is clipped to the scene box, each
+//! internal node sends it to its near child (the side it is on before the plane) for
+//! `[tmin, t_split]` and pushes the far child for `[t_split, tmax]`, and once a leaf gives a
+//! hit no farther than the leaf's exit distance, the nodes left on the stack start beyond it
+//! and are dropped. A ray parallel to a plane goes to its origin's side, to both sides when
+//! the origin is on the plane. Decisions are widened by the slab test's rounding slack, so
+//! that no node holding the closest hit (or a tie of smaller index) is skipped: the results
+//! are those of
 //! [`closest_hit_brute_force`](crate::cpu::raycast::closest_hit_brute_force) and
 //! [`any_hit_brute_force`](crate::cpu::raycast::any_hit_brute_force).
 
 use crate::cpu::morton::{Bounds, EMPTY_BOUNDS, surface_area, triangle_bounds, union};
-use crate::cpu::raycast::{BOX_T_SLACK, Hit, Ray, intersect_triangle, slab};
+use crate::cpu::raycast::{BOX_T_SLACK, Hit, Ray, RayWork, intersect_triangle, slab};
+use crate::trace::Query;
 
 /// The `word0` axis bits of a leaf.
 const LEAF_AXIS: u32 = 3;
@@ -648,20 +650,31 @@ impl Builder<'_> {
     }
 }
 
-/// Closest hit (or with `any`, the first hit found) by traversing `tree`.
-fn traverse(
+/// The hit of `query` for `ray` by traversing `tree` (built over `triangles`; see the
+/// [module documentation](self)), and the traversal's work counted as
+/// `glsl/trace/trace_kdtree.comp` counts it (see [`RayWork`]): each node the loop reads, and
+/// each ray/triangle test in a leaf.
+///
+/// The walk is the kernel's, near child first and the far one pushed, but its decisions are
+/// widened by the slab test's rounding slack (the ray's interval in the scene box, whether
+/// the plane falls within the node's interval, whether a pushed node starts beyond the
+/// closest hit), and a ray starting on a plane inside the scene box visits both of its sides;
+/// the kernel decides these exactly. So rays that pass within rounding of a plane or a face of
+/// the scene box may visit more here.
+pub fn trace_kdtree(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],
     tree: &KdTree,
     ray: &Ray,
-    any: bool,
-) -> Hit {
+    query: Query,
+) -> (Hit, RayWork) {
     let mut best = Hit::miss(ray);
     let inv_dir = ray.direction.map(|d| 1.0 / d);
     let (near, far) = slab(ray.origin, inv_dir, &tree.bounds);
     let (t0, t1) = (near.max(ray.tmin), far.min(ray.tmax));
+    let mut work = RayWork::default();
     if t0 > t1 {
-        return best;
+        return (best, work);
     }
     let mut stack = vec![(0, t0, t1)];
     while let Some((mut index, t0, mut t1)) = stack.pop() {
@@ -673,18 +686,20 @@ fn traverse(
             continue;
         }
         loop {
+            work.nodes_visited += 1;
             let node = tree.nodes[index];
             if node.is_leaf() {
                 let first = node.first_triangle() as usize;
                 let count = node.triangle_count() as usize;
                 for &triangle in &tree.leaf_triangles[first..first + count] {
+                    work.primitives_tested += 1;
                     let [a, b, c] = triangles[triangle as usize].map(|v| positions[v as usize]);
                     let Some((t, u, v)) = intersect_triangle(ray, a, b, c) else {
                         continue;
                     };
                     let hit = Hit { t, triangle, u, v };
-                    if any {
-                        return hit;
+                    if query == Query::Any {
+                        return (hit, work);
                     }
                     if hit.precedes(&best) {
                         best = hit;
@@ -729,7 +744,7 @@ fn traverse(
             }
         }
     }
-    best
+    (best, work)
 }
 
 /// The closest hit of `ray` by traversing `tree` (built over `triangles`): that of
@@ -743,7 +758,7 @@ pub fn closest_hit_kdtree(
     tree: &KdTree,
     ray: &Ray,
 ) -> Hit {
-    traverse(positions, triangles, tree, ray, false)
+    trace_kdtree(positions, triangles, tree, ray, Query::Closest).0
 }
 
 /// Whether `ray` hits any triangle, by traversing `tree`: exactly
@@ -754,7 +769,9 @@ pub fn any_hit_kdtree(
     tree: &KdTree,
     ray: &Ray,
 ) -> bool {
-    traverse(positions, triangles, tree, ray, true).is_hit()
+    trace_kdtree(positions, triangles, tree, ray, Query::Any)
+        .0
+        .is_hit()
 }
 
 /// Size, shape and SAH cost of a k-d tree.

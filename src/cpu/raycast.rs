@@ -1,5 +1,6 @@
 //! Ray casting references: the ray and hit formats shared with the GPU, the watertight
-//! ray/triangle test, brute-force queries and BVH traversal.
+//! ray/triangle test, brute-force queries and BVH traversal ([`trace_bvh`], which counts its
+//! work as the GPU kernel does).
 //!
 //! The triangle test is Woop, Benthin and Wald's watertight test ("Watertight Ray/Triangle
 //! Intersection", JCGT 2(1), 2013): rays that pass exactly through a shared edge or vertex
@@ -15,7 +16,8 @@
 use crate::accel::bvh::{INVALID_CHILD, LEAF_BIT};
 use crate::cpu::lbvh::Lbvh;
 use crate::cpu::morton::Bounds;
-pub use crate::trace::{Hit, MISS, Ray};
+use crate::trace::Query;
+pub use crate::trace::{Hit, MISS, Ray, RayWork};
 
 impl Hit {
     /// The miss of `ray`.
@@ -220,59 +222,77 @@ pub(crate) fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32
     (widen(near, false), widen(far, true))
 }
 
-/// Closest hit (or with `any`, the first hit found) by BVH traversal: an explicit stack, both
-/// children's boxes tested at their parent, the nearer child visited first, and subtrees
-/// skipped whose `near` is beyond the closest hit so far (kept when equal, for ties).
-fn traverse(
+/// The hit of `query` for `ray` by traversing `bvh` (built over `triangles`), and the
+/// traversal's work counted as `glsl/trace/trace_bvh.comp` counts it (see [`RayWork`]).
+///
+/// The walk is the kernel's: at each node both children's boxes are tested against the
+/// closest hit so far, the leaves among the children entered are intersected at once (left,
+/// then right), and of two inner children entered the nearer is visited next (by entry
+/// distance clipped to `tmin`, the left one on ties) while the other is pushed with its entry
+/// distance, to be popped only if that is no farther than the closest hit then. Closest-hit queries return exactly
+/// [`closest_hit_brute_force`]; any-hit queries return the first hit found.
+///
+/// The counts equal the kernel's unless a decision falls within rounding: boxes here are
+/// widened by [`BOX_T_SLACK`] and nodes at the closest hit's distance are kept (for ties of
+/// smaller index), where the kernel widens a box's exit by 2 ulp and drops them, so a ray
+/// that grazes a box may visit more here.
+pub fn trace_bvh(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],
     bvh: &Lbvh,
     ray: &Ray,
-    any: bool,
-) -> Hit {
+    query: Query,
+) -> (Hit, RayWork) {
     let mut best = Hit::miss(ray);
+    let mut work = RayWork::default();
     if bvh.nodes.is_empty() {
-        return best;
+        return (best, work);
     }
     let shear = Shear::new(ray);
     let inv_dir = ray.direction.map(|d| 1.0 / d);
-    let mut stack = vec![(0u32, f32::NEG_INFINITY)];
-    while let Some((child, near)) = stack.pop() {
-        if near > best.t {
-            continue;
-        }
-        if child & LEAF_BIT != 0 {
+    let mut stack: Vec<(u32, f32)> = Vec::new();
+    let mut next = Some(0u32);
+    while let Some(index) = next {
+        work.nodes_visited += 1;
+        let node = &bvh.nodes[index as usize];
+        let entered = [
+            (node.left, (node.left_min, node.left_max)),
+            (node.right, (node.right_min, node.right_max)),
+        ]
+        .map(|(c, b)| {
+            // The box's interval clipped to [tmin, the closest hit so far].
+            let (near, far) = slab(ray.origin, inv_dir, &b);
+            let near = near.max(ray.tmin);
+            (c != INVALID_CHILD && near <= far.min(best.t)).then_some((c, near))
+        });
+        let leaf = |&(child, _): &(u32, f32)| child & LEAF_BIT != 0;
+        for (child, _) in entered.iter().flatten().filter(|e| leaf(e)) {
+            work.primitives_tested += 1;
             let index = bvh.leaf_primitives[(child & !LEAF_BIT) as usize];
             if let Some(hit) =
                 hit_triangle(&shear, ray, positions, triangles[index as usize], index)
             {
-                if any {
-                    return hit;
+                if query == Query::Any {
+                    return (hit, work);
                 }
                 if hit.precedes(&best) {
                     best = hit;
                 }
             }
-            continue;
         }
-        let node = &bvh.nodes[child as usize];
-        let mut entered = [
-            (node.left, (node.left_min, node.left_max)),
-            (node.right, (node.right_min, node.right_max)),
-        ]
-        .map(|(c, b)| {
-            let (near, far) = slab(ray.origin, inv_dir, &b);
-            let enter = c != INVALID_CHILD && near <= far && far >= ray.tmin && near <= best.t;
-            enter.then_some((c, near))
-        });
-        if let [Some(l), Some(r)] = entered
-            && l.1 < r.1
-        {
-            entered = [Some(r), Some(l)];
-        }
-        stack.extend(entered.into_iter().flatten());
+        next = match entered.map(|e| e.filter(|e| !leaf(e))) {
+            [Some(l), Some(r)] => {
+                let (first, second) = if l.1 <= r.1 { (l, r) } else { (r, l) };
+                stack.push(second);
+                Some(first.0)
+            }
+            [Some((child, _)), None] | [None, Some((child, _))] => Some(child),
+            [None, None] => std::iter::from_fn(|| stack.pop())
+                .find(|&(_, near)| near <= best.t)
+                .map(|(child, _)| child),
+        };
     }
-    best
+    (best, work)
 }
 
 /// The closest hit of `ray` by traversing `bvh` (built over `triangles`): exactly
@@ -283,12 +303,14 @@ pub fn closest_hit_bvh(
     bvh: &Lbvh,
     ray: &Ray,
 ) -> Hit {
-    traverse(positions, triangles, bvh, ray, false)
+    trace_bvh(positions, triangles, bvh, ray, Query::Closest).0
 }
 
 /// Whether `ray` hits any triangle, by traversing `bvh`: exactly [`any_hit_brute_force`].
 pub fn any_hit_bvh(positions: &[[f32; 3]], triangles: &[[u32; 3]], bvh: &Lbvh, ray: &Ray) -> bool {
-    traverse(positions, triangles, bvh, ray, true).is_hit()
+    trace_bvh(positions, triangles, bvh, ray, Query::Any)
+        .0
+        .is_hit()
 }
 
 #[cfg(test)]
