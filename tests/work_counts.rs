@@ -123,7 +123,9 @@ fn device_memory_is_counted_live_and_at_its_peak() {
     ctx.reset_peak_memory();
     let a = ctx.create_buffer("a", 1 << 20, MemoryKind::Device).unwrap();
     let b = ctx.create_buffer("b", 3 << 20, MemoryKind::Device).unwrap();
-    let _host = ctx.create_buffer("host", 1 << 20, MemoryKind::Readback).unwrap();
+    let _host = ctx
+        .create_buffer("host", 1 << 20, MemoryKind::Readback)
+        .unwrap();
     assert_eq!(ctx.device_memory().live, before.live + (4 << 20));
     drop(b);
     drop(a);
