@@ -9,11 +9,13 @@
 //!   mesh: times, work, memory, tree shape and SAH cost, traversal work ([`traversal`]), the
 //!   driver's builder and CPU references beside.
 //! - [`frames`]: whole frames of the renderer and ray casting on their own.
+//! - [`display`]: the reports as text (`Display`), as the commands and targets print them.
 //!
 //! GPU times need a GPU; the work counters (dispatches, barriers, bytes, SAH cost, nodes and
 //! primitives per ray) are the same on every device, so they judge a change where none is at
 //! hand (DESIGN.md rule 8).
 
+pub mod display;
 pub mod frames;
 pub mod harness;
 pub mod meshes;
@@ -21,6 +23,7 @@ pub mod prims;
 pub mod structures;
 pub mod traversal;
 
+pub use display::WorkTable;
 pub use harness::{StageTime, Timing, count_work, time_runs};
 pub use meshes::BenchMesh;
 pub use structures::{BuildConfig, MeshBench, StructureReport};

@@ -38,33 +38,6 @@ pub struct PrimsArgs {
     pub json: Option<PathBuf>,
 }
 
-/// Prints one primitive at one size: time, rate, bandwidth, dispatches and barriers.
-pub fn print_row(row: &PrimRow) {
-    let bandwidth = row
-        .bandwidth()
-        .map_or(String::new(), |b| format!("{:>9.1} GB/s", b * 1e-9));
-    let unit = if row.primitive.contains("sort") || row.primitive.contains("tile") {
-        "pair"
-    } else {
-        "elem"
-    };
-    println!(
-        "{:<28} {:>6} {:>11} {:>10.4} ms {:>9.3} G{unit}/s {:>4} disp {:>4} barr {bandwidth}",
-        row.primitive,
-        format!("2^{}", row.elements.max(1).ilog2()),
-        row.elements,
-        row.time.median_ms,
-        row.rate() * 1e-9,
-        row.work.dispatches,
-        row.work.barriers,
-    );
-    if row.target {
-        for stage in &row.time.stages {
-            println!("    {:<30} {:>10.4} ms", stage.name, stage.ms);
-        }
-    }
-}
-
 /// Runs `canopy bench prims`.
 pub fn run(ctx: &Context, args: &PrimsArgs) -> Result<(), CliError> {
     let caps = ctx.caps();
@@ -82,30 +55,8 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> Result<(), CliError> {
         sort_keys_per_invocation: args.sort_keys_per_invocation.clone(),
         only: args.only.clone(),
     };
-    println!(
-        "{:<28} {:>6} {:>11} {:>13} {:>17} {:>9} {:>9}",
-        "primitive", "size", "elements", "median", "rate", "dispatches", "barriers"
-    );
-    let report = canopy::bench::prims::run(ctx, &config, print_row)?;
-    let y = &report.yardsticks;
-    println!(
-        "device-local copy, {} MiB: compute copy {:.1} GB/s (read+write), vkCmdCopyBuffer {:.1} GB/s",
-        y.copy_bytes >> 20,
-        y.compute_copy_bytes_per_s * 1e-9,
-        y.cmd_copy_bytes_per_s * 1e-9
-    );
-    println!(
-        "empty dispatch + barrier in a chain of {}: direct {:.2} us, indirect with zero groups {:.2} us",
-        y.chain, y.dispatch_us, y.indirect_dispatch_us
-    );
-    for target in &report.targets {
-        println!(
-            "{}: {:.3} (target {}, ratio {:.2})",
-            target.what,
-            target.measured,
-            target.target,
-            target.measured / target.target
-        );
-    }
+    println!("{}", PrimRow::header());
+    let report = canopy::bench::prims::run(ctx, &config, |row| println!("{row}"))?;
+    println!("{report}");
     super::write_json(args.json.as_deref(), ctx, "bench prims", &report)
 }

@@ -1,9 +1,9 @@
 //! `canopy bench render`: whole frames of the default scene or of mesh files through each
 //! structure asked for, and their camera rays alone ([`canopy::bench::frames`]).
 
-use super::{CliError, mib};
+use super::CliError;
 use canopy::accel::StructureKind;
-use canopy::bench::frames::{FrameConfig, FrameReport, measure};
+use canopy::bench::frames::{FrameConfig, measure};
 use canopy::render::presets::Subject;
 use canopy::scene::MaterialMesh;
 use canopy::vk::Context;
@@ -33,57 +33,6 @@ pub struct RenderBenchArgs {
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-}
-
-/// Prints one subject through one structure.
-fn print_report(r: &FrameReport) {
-    println!(
-        "{}, {} triangles, {}, {}x{}, {} lights, {} bounces: median of {} runs",
-        r.scene, r.triangles, r.structure, r.width, r.height, r.lights, r.bounces, r.frame.runs
-    );
-    println!(
-        "whole frame (deform, rebuild, camera rays, {} bounces, shadows, shading): {:.3} ms = {:.1} frames/s (GPU)",
-        r.bounces,
-        r.frame.median_ms,
-        1e3 / r.frame.median_ms
-    );
-    for stage in &r.frame.stages {
-        println!("    {:<30} {:>10.4} ms", stage.name, stage.ms);
-    }
-    for t in &r.traces {
-        println!(
-            "{}: {} rays, {:.3} G rays/s",
-            t.stage,
-            t.rays,
-            t.rays as f64 / t.ms * 1e-6
-        );
-    }
-    if r.dropped_rays > 0 {
-        println!("warning: {} rays dropped (ray lists full)", r.dropped_rays);
-    }
-    println!(
-        "work of a frame: {} dispatches ({} indirect), {} with work, {} barriers; peak {:.1} MiB for the structure and the renderer",
-        r.work.dispatches,
-        r.work.indirect_dispatches,
-        r.work
-            .dispatches_with_work
-            .map_or("?".into(), |n| n.to_string()),
-        r.work.barriers,
-        mib(r.peak_bytes)
-    );
-    for t in &r.camera_rays {
-        let ms = t.time.as_ref().map_or(0.0, |time| time.median_ms);
-        println!(
-            "{}-hit, camera rays alone: {:.4} ms = {:.3} G rays/s; nodes/ray {:.2} (max {}), tests/ray {:.2} (max {})",
-            t.query,
-            ms,
-            t.work.rays as f64 / ms * 1e-6,
-            t.work.mean_nodes,
-            t.work.max_nodes,
-            t.work.mean_primitives,
-            t.work.max_primitives
-        );
-    }
 }
 
 /// Runs `canopy bench render`.
@@ -116,7 +65,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
     for (label, subject) in &subjects {
         for &structure in &args.structure {
             let report = measure(ctx, subject, label, structure, &config)?;
-            print_report(&report);
+            print!("{report}");
             reports.push(report);
         }
     }

@@ -99,8 +99,3 @@ pub fn write_json(
     println!("wrote {}", path.display());
     Ok(())
 }
-
-/// Bytes as MiB.
-pub fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 20) as f64
-}

@@ -3,11 +3,11 @@
 //! measured by [`canopy::bench::structures`] and printed one block per structure and mesh,
 //! then a table of the work counters of every run.
 
-use super::{CliError, mib};
+use super::CliError;
 use canopy::accel::StructureKind;
 use canopy::accel::lbvh::LbvhParams;
 use canopy::bench::structures::BuildConfig;
-use canopy::bench::{BenchMesh, MeshBench, StructureReport, TraversalReport};
+use canopy::bench::{BenchMesh, MeshBench, StructureReport, WorkTable};
 use canopy::vk::Context;
 use std::path::{Path, PathBuf};
 
@@ -194,7 +194,7 @@ pub fn run(ctx: &Context, plan: &Plan) -> Result<Vec<StructureReport>, CliError>
         let mut bench = MeshBench::new(ctx, &mesh, c.clone())?;
         for &kind in plan.structures {
             let report = bench.measure(kind)?;
-            print_report(&report);
+            print!("{report}");
             reports.push(report);
         }
         Ok(())
@@ -208,188 +208,9 @@ pub fn run(ctx: &Context, plan: &Plan) -> Result<Vec<StructureReport>, CliError>
     for path in plan.meshes {
         measure(BenchMesh::load(ctx, path)?)?;
     }
-    print_work_table(&reports);
+    if !reports.is_empty() {
+        print!("\n{}", WorkTable(&reports));
+    }
     super::write_json(plan.json, ctx, plan.command, &reports)?;
     Ok(reports)
-}
-
-/// One line per ray set: rays, hits, nodes and tests per ray, time.
-fn print_traversal(label: &str, traversal: &[TraversalReport]) {
-    for (i, t) in traversal.iter().enumerate() {
-        let w = &t.work;
-        let time = t.time.as_ref().map_or(String::new(), |time| {
-            format!(
-                "; {:.4} ms = {:.4} G rays/s",
-                time.median_ms,
-                w.rays as f64 / time.median_ms * 1e-6
-            )
-        });
-        println!(
-            "  {:<10} {:<9} {:<7} {:>9} rays {:>9} hits  nodes/ray {:>7.2} (max {:>4})  tests/ray {:>7.2} (max {:>5}){time}",
-            if i == 0 { label } else { "" },
-            t.rays.name(),
-            t.query,
-            w.rays,
-            t.hits,
-            w.mean_nodes,
-            w.max_nodes,
-            w.mean_primitives,
-            w.max_primitives,
-        );
-    }
-}
-
-/// The SAH cost and its model, or nothing.
-fn sah(tree: &canopy::bench::structures::TreeShape) -> String {
-    match (tree.sah_cost, &tree.sah_model) {
-        (Some(cost), Some(model)) => format!(", SAH cost {cost:.2} ({model})"),
-        _ => String::new(),
-    }
-}
-
-/// Prints one structure over one mesh.
-pub fn print_report(r: &StructureReport) {
-    let (what, one) = if r.structure.over_triangles() {
-        ("triangles", "triangle")
-    } else {
-        ("vertices", "vertex")
-    };
-    println!(
-        "{} over {} ({} triangles, {} vertices; built over {} {what})",
-        r.structure, r.mesh, r.triangles, r.vertices, r.primitives
-    );
-    let stages: Vec<String> = r
-        .build
-        .stages
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {:.3}",
-                s.name.split_once(": ").map_or(s.name.as_str(), |n| n.1),
-                s.ms
-            )
-        })
-        .collect();
-    println!(
-        "  {:<10} {:.4} ms, {:.2} ns/{one}, {:.3} M {what}/s  [{}]",
-        "build",
-        r.build.median_ms,
-        r.build.median_ms * 1e6 / r.primitives as f64,
-        r.primitives as f64 / r.build.median_ms * 1e-3,
-        stages.join(", ")
-    );
-    let w = &r.work;
-    println!(
-        "  {:<10} {} dispatches ({} indirect), {} with work, {} barriers",
-        "work",
-        w.dispatches,
-        w.indirect_dispatches,
-        w.dispatches_with_work.map_or("?".into(), |n| n.to_string()),
-        w.barriers
-    );
-    let m = &r.memory;
-    println!(
-        "  {:<10} tree {:.2} MiB, scratch {:.2} MiB, peak {:.2} MiB",
-        "memory",
-        mib(m.tree_bytes),
-        mib(m.scratch_bytes),
-        mib(m.peak_bytes)
-    );
-    let t = &r.tree;
-    println!(
-        "  {:<10} {} nodes, {} leaves, depth {}, {} references{}",
-        "tree",
-        t.nodes,
-        t.leaves,
-        t.depth,
-        t.references,
-        sah(t)
-    );
-    if !t.nodes_per_level.is_empty() {
-        let levels: Vec<String> = t.nodes_per_level.iter().map(|n| n.to_string()).collect();
-        println!("  {:<10} {}", "per level", levels.join(" "));
-    }
-    print_traversal("rays", &r.traversal);
-    if let Some(native) = &r.native {
-        println!(
-            "  {:<10} {:.4} ms (VK_KHR_acceleration_structure, PREFER_FAST_BUILD), {:.2} MiB; \
-             canopy/driver time {:.3}",
-            "driver",
-            native.build.median_ms,
-            mib(native.bytes),
-            r.build.median_ms / native.build.median_ms
-        );
-    }
-    if let Some(reference) = &r.reference {
-        println!(
-            "  {:<10} {} (built in {:.2} s): {} nodes, depth {}, {} references{}; GPU/CPU SAH {}",
-            "reference",
-            reference.builder,
-            reference.cpu_seconds,
-            reference.tree.nodes,
-            reference.tree.depth,
-            reference.tree.references,
-            sah(&reference.tree),
-            reference
-                .sah_ratio
-                .map_or("-".into(), |x| format!("{x:.3}"))
-        );
-        print_traversal("  its rays", &reference.traversal);
-    }
-}
-
-/// The work counters of every run, one row each.
-pub fn print_work_table(reports: &[StructureReport]) {
-    if reports.is_empty() {
-        return;
-    }
-    println!(
-        "\nwork counters (device-independent; nodes visited / primitives tested per ray, mean)"
-    );
-    println!(
-        "{:<22} {:<7} {:>9} {:>10} {:>6} {:>8} {:>9} {:>11} {:>8} {:>5} {:>8} {:>13} {:>13} {:>13}",
-        "mesh",
-        "struct",
-        "prims",
-        "dispatches",
-        "work",
-        "barriers",
-        "tree MiB",
-        "scratch MiB",
-        "peak MiB",
-        "depth",
-        "SAH",
-        "camera",
-        "shadow",
-        "reflected"
-    );
-    for r in reports {
-        let per_ray = |name: &str| {
-            r.traversal
-                .iter()
-                .find(|t| t.rays.name() == name)
-                .map_or("-".into(), |t| {
-                    format!("{:.1} / {:.1}", t.work.mean_nodes, t.work.mean_primitives)
-                })
-        };
-        let mesh: String = r.mesh.chars().take(22).collect();
-        println!(
-            "{mesh:<22} {:<7} {:>9} {:>10} {:>6} {:>8} {:>9.2} {:>11.2} {:>8.2} {:>5} {:>8} {:>13} {:>13} {:>13}",
-            r.structure.name(),
-            r.primitives,
-            r.work.dispatches,
-            r.work
-                .dispatches_with_work
-                .map_or("?".into(), |n| n.to_string()),
-            r.work.barriers,
-            mib(r.memory.tree_bytes),
-            mib(r.memory.scratch_bytes),
-            mib(r.memory.peak_bytes),
-            r.tree.depth,
-            r.tree.sah_cost.map_or("-".into(), |c| format!("{c:.2}")),
-            per_ray("camera"),
-            per_ray("shadow"),
-            per_ray("reflected"),
-        );
-    }
 }
