@@ -7,7 +7,7 @@
 mod common;
 
 use canopy::accel::StructureKind;
-use canopy::bench::{BenchMesh, BuildConfig, MeshBench, WorkTable};
+use canopy::bench::{BenchMesh, BuildConfig};
 
 fn main() {
     let ctx = common::context();
@@ -17,20 +17,9 @@ fn main() {
         ray_side: 128,
         ..BuildConfig::default()
     };
-    let meshes = [
+    let meshes = vec![
         BenchMesh::default_scene(&ctx, 10_000),
         BenchMesh::load(&ctx, &common::test_mesh("bunny_small.obj")),
     ];
-    let mut reports = Vec::new();
-    for mesh in meshes {
-        let mesh = mesh.expect("the mesh is made");
-        let mut bench = MeshBench::new(&ctx, &mesh, config.clone()).expect("rays are made");
-        let report = bench
-            .measure(StructureKind::KdTree)
-            .expect("the kd-tree is built");
-        print!("{report}");
-        reports.push(report);
-    }
-    print!("\n{}", WorkTable(&reports));
-    common::write_json("kdtree", &reports);
+    common::structures(&ctx, "kdtree", meshes, StructureKind::KdTree, &config);
 }

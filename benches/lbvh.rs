@@ -6,7 +6,7 @@
 mod common;
 
 use canopy::accel::StructureKind;
-use canopy::bench::{BenchMesh, BuildConfig, MeshBench, WorkTable};
+use canopy::bench::{BenchMesh, BuildConfig};
 
 fn main() {
     let ctx = common::context();
@@ -17,21 +17,10 @@ fn main() {
         reference_up_to: 40_000,
         ..BuildConfig::default()
     };
-    let meshes = [
+    let meshes = vec![
         BenchMesh::default_scene(&ctx, 10_000),
         BenchMesh::default_scene(&ctx, 40_000),
         BenchMesh::soup(&ctx, 10_000),
     ];
-    let mut reports = Vec::new();
-    for mesh in meshes {
-        let mesh = mesh.expect("the mesh is made");
-        let mut bench = MeshBench::new(&ctx, &mesh, config.clone()).expect("rays are made");
-        let report = bench
-            .measure(StructureKind::Lbvh)
-            .expect("the LBVH is built");
-        print!("{report}");
-        reports.push(report);
-    }
-    print!("\n{}", WorkTable(&reports));
-    common::write_json("lbvh", &reports);
+    common::structures(&ctx, "lbvh", meshes, StructureKind::Lbvh, &config);
 }

@@ -4,7 +4,8 @@
 
 #![allow(dead_code)] // each target uses part of this
 
-use canopy::bench::DeviceInfo;
+use canopy::accel::StructureKind;
+use canopy::bench::{BenchMesh, BuildConfig, DeviceInfo, MeshBench, WorkTable};
 use canopy::vk::{Context, ContextOptions, Validation};
 use std::path::PathBuf;
 
@@ -38,4 +39,25 @@ pub fn write_json(name: &str, report: &impl serde::Serialize) {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-{name}.json"));
     canopy::bench::write_json(&path, report).expect("the target directory is writable");
     println!("wrote {}", path.display());
+}
+
+/// Builds `kind` over every mesh under `config`, prints each report and the table of work
+/// counters, and writes the JSON as `name`.
+pub fn structures(
+    ctx: &Context,
+    name: &str,
+    meshes: Vec<canopy::bench::Result<BenchMesh>>,
+    kind: StructureKind,
+    config: &BuildConfig,
+) {
+    let mut reports = Vec::new();
+    for mesh in meshes {
+        let mesh = mesh.expect("the mesh is made");
+        let mut bench = MeshBench::new(ctx, &mesh, config.clone()).expect("rays are made");
+        let report = bench.measure(kind).expect("the structure is built");
+        print!("{report}");
+        reports.push(report);
+    }
+    print!("\n{}", WorkTable(&reports));
+    write_json(name, &reports);
 }

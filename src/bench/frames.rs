@@ -8,7 +8,8 @@ use super::Result;
 use super::harness::{Timing, count_work, time_runs};
 use super::traversal::{RayBatch, RayKind, TraversalReport};
 use crate::accel::StructureKind;
-use crate::accel::lbvh::MortonBits;
+use crate::accel::kdtree_build::KdBuildParams;
+use crate::accel::lbvh::LbvhParams;
 use crate::render::presets::{self, Subject};
 use crate::render::{FrameStructure, RenderParams, Renderer, rays_of_stage};
 use crate::trace::{Query, Ray, Tracer};
@@ -25,21 +26,24 @@ pub struct FrameConfig {
     pub repeats: u32,
     /// Bounces of reflected and refracted rays.
     pub bounces: u32,
-    /// Morton code width of an LBVH.
-    pub morton_bits: MortonBits,
+    /// LBVH parameters.
+    pub lbvh: LbvhParams,
+    /// kd-tree parameters.
+    pub kdtree: KdBuildParams,
     /// The animation time the frame shows, in seconds.
     pub time: f32,
 }
 
 impl Default for FrameConfig {
-    /// 1920x1080, 15 runs, 2 bounces, 30-bit codes, time 1 s.
+    /// 1920x1080, 15 runs, 2 bounces, the builders' defaults, time 1 s.
     fn default() -> Self {
         Self {
             width: 1920,
             height: 1080,
             repeats: 15,
             bounces: 2,
-            morton_bits: MortonBits::Bits30,
+            lbvh: LbvhParams::default(),
+            kdtree: KdBuildParams::default(),
             time: 1.0,
         }
     }
@@ -100,8 +104,9 @@ pub fn measure(
     let scene = &subject.scene;
     let base = ctx.device_memory().live;
     ctx.reset_peak_memory();
-    let mut accel =
-        FrameStructure::new(ctx, structure, config.morton_bits, scene.triangle_count, 1)?;
+    let params = (config.lbvh, config.kdtree);
+    let mut accel = FrameStructure::new(ctx, structure, params, scene.triangle_count, 1)?;
+    let input = scene.input();
     let params = RenderParams {
         bounces: config.bounces,
         ..RenderParams::default()
@@ -112,8 +117,8 @@ pub fn measure(
     let shading = presets::shading(subject.radius);
     let frame = |rec: &mut Recorder, accel: &mut FrameStructure| {
         subject.record_frame(rec, config.time)?;
-        accel.record_build(rec, scene, 0)?;
-        let structure = accel.structure(scene);
+        accel.record_build(rec, &input, 0)?;
+        let structure = accel.structure(&input);
         renderer.record(rec, scene, structure, &camera, &shading, &readback)
     };
     // One untimed frame, rebuilt until a kd-tree's lists fit.
@@ -158,7 +163,7 @@ pub fn measure(
         .into_iter()
         .map(|query| {
             let traced =
-                batch.trace(ctx, &tracer, accel.structure(scene), query, config.repeats)?;
+                batch.trace(ctx, &tracer, accel.structure(&input), query, config.repeats)?;
             Ok(traced.0)
         })
         .collect::<Result<_>>()?;

@@ -15,10 +15,9 @@ use super::meshes::BenchMesh;
 use super::traversal::{RaySets, TraversalReport};
 use super::{Error, Result};
 use crate::accel::StructureKind;
-use crate::accel::bvh::Bvh;
 use crate::accel::kdtree::KdTreeGpu;
-use crate::accel::kdtree_build::{KdBuildParams, KdStatusReadback, KdTreeBuilder};
-use crate::accel::lbvh::{LbvhBuilder, LbvhParams};
+use crate::accel::kdtree_build::KdBuildParams;
+use crate::accel::lbvh::LbvhParams;
 use crate::accel::native::NativeBlasBuilder;
 use crate::accel::octree::{Octree, OctreeBuilder, OctreeHost};
 use crate::cpu::kdtree::{KdParams, KdStats, build_sah_kdtree, check_kdtree, kdtree_stats};
@@ -27,6 +26,7 @@ use crate::cpu::lbvh::{
 };
 use crate::cpu::{morton, sah_bvh};
 use crate::prims::Slice;
+use crate::render::FrameStructure;
 use crate::trace::{Structure, Tracer};
 use crate::vk::{Context, Recorder, WorkCounts};
 use std::time::Instant;
@@ -156,17 +156,10 @@ pub struct StructureReport {
     pub reference: Option<ReferenceReport>,
 }
 
-/// A builder and the tree it builds.
+/// A builder and the tree it builds: a structure rays go through (as a renderer rebuilds it)
+/// or the octree.
 enum Built {
-    Lbvh {
-        builder: Box<LbvhBuilder>,
-        bvh: Bvh,
-    },
-    KdTree {
-        builder: Box<KdTreeBuilder>,
-        tree: KdTreeGpu,
-        status: KdStatusReadback,
-    },
+    Traced(FrameStructure),
     Octree {
         builder: Box<OctreeBuilder>,
         octree: Octree,
@@ -181,49 +174,38 @@ impl Built {
         mesh: &BenchMesh,
         config: &BuildConfig,
     ) -> Result<Self> {
-        let n = mesh.triangle_count();
-        Ok(match kind {
-            StructureKind::Lbvh => {
-                let builder = LbvhBuilder::new(ctx, config.lbvh, n)?;
-                let mut bvh = Bvh::new(ctx, n)?;
-                ctx.submit_and_wait(|rec| builder.record(rec, &mesh.input(), &mut bvh))?;
-                Built::Lbvh {
-                    builder: Box::new(builder),
-                    bvh,
-                }
+        let mut built = if kind.traceable() {
+            let params = (config.lbvh, config.kdtree);
+            Built::Traced(FrameStructure::new(
+                ctx,
+                kind,
+                params,
+                mesh.triangle_count(),
+                1,
+            )?)
+        } else {
+            let builder = OctreeBuilder::new(ctx, config.lbvh.morton_bits, mesh.vertex_count())?;
+            Built::Octree {
+                octree: builder.allocate(ctx)?,
+                builder: Box::new(builder),
             }
-            StructureKind::KdTree => {
-                let mut builder = KdTreeBuilder::new(ctx, config.kdtree, n)?;
-                let (tree, _) = builder.build(ctx, &mesh.input())?;
-                Built::KdTree {
-                    status: builder.status_readback(ctx)?,
-                    builder: Box::new(builder),
-                    tree,
-                }
+        };
+        loop {
+            ctx.submit_and_wait(|rec| built.record(rec, mesh))?;
+            let grown = match &mut built {
+                Built::Traced(structure) => structure.grow_if_overflowed(ctx, 0)?,
+                Built::Octree { .. } => false,
+            };
+            if !grown {
+                return Ok(built);
             }
-            StructureKind::Octree => {
-                let builder =
-                    OctreeBuilder::new(ctx, config.lbvh.morton_bits, mesh.vertex_count())?;
-                let octree = builder.allocate(ctx)?;
-                let mut built = Built::Octree {
-                    builder: Box::new(builder),
-                    octree,
-                };
-                ctx.submit_and_wait(|rec| built.record(rec, mesh))?;
-                built
-            }
-        })
+        }
     }
 
     /// Records one build.
     fn record(&mut self, rec: &mut Recorder, mesh: &BenchMesh) -> crate::vk::Result<()> {
         match self {
-            Built::Lbvh { builder, bvh } => builder.record(rec, &mesh.input(), bvh),
-            Built::KdTree {
-                builder,
-                tree,
-                status,
-            } => builder.record(rec, &mesh.input(), tree, status),
+            Built::Traced(structure) => structure.record_build(rec, &mesh.input(), 0),
             Built::Octree { builder, octree } => builder.record(
                 rec,
                 Slice::whole(&mesh.positions),
@@ -236,25 +218,8 @@ impl Built {
     /// Bytes of the tree's buffers.
     fn tree_bytes(&self) -> u64 {
         match self {
-            Built::Lbvh { bvh, .. } => bvh.bytes(),
-            Built::KdTree { tree, .. } => {
-                tree.nodes.size() + tree.leaf_triangles.size() + tree.bounds.size()
-            }
-            Built::Octree { octree, .. } => {
-                octree.nodes.size()
-                    + octree.counts.size()
-                    + octree.radix_nodes.size()
-                    + octree.splits.size()
-            }
-        }
-    }
-
-    /// What rays are traced through, if they can be.
-    fn structure<'a>(&'a self, mesh: &'a BenchMesh) -> Option<Structure<'a>> {
-        match self {
-            Built::Lbvh { bvh, .. } => Some(Structure::Bvh(bvh)),
-            Built::KdTree { tree, .. } => Some(kd_structure(tree, mesh)),
-            Built::Octree { .. } => None,
+            Built::Traced(structure) => structure.tree_bytes(),
+            Built::Octree { octree, .. } => octree.bytes(),
         }
     }
 
@@ -263,14 +228,14 @@ impl Built {
         let invalid = |e: String| Error::InvalidTree(format!("{}: {e}", mesh.label));
         let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
         match self {
-            Built::Lbvh { bvh, .. } => {
+            Built::Traced(FrameStructure::Lbvh { bvh, .. }) => {
                 let (nodes, leaves) = bvh.download(ctx)?;
                 let boxes = morton::triangle_bounds(positions, triangles);
                 let stats = check_invariants(&nodes, &leaves, &boxes).map_err(invalid)?;
                 Ok(bvh_shape(&stats))
             }
-            Built::KdTree { tree, status, .. } => {
-                let status = status.status();
+            Built::Traced(FrameStructure::KdTree { tree, status, .. }) => {
+                let status = status[0].status();
                 let tree = tree.download(ctx, status.nodes, status.leaf_triangles)?;
                 let stats = check_kdtree(positions, triangles, &tree).map_err(invalid)?;
                 Ok(kd_shape(&stats, &config.kdtree.costs))
@@ -398,8 +363,9 @@ impl<'a> MeshBench<'a> {
         };
         let work = count_work(ctx, |rec| built.record(rec, mesh))?;
         let tree = built.shape(ctx, mesh, config)?;
-        let traversal = match (built.structure(mesh), self.rays.as_mut()) {
-            (Some(structure), Some(rays)) => {
+        let traversal = match (&built, self.rays.as_mut()) {
+            (Built::Traced(structure), Some(rays)) => {
+                let structure = structure.structure(&mesh.input());
                 rays.trace(ctx, &self.tracer, mesh, structure, config.trace_repeats)?
             }
             _ => Vec::new(),

@@ -6,7 +6,8 @@
 
 use super::CliError;
 use canopy::accel::StructureKind;
-use canopy::accel::lbvh::MortonBits;
+use canopy::accel::kdtree_build::KdBuildParams;
+use canopy::accel::lbvh::{LbvhParams, MortonBits};
 use canopy::render::presets::{self, Subject};
 use canopy::render::{
     BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
@@ -201,13 +202,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         None => Subject::default_scene(ctx, args.triangles)?,
     };
     let scene = &subject.scene;
-    let mut accel = FrameStructure::new(
-        ctx,
-        args.structure,
-        args.morton_bits.into(),
-        scene.triangle_count,
-        2,
-    )?;
+    let lbvh = LbvhParams {
+        morton_bits: args.morton_bits.into(),
+        ..LbvhParams::default()
+    };
+    let params = (lbvh, KdBuildParams::default());
+    let mut accel = FrameStructure::new(ctx, args.structure, params, scene.triangle_count, 2)?;
     let params = RenderParams {
         bounces: args.bounces,
         ..RenderParams::default()
@@ -259,8 +259,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                     rec.barrier_after_earlier_work();
                     rec.begin_stage("frame");
                     subject.record_frame(rec, time)?;
-                    accel.record_build(rec, scene, slot)?;
-                    let structure = accel.structure(scene);
+                    let input = scene.input();
+                    accel.record_build(rec, &input, slot)?;
+                    let structure = accel.structure(&input);
                     renderer.record(rec, scene, structure, &camera, &shading, &readbacks[slot])?;
                     rec.end_stage();
                     Ok(())

@@ -1,13 +1,11 @@
 //! The acceleration structure a renderer rebuilds every frame, with its builder: an LBVH or an
 //! SAH kd-tree, both built on the GPU from scratch (`canopy render`, `canopy bench render`).
 
-use super::SceneGpu;
 use crate::accel::StructureKind;
 use crate::accel::bvh::Bvh;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree_build::{KdBuildParams, KdStatusReadback, KdTreeBuilder};
-use crate::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
-use crate::prims::Slice;
+use crate::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
 use crate::trace::Structure;
 use crate::vk::{Context, Error, Recorder, Result};
 
@@ -33,29 +31,23 @@ pub enum FrameStructure {
 }
 
 impl FrameStructure {
-    /// A structure of `kind` for scenes of `triangles` triangles with `slots` builds in flight
-    /// (`morton_bits` for an LBVH). Only structures rays can be traced through are accepted.
+    /// A structure of `kind` for scenes of `triangles` triangles with `slots` builds in flight,
+    /// an LBVH's built with `lbvh`, a kd-tree with `kdtree`. Only structures rays can be traced
+    /// through are accepted.
     pub fn new(
         ctx: &Context,
         kind: StructureKind,
-        morton_bits: MortonBits,
+        (lbvh, kdtree): (LbvhParams, KdBuildParams),
         triangles: u32,
         slots: usize,
     ) -> Result<Self> {
         Ok(match kind {
             StructureKind::Lbvh => FrameStructure::Lbvh {
-                builder: Box::new(LbvhBuilder::new(
-                    ctx,
-                    LbvhParams {
-                        morton_bits,
-                        ..LbvhParams::default()
-                    },
-                    triangles,
-                )?),
+                builder: Box::new(LbvhBuilder::new(ctx, lbvh, triangles)?),
                 bvh: Bvh::new(ctx, triangles)?,
             },
             StructureKind::KdTree => {
-                let builder = KdTreeBuilder::new(ctx, KdBuildParams::default(), triangles)?;
+                let builder = KdTreeBuilder::new(ctx, kdtree, triangles)?;
                 FrameStructure::KdTree {
                     tree: builder.allocate_tree(ctx)?,
                     status: (0..slots)
@@ -72,38 +64,41 @@ impl FrameStructure {
         })
     }
 
-    /// Records the build over `scene`'s triangles for the frame in `slot`.
+    /// Records the build over `input` for the frame in `slot`.
     pub fn record_build(
         &mut self,
         rec: &mut Recorder,
-        scene: &SceneGpu,
+        input: &TriangleInput,
         slot: usize,
     ) -> Result<()> {
-        let input = TriangleInput {
-            positions: Slice::whole(&scene.positions),
-            triangles: Slice::whole(&scene.triangles),
-            count: scene.triangle_count,
-        };
         match self {
-            FrameStructure::Lbvh { builder, bvh } => builder.record(rec, &input, bvh)?,
+            FrameStructure::Lbvh { builder, bvh } => builder.record(rec, input, bvh)?,
             FrameStructure::KdTree {
                 builder,
                 tree,
                 status,
-            } => builder.record(rec, &input, tree, &status[slot])?,
+            } => builder.record(rec, input, tree, &status[slot])?,
         }
         Ok(())
     }
 
-    /// The structure to trace `scene` through.
-    pub fn structure<'a>(&'a self, scene: &'a SceneGpu) -> Structure<'a> {
+    /// The structure to trace the triangles of `input` (those it was built over) through.
+    pub fn structure<'a>(&'a self, input: &TriangleInput<'a>) -> Structure<'a> {
         match self {
             FrameStructure::Lbvh { bvh, .. } => Structure::Bvh(bvh),
             FrameStructure::KdTree { tree, .. } => Structure::KdTree {
                 tree,
-                positions: Slice::whole(&scene.positions),
-                triangles: Slice::whole(&scene.triangles),
+                positions: input.positions,
+                triangles: input.triangles,
             },
+        }
+    }
+
+    /// Device bytes of the tree's own buffers (the builder's excluded).
+    pub fn tree_bytes(&self) -> u64 {
+        match self {
+            FrameStructure::Lbvh { bvh, .. } => bvh.bytes(),
+            FrameStructure::KdTree { tree, .. } => tree.bytes(),
         }
     }
 
