@@ -8,7 +8,7 @@
 //! - [`accel`]: acceleration structures built on the GPU.
 //! - [`trace`]: ray casting against them.
 //! - [`render`]: the headless renderer.
-//! - [`bench`]: measurements of all of the above (GPU times and work counters), shared by the
+//! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
 //!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
 
 pub mod accel;
