@@ -65,7 +65,7 @@ impl BenchMesh {
     }
 
     /// `n` random triangles of edge up to 1% of the unit cube they fill (a soup with no
-    /// coherence, as in the driver builders' published figures); the same for every seed run.
+    /// coherence, as in the driver builders' published figures), seeded: the same every run.
     pub fn soup(ctx: &Context, n: u32) -> Result<Self> {
         let mut rng = Rng::new(42);
         let mut positions: Vec<[f32; 3]> = Vec::with_capacity(3 * n as usize);
