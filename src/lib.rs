@@ -8,8 +8,11 @@
 //! - [`accel`]: acceleration structures built on the GPU.
 //! - [`trace`]: ray casting against them.
 //! - [`render`]: the headless renderer.
+//! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
+//!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
 
 pub mod accel;
+pub mod bench;
 pub mod cpu;
 pub mod prims;
 pub mod render;

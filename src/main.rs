@@ -44,12 +44,14 @@ enum Command {
     Info,
     /// Run every GPU primitive on seeded random input against its CPU reference.
     Selfcheck,
-    /// Build an acceleration structure over a file on the GPU and report its shape and cost.
+    /// Build acceleration structures over mesh files on the GPU and report their time, work,
+    /// memory, shape and traversal work.
     Build(cli::build::BuildArgs),
     /// Render frames of the animated default scene (or a mesh) to PNG files, rebuilding the
     /// acceleration structure on the GPU every frame.
     Render(cli::render::RenderArgs),
-    /// Time canopy's GPU work with GPU timestamps.
+    /// Time canopy's GPU work with GPU timestamps and count it (dispatches, barriers, memory,
+    /// nodes and primitives per ray).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -58,12 +60,14 @@ enum Command {
 enum BenchCommand {
     /// Every primitive over a range of sizes, against the device-local copy bandwidth.
     Prims(cli::bench::PrimsArgs),
-    /// LBVH builds of the default scene from 10K to 4M triangles and of a random soup.
-    Lbvh(cli::bench_accel::LbvhArgs),
-    /// GPU SAH kd-tree builds: stage times, dispatches, memory, and quality against the CPU.
-    Kdtree(cli::bench_kdtree::KdTreeBenchArgs),
-    /// Ray casting and whole frames of the default scene.
-    Render(cli::bench_accel::RenderBenchArgs),
+    /// LBVH builds of the default scene from 10K to 4M triangles and of a random soup (or of
+    /// --mesh files, through any --structure), beside the driver's builder.
+    Lbvh(cli::structures::LbvhArgs),
+    /// GPU SAH kd-tree builds (or any --structure) of the default scene or --mesh files:
+    /// stages, work, memory, and quality against the CPU full-SAH tree.
+    Kdtree(cli::structures::KdTreeBenchArgs),
+    /// Whole frames of the default scene (or --mesh files) and their camera rays alone.
+    Render(cli::bench_render::RenderBenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -109,13 +113,13 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
             cli::bench::run(&cli::context(&options)?, bench)
         }
         Some(Command::Bench(BenchCommand::Lbvh(ref bench))) => {
-            cli::bench_accel::run_lbvh(&cli::context(&options)?, bench)
+            cli::structures::run_lbvh(&cli::context(&options)?, bench)
         }
         Some(Command::Bench(BenchCommand::Kdtree(ref bench))) => {
-            cli::bench_kdtree::run(&cli::context(&options)?, bench)
+            cli::structures::run_kdtree(&cli::context(&options)?, bench)
         }
         Some(Command::Bench(BenchCommand::Render(ref bench))) => {
-            cli::bench_accel::run_render(&cli::context(&options)?, bench)
+            cli::bench_render::run(&cli::context(&options)?, bench)
         }
         None => {
             let ctx = cli::info::run(&options)?;

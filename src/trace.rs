@@ -76,7 +76,7 @@ pub struct RayWork {
 
 /// The work of a batch of rays: the mean and largest [`RayWork`] counts per ray, stable
 /// across devices, so a change to a builder or to traversal can be judged without timing it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct TraversalWork {
     /// Rays counted.
     pub rays: usize,

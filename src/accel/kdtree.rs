@@ -64,6 +64,11 @@ impl KdTreeGpu {
         })
     }
 
+    /// Device bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.nodes.size() + self.leaf_triangles.size() + self.bounds.size()
+    }
+
     /// Reads the tree back: its first `nodes` nodes and `leaf_triangles` leaf references (the
     /// counts a build reports).
     pub fn download(&self, ctx: &Context, nodes: u32, leaf_triangles: u32) -> Result<KdTree> {

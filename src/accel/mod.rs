@@ -1,7 +1,7 @@
 //! Acceleration structures, one module per structure: the node formats ([`bvh`], [`kdtree`]),
 //! and the builders, each with parameters of documented defaults and a `record` that records
 //! the build into a command buffer ([`lbvh`], [`octree`], [`kdtree_build`]). [`native`] is the driver's own
-//! builder, run over the same buffers as a yardstick.
+//! builder, run over the same buffers as a yardstick. [`StructureKind`] lists the structures.
 
 pub mod bvh;
 pub mod kdtree;
@@ -9,3 +9,67 @@ pub mod kdtree_build;
 pub mod lbvh;
 pub mod native;
 pub mod octree;
+
+/// The acceleration structures canopy builds on the GPU: the one list that the command line,
+/// the benchmarks and the tests go through. A new structure is one more variant here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StructureKind {
+    /// Linear BVH over triangles (Karras 2012): [`lbvh`].
+    Lbvh,
+    /// SAH kd-tree over triangles (Zhou et al. 2008, Chang et al. 2013): [`kdtree_build`].
+    KdTree,
+    /// Octree and point k-d tree over vertices (Karras 2012): [`octree`].
+    Octree,
+}
+
+impl StructureKind {
+    /// Every structure, in the order reports list them.
+    pub const ALL: [StructureKind; 3] = [
+        StructureKind::Lbvh,
+        StructureKind::KdTree,
+        StructureKind::Octree,
+    ];
+
+    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StructureKind::Lbvh => "lbvh",
+            StructureKind::KdTree => "kdtree",
+            StructureKind::Octree => "octree",
+        }
+    }
+
+    /// Whether rays can be traced through it ([`crate::trace::Tracer`]); the octree is a
+    /// point structure.
+    pub fn traceable(self) -> bool {
+        self != StructureKind::Octree
+    }
+
+    /// Whether it is built over triangles (else over vertices).
+    pub fn over_triangles(self) -> bool {
+        self != StructureKind::Octree
+    }
+}
+
+impl std::fmt::Display for StructureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for StructureKind {
+    type Err = String;
+
+    /// A [name](StructureKind::name), in any case (`kd-tree` also names the kd-tree).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let wanted = text.trim().to_ascii_lowercase().replace('-', "");
+        StructureKind::ALL
+            .into_iter()
+            .find(|k| k.name() == wanted)
+            .ok_or_else(|| {
+                let names: Vec<&str> = StructureKind::ALL.iter().map(|k| k.name()).collect();
+                format!("'{text}': expected one of {}", names.join(", "))
+            })
+    }
+}

@@ -159,6 +159,11 @@ impl OctreeHost {
 }
 
 impl Octree {
+    /// Device bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.nodes.size() + self.counts.size() + self.radix_nodes.size() + self.splits.size()
+    }
+
     /// Reads the octree back (after its build has run).
     pub fn download(&self, ctx: &Context) -> Result<OctreeHost> {
         let counts: Vec<u32> = ctx.download(&self.counts, 0, 2)?;

@@ -1,15 +1,18 @@
-//! The subcommands of the `canopy` binary, one module each.
+//! The subcommands of the `canopy` binary, one module each; they parse and print, and leave
+//! the measuring to [`canopy::bench`].
 
 pub mod bench;
-pub mod bench_accel;
-pub mod bench_kdtree;
+pub mod bench_render;
 pub mod build;
 pub mod info;
 pub mod render;
 pub mod selfcheck;
-pub mod structure;
+pub mod structures;
 
+use canopy::accel::StructureKind;
+use canopy::bench::DeviceInfo;
 use canopy::vk::{Context, ContextOptions};
+use std::path::Path;
 
 /// Why a command failed; printed as `error: <this>`.
 #[derive(Debug)]
@@ -35,7 +38,64 @@ impl From<canopy::vk::Error> for CliError {
     }
 }
 
+impl From<canopy::bench::Error> for CliError {
+    fn from(e: canopy::bench::Error) -> Self {
+        match e {
+            canopy::bench::Error::Vk(e) => CliError::Canopy(e),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
 /// The context the command line works on.
 pub fn context(options: &ContextOptions) -> Result<Context, CliError> {
     Ok(Context::new(options)?)
+}
+
+/// A structure's name on the command line (`lbvh`, `kdtree`, `octree`).
+pub fn parse_structure(text: &str) -> Result<StructureKind, String> {
+    text.parse()
+}
+
+/// A structure rays can be traced through (`lbvh`, `kdtree`).
+pub fn parse_traced_structure(text: &str) -> Result<StructureKind, String> {
+    let kind = parse_structure(text)?;
+    if kind.traceable() {
+        Ok(kind)
+    } else {
+        Err(format!(
+            "'{text}': rays cannot be traced through an {kind}; expected lbvh or kdtree"
+        ))
+    }
+}
+
+/// What `--json FILE` writes: the command, canopy's version, the device and the reports.
+#[derive(serde::Serialize)]
+struct JsonReport<'a, T: serde::Serialize> {
+    command: &'a str,
+    canopy: &'static str,
+    device: DeviceInfo,
+    reports: &'a T,
+}
+
+/// Writes `reports` of `command` to `path` as JSON (when a path was given).
+pub fn write_json(
+    path: Option<&Path>,
+    ctx: &Context,
+    command: &str,
+    reports: &impl serde::Serialize,
+) -> Result<(), CliError> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let report = JsonReport {
+        command,
+        canopy: env!("CARGO_PKG_VERSION"),
+        device: DeviceInfo::of(ctx),
+        reports,
+    };
+    canopy::bench::write_json(path, &report)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+    println!("wrote {}", path.display());
+    Ok(())
 }

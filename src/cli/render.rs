@@ -5,15 +5,15 @@
 //! on worker threads while the GPU renders the next frame.
 
 use super::CliError;
-use super::structure::{FrameStructure, StructureArg};
-use canopy::accel::lbvh::MortonBits;
+use canopy::accel::StructureKind;
+use canopy::accel::kdtree_build::KdBuildParams;
+use canopy::accel::lbvh::{LbvhParams, MortonBits};
+use canopy::render::presets::{self, Subject};
 use canopy::render::{
-    BounceStats, Camera, ImageReadback, MAX_BOUNCES, RenderParams, Renderer, SceneGpu, presets,
+    BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
 };
-use canopy::scene::default_scene::DefaultScene;
-use canopy::scene::{MaterialMesh, shapes};
+use canopy::scene::MaterialMesh;
 use canopy::vk::{Context, Profiler, Submission};
-use glam::Vec3;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
@@ -44,9 +44,9 @@ pub struct RenderArgs {
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
-    /// The acceleration structure rebuilt every frame.
-    #[arg(long, value_enum, default_value_t = StructureArg::Lbvh)]
-    pub structure: StructureArg,
+    /// The acceleration structure rebuilt every frame: lbvh or kdtree.
+    #[arg(long, default_value = "lbvh", value_parser = super::parse_traced_structure)]
+    pub structure: StructureKind,
     /// Morton code width of the LBVH.
     #[arg(long, value_enum, default_value_t = MortonArg::Bits30)]
     pub morton_bits: MortonArg,
@@ -128,73 +128,6 @@ pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
     Ok((dim(w)?, dim(h)?))
 }
 
-/// What is rendered: the scene's buffers and how each frame updates and views them.
-struct Subject {
-    scene: SceneGpu,
-    animation: Option<DefaultScene>,
-    centre: Vec3,
-    radius: f32,
-}
-
-impl Subject {
-    fn camera(&self, time: f32, aspect: f32) -> Camera {
-        let degrees_per_second = if self.animation.is_some() {
-            presets::DEFAULT_SCENE_ORBIT
-        } else {
-            15.0
-        };
-        presets::orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
-    }
-}
-
-fn default_subject(ctx: &Context, triangles: u64) -> Result<Subject, CliError> {
-    let scene = DefaultScene::new(ctx, triangles)?;
-    Ok(Subject {
-        scene: presets::default_scene_gpu(ctx, &scene)?,
-        animation: Some(scene),
-        centre: presets::DEFAULT_SCENE_CENTRE,
-        radius: presets::DEFAULT_SCENE_RADIUS,
-    })
-}
-
-fn mesh_subject(ctx: &Context, path: &Path) -> Result<Subject, CliError> {
-    let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
-    let mut mesh = loaded.mesh;
-    let (lo, hi) = mesh.bounds().expect("a loaded mesh has vertices");
-    let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
-    let centre = (lo + hi) * 0.5;
-    let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
-    // The ground's normals may only be appended to a mesh that has its own.
-    if mesh.normals.len() != mesh.positions.len() {
-        mesh.compute_vertex_normals();
-    }
-    // The file's materials (glTF), or clay for a file without any; the ground after them.
-    let mut materials = loaded.materials;
-    let mut triangle_materials = loaded.triangle_materials;
-    if materials.is_empty() {
-        materials.push(presets::clay());
-        triangle_materials = vec![0; mesh.triangle_count()];
-    }
-    let ground_material = materials.len() as u32;
-    materials.push(presets::checker_ground(radius * 0.25));
-    let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
-    mesh.append(&ground);
-    triangle_materials.extend([ground_material; 2]);
-    let gpu = SceneGpu::from_mesh(
-        ctx,
-        &mesh,
-        &triangle_materials,
-        &materials,
-        &presets::studio_lights(centre, radius),
-    )?;
-    Ok(Subject {
-        scene: gpu,
-        animation: None,
-        centre,
-        radius,
-    })
-}
-
 /// PNG encoding on worker threads, fed through a bounded queue.
 struct PngWriters {
     queue: Option<mpsc::SyncSender<(PathBuf, Vec<u8>)>>,
@@ -262,17 +195,19 @@ fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> Result<(), St
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
     let subject = match &args.mesh {
-        Some(path) => mesh_subject(ctx, path)?,
-        None => default_subject(ctx, args.triangles)?,
+        Some(path) => {
+            let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+            Subject::mesh(ctx, loaded)?
+        }
+        None => Subject::default_scene(ctx, args.triangles)?,
     };
     let scene = &subject.scene;
-    let mut accel = FrameStructure::new(
-        ctx,
-        args.structure,
-        args.morton_bits,
-        scene.triangle_count,
-        2,
-    )?;
+    let lbvh = LbvhParams {
+        morton_bits: args.morton_bits.into(),
+        ..LbvhParams::default()
+    };
+    let params = (lbvh, KdBuildParams::default());
+    let mut accel = FrameStructure::new(ctx, args.structure, params, scene.triangle_count, 2)?;
     let params = RenderParams {
         bounces: args.bounces,
         ..RenderParams::default()
@@ -323,11 +258,10 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 let submission = ctx.submit(Some(&mut profilers[slot]), |rec| {
                     rec.barrier_after_earlier_work();
                     rec.begin_stage("frame");
-                    if let Some(animation) = &subject.animation {
-                        animation.record(rec, &scene.positions, &scene.normals, time)?;
-                    }
-                    accel.record_build(rec, scene, slot)?;
-                    let structure = accel.structure(scene);
+                    subject.record_frame(rec, time)?;
+                    let input = scene.input();
+                    accel.record_build(rec, &input, slot)?;
+                    let structure = accel.structure(&input);
                     renderer.record(rec, scene, structure, &camera, &shading, &readbacks[slot])?;
                     rec.end_stage();
                     Ok(())
@@ -425,17 +359,6 @@ impl FinishedFrame<'_> {
     }
 }
 
-/// Rays traced by a profiler stage of the renderer ("trace: bounce 1", "trace: shadow 0").
-pub(super) fn rays_of_stage(name: &str, bounces: &[BounceStats]) -> Option<u32> {
-    let (kind, bounce) = name.strip_prefix("trace: ")?.split_once(' ')?;
-    let stats = bounces.get(bounce.parse::<usize>().ok()?)?;
-    match kind {
-        "bounce" => Some(stats.rays),
-        "shadow" => Some(stats.shadow_rays),
-        _ => None,
-    }
-}
-
 fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceStats]) {
     println!("frame {frame}:");
     let mut sums: Vec<(String, f64)> = Vec::new();
@@ -446,7 +369,7 @@ fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceSt
         }
     }
     for (name, ms) in &sums {
-        let rate = match rays_of_stage(name, bounces) {
+        let rate = match canopy::render::rays_of_stage(name, bounces) {
             Some(rays) => format!("  {rays:>10} rays  {:.3} G rays/s", rays as f64 / ms * 1e-6),
             None => String::new(),
         };

@@ -42,8 +42,10 @@
 
 pub mod presets;
 pub mod scene_gpu;
+pub mod structure;
 
 pub use scene_gpu::{GpuLight, Light, Material, MaterialKind, SceneGpu};
+pub use structure::FrameStructure;
 
 use crate::prims::{Count, Slice, WORKGROUP_SIZE};
 use crate::shaders;
@@ -717,5 +719,16 @@ impl Renderer {
         rec.barrier_transfer_to_host();
         rec.end_stage();
         Ok(())
+    }
+}
+
+/// Rays traced by a profiler stage of the renderer ("trace: bounce 1", "trace: shadow 0").
+pub fn rays_of_stage(name: &str, bounces: &[BounceStats]) -> Option<u32> {
+    let (kind, bounce) = name.strip_prefix("trace: ")?.split_once(' ')?;
+    let stats = bounces.get(bounce.parse::<usize>().ok()?)?;
+    match kind {
+        "bounce" => Some(stats.rays),
+        "shadow" => Some(stats.shadow_rays),
+        _ => None,
     }
 }

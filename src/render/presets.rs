@@ -6,7 +6,8 @@ use super::{Camera, Light, Material, SceneGpu, ShadingParams};
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
-use crate::vk::{Context, Result};
+use crate::scene::{MaterialMesh, shapes};
+use crate::vk::{Context, Recorder, Result};
 use glam::Vec3;
 
 /// Centre of the default scene's subject (the torus and the spheres beside it).
@@ -102,4 +103,93 @@ pub fn orbit_camera(
         28.0,
         fov,
     )
+}
+
+/// How fast the camera circles a mesh file's scene, in degrees per second.
+pub const MESH_SCENE_ORBIT: f32 = 15.0;
+
+/// What a renderer shows: a scene's device buffers, and how each frame updates and views
+/// them (`canopy render`, `canopy bench render`).
+pub struct Subject {
+    /// The device buffers.
+    pub scene: SceneGpu,
+    /// The default scene, whose vertices are made every frame; none for a mesh file.
+    pub animation: Option<DefaultScene>,
+    /// Centre of the subject.
+    pub centre: Vec3,
+    /// Radius of a sphere around the subject.
+    pub radius: f32,
+}
+
+impl Subject {
+    /// The animated default scene with about `triangles` triangles in its torus.
+    pub fn default_scene(ctx: &Context, triangles: u64) -> Result<Self> {
+        let scene = DefaultScene::new(ctx, triangles)?;
+        Ok(Self {
+            scene: default_scene_gpu(ctx, &scene)?,
+            animation: Some(scene),
+            centre: DEFAULT_SCENE_CENTRE,
+            radius: DEFAULT_SCENE_RADIUS,
+        })
+    }
+
+    /// A mesh over a checkered ground square under the studio lights: the file's materials
+    /// (glTF), or clay for a file without any; the ground's material after them.
+    pub fn mesh(ctx: &Context, loaded: MaterialMesh) -> Result<Self> {
+        let mut mesh = loaded.mesh;
+        let (lo, hi) = mesh.bounds().unwrap_or_default();
+        let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
+        let centre = (lo + hi) * 0.5;
+        let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
+        // The ground's normals may only be appended to a mesh that has its own.
+        if mesh.normals.len() != mesh.positions.len() {
+            mesh.compute_vertex_normals();
+        }
+        let mut materials = loaded.materials;
+        let mut triangle_materials = loaded.triangle_materials;
+        if materials.is_empty() {
+            materials.push(clay());
+            triangle_materials = vec![0; mesh.triangle_count()];
+        }
+        let ground_material = materials.len() as u32;
+        materials.push(checker_ground(radius * 0.25));
+        let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
+        mesh.append(&ground);
+        triangle_materials.extend([ground_material; 2]);
+        let scene = SceneGpu::from_mesh(
+            ctx,
+            &mesh,
+            &triangle_materials,
+            &materials,
+            &studio_lights(centre, radius),
+        )?;
+        Ok(Self {
+            scene,
+            animation: None,
+            centre,
+            radius,
+        })
+    }
+
+    /// The camera at `time` seconds for an image of `aspect` = width / height: orbiting the
+    /// default scene at [`DEFAULT_SCENE_ORBIT`], a mesh at [`MESH_SCENE_ORBIT`].
+    pub fn camera(&self, time: f32, aspect: f32) -> Camera {
+        let degrees_per_second = if self.animation.is_some() {
+            DEFAULT_SCENE_ORBIT
+        } else {
+            MESH_SCENE_ORBIT
+        };
+        orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
+    }
+
+    /// Records the subject's vertices at `time` (the default scene's deformation; nothing
+    /// for a mesh).
+    pub fn record_frame(&self, rec: &mut Recorder, time: f32) -> Result<()> {
+        match &self.animation {
+            Some(animation) => {
+                animation.record(rec, &self.scene.positions, &self.scene.normals, time)
+            }
+            None => Ok(()),
+        }
+    }
 }

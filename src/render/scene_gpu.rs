@@ -189,6 +189,15 @@ pub struct SceneGpu {
 }
 
 impl SceneGpu {
+    /// The triangles as builders take them.
+    pub fn input(&self) -> crate::accel::lbvh::TriangleInput<'_> {
+        crate::accel::lbvh::TriangleInput {
+            positions: crate::prims::Slice::whole(&self.positions),
+            triangles: crate::prims::Slice::whole(&self.triangles),
+            count: self.triangle_count,
+        }
+    }
+
     /// Uploads a static mesh, `triangle_materials[t]` indexing `materials` for triangle `t`;
     /// vertex normals are computed when the mesh has none.
     pub fn from_mesh(

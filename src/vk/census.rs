@@ -17,7 +17,7 @@ use super::error::Result;
 const SLOT_BYTES: u64 = 16;
 
 /// What one recording did, as counted by a [`WorkCensus`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct WorkCounts {
     /// Dispatches recorded (direct and indirect).
     pub dispatches: u32,

@@ -1,0 +1,357 @@
+//! The reports as text: what `canopy bench`, `canopy build` and the `cargo bench` targets
+//! print. Each report displays as a block of lines; [`WorkTable`] is one row of counters per
+//! structure and run.
+
+use super::frames::FrameReport;
+use super::prims::{PrimRow, PrimsReport, Yardsticks};
+use super::structures::{StructureReport, TreeShape};
+use super::traversal::TraversalReport;
+use crate::vk::WorkCounts;
+use std::fmt::{Display, Formatter, Result};
+
+/// Bytes as MiB.
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+/// An optional count, `?` when unknown.
+fn or_unknown(n: Option<u32>) -> String {
+    n.map_or("?".into(), |n| n.to_string())
+}
+
+impl Display for WorkCounts {
+    /// `N dispatches (M indirect), K with work, B barriers`.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "{} dispatches ({} indirect), {} with work, {} barriers",
+            self.dispatches,
+            self.indirect_dispatches,
+            or_unknown(self.dispatches_with_work),
+            self.barriers
+        )
+    }
+}
+
+impl Display for TraversalReport {
+    /// One line: rays, hits, nodes and tests per ray, and the time if taken.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        let w = &self.work;
+        write!(
+            f,
+            "{:<9} {:<7} {:>9} rays {:>9} hits  nodes/ray {:>7.2} (max {:>4})  tests/ray {:>7.2} (max {:>5})",
+            self.rays.name(),
+            self.query,
+            w.rays,
+            self.hits,
+            w.mean_nodes,
+            w.max_nodes,
+            w.mean_primitives,
+            w.max_primitives,
+        )?;
+        if let Some(time) = &self.time {
+            write!(
+                f,
+                "; {:.4} ms = {:.4} G rays/s",
+                time.median_ms,
+                w.rays as f64 / time.median_ms * 1e-6
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Traversal lines under a label.
+fn traversals(f: &mut Formatter, label: &str, traversal: &[TraversalReport]) -> Result {
+    for (i, t) in traversal.iter().enumerate() {
+        writeln!(f, "  {:<10} {t}", if i == 0 { label } else { "" })?;
+    }
+    Ok(())
+}
+
+impl Display for TreeShape {
+    /// `N nodes, L leaves, depth D, R references, SAH cost C (model)`.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "{} nodes, {} leaves, depth {}, {} references",
+            self.nodes, self.leaves, self.depth, self.references
+        )?;
+        if let (Some(cost), Some(model)) = (self.sah_cost, &self.sah_model) {
+            write!(f, ", SAH cost {cost:.2} ({model})")?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for StructureReport {
+    /// A block: build time per stage, work, memory, tree, rays, the driver's builder and the
+    /// CPU reference.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        let (what, one) = if self.structure.over_triangles() {
+            ("triangles", "triangle")
+        } else {
+            ("vertices", "vertex")
+        };
+        writeln!(
+            f,
+            "{} over {} ({} triangles, {} vertices; built over {} {what})",
+            self.structure, self.mesh, self.triangles, self.vertices, self.primitives
+        )?;
+        let stages: Vec<String> = self
+            .build
+            .stages
+            .iter()
+            .map(|s| {
+                let short = s.name.split_once(": ").map_or(s.name.as_str(), |n| n.1);
+                format!("{short} {:.3}", s.ms)
+            })
+            .collect();
+        let ms = self.build.median_ms;
+        writeln!(
+            f,
+            "  {:<10} {ms:.4} ms, {:.2} ns/{one}, {:.3} M {what}/s  [{}]",
+            "build",
+            ms * 1e6 / self.primitives as f64,
+            self.primitives as f64 / ms * 1e-3,
+            stages.join(", ")
+        )?;
+        writeln!(f, "  {:<10} {}", "work", self.work)?;
+        let m = &self.memory;
+        writeln!(
+            f,
+            "  {:<10} tree {:.2} MiB, scratch {:.2} MiB, peak {:.2} MiB",
+            "memory",
+            mib(m.tree_bytes),
+            mib(m.scratch_bytes),
+            mib(m.peak_bytes)
+        )?;
+        writeln!(f, "  {:<10} {}", "tree", self.tree)?;
+        if !self.tree.nodes_per_level.is_empty() {
+            let levels: Vec<String> = self
+                .tree
+                .nodes_per_level
+                .iter()
+                .map(u64::to_string)
+                .collect();
+            writeln!(f, "  {:<10} {}", "per level", levels.join(" "))?;
+        }
+        traversals(f, "rays", &self.traversal)?;
+        if let Some(native) = &self.native {
+            writeln!(
+                f,
+                "  {:<10} {:.4} ms (VK_KHR_acceleration_structure, PREFER_FAST_BUILD), {:.2} MiB; \
+                 canopy/driver time {:.3}",
+                "driver",
+                native.build.median_ms,
+                mib(native.bytes),
+                ms / native.build.median_ms
+            )?;
+        }
+        if let Some(reference) = &self.reference {
+            writeln!(
+                f,
+                "  {:<10} {} (built in {:.2} s): {}; GPU/CPU SAH {}",
+                "reference",
+                reference.builder,
+                reference.cpu_seconds,
+                reference.tree,
+                reference
+                    .sah_ratio
+                    .map_or("-".into(), |x| format!("{x:.3}"))
+            )?;
+            traversals(f, "its rays", &reference.traversal)?;
+        }
+        Ok(())
+    }
+}
+
+/// The work counters of many runs, one row each: dispatches, memory, depth, SAH cost, and the
+/// mean nodes visited / primitives tested per ray of each ray set.
+pub struct WorkTable<'a>(pub &'a [StructureReport]);
+
+impl Display for WorkTable<'_> {
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        writeln!(
+            f,
+            "work counters (device-independent; rays: nodes visited / primitives tested per ray, mean)"
+        )?;
+        writeln!(
+            f,
+            "{:<22} {:<7} {:>9} {:>10} {:>6} {:>8} {:>9} {:>11} {:>8} {:>5} {:>8} {:>13} {:>13} {:>13}",
+            "mesh",
+            "struct",
+            "prims",
+            "dispatches",
+            "work",
+            "barriers",
+            "tree MiB",
+            "scratch MiB",
+            "peak MiB",
+            "depth",
+            "SAH",
+            "camera",
+            "shadow",
+            "reflected"
+        )?;
+        for r in self.0 {
+            let per_ray = |name: &str| {
+                r.traversal
+                    .iter()
+                    .find(|t| t.rays.name() == name)
+                    .map_or("-".into(), |t| {
+                        format!("{:.1} / {:.1}", t.work.mean_nodes, t.work.mean_primitives)
+                    })
+            };
+            let mesh: String = r.mesh.chars().take(22).collect();
+            writeln!(
+                f,
+                "{mesh:<22} {:<7} {:>9} {:>10} {:>6} {:>8} {:>9.2} {:>11.2} {:>8.2} {:>5} {:>8} {:>13} {:>13} {:>13}",
+                r.structure.name(),
+                r.primitives,
+                r.work.dispatches,
+                or_unknown(r.work.dispatches_with_work),
+                r.work.barriers,
+                mib(r.memory.tree_bytes),
+                mib(r.memory.scratch_bytes),
+                mib(r.memory.peak_bytes),
+                r.tree.depth,
+                r.tree.sah_cost.map_or("-".into(), |c| format!("{c:.2}")),
+                per_ray("camera"),
+                per_ray("shadow"),
+                per_ray("reflected"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl PrimRow {
+    /// The header of rows as they display.
+    pub fn header() -> String {
+        format!(
+            "{:<28} {:>6} {:>11} {:>13} {:>16} {:>10} {:>8}",
+            "primitive", "size", "elements", "median", "rate", "dispatches", "barriers"
+        )
+    }
+}
+
+impl Display for PrimRow {
+    /// One line: size, time, rate, dispatches and barriers, bandwidth; a target's stages
+    /// below.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        let unit = if self.primitive.contains("sort") || self.primitive.contains("tile") {
+            "pair"
+        } else {
+            "elem"
+        };
+        write!(
+            f,
+            "{:<28} {:>6} {:>11} {:>10.4} ms {:>9.3} G{unit}/s {:>10} {:>8}",
+            self.primitive,
+            format!("2^{}", self.elements.max(1).ilog2()),
+            self.elements,
+            self.time.median_ms,
+            self.rate() * 1e-9,
+            self.work.dispatches,
+            self.work.barriers,
+        )?;
+        if let Some(bandwidth) = self.bandwidth() {
+            write!(f, " {:>9.1} GB/s", bandwidth * 1e-9)?;
+        }
+        if self.target {
+            for stage in &self.time.stages {
+                write!(f, "\n    {:<30} {:>10.4} ms", stage.name, stage.ms)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Display for Yardsticks {
+    /// Two lines: the copy bandwidths and the cost of a dispatch + barrier.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        writeln!(
+            f,
+            "device-local copy, {} MiB: compute copy {:.1} GB/s (read+write), vkCmdCopyBuffer {:.1} GB/s",
+            self.copy_bytes >> 20,
+            self.compute_copy_bytes_per_s * 1e-9,
+            self.cmd_copy_bytes_per_s * 1e-9
+        )?;
+        write!(
+            f,
+            "empty dispatch + barrier in a chain of {}: direct {:.2} us, indirect with zero groups {:.2} us",
+            self.chain, self.dispatch_us, self.indirect_dispatch_us
+        )
+    }
+}
+
+impl Display for PrimsReport {
+    /// The yardsticks and the targets (the rows display as they are measured).
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(f, "{}", self.yardsticks)?;
+        for target in &self.targets {
+            write!(
+                f,
+                "\n{}: {:.3} (target {}, ratio {:.2})",
+                target.what,
+                target.measured,
+                target.target,
+                target.measured / target.target
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for FrameReport {
+    /// A block: the frame per stage, the rays of each trace, the work of a frame, and the
+    /// camera rays alone.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        writeln!(
+            f,
+            "{}, {} triangles, {}, {}x{}, {} lights, {} bounces: median of {} runs",
+            self.scene,
+            self.triangles,
+            self.structure,
+            self.width,
+            self.height,
+            self.lights,
+            self.bounces,
+            self.frame.runs
+        )?;
+        writeln!(
+            f,
+            "whole frame (deform, rebuild, camera rays, {} bounces, shadows, shading): {:.3} ms = {:.1} frames/s (GPU)",
+            self.bounces,
+            self.frame.median_ms,
+            1e3 / self.frame.median_ms
+        )?;
+        for stage in &self.frame.stages {
+            writeln!(f, "    {:<30} {:>10.4} ms", stage.name, stage.ms)?;
+        }
+        for t in &self.traces {
+            writeln!(
+                f,
+                "{}: {} rays, {:.4} G rays/s",
+                t.stage,
+                t.rays,
+                t.rays as f64 / t.ms * 1e-6
+            )?;
+        }
+        if self.dropped_rays > 0 {
+            writeln!(
+                f,
+                "warning: {} rays dropped (ray lists full)",
+                self.dropped_rays
+            )?;
+        }
+        writeln!(
+            f,
+            "work of a frame: {}; peak {:.1} MiB for the structure and the renderer",
+            self.work,
+            mib(self.peak_bytes)
+        )?;
+        traversals(f, "alone", &self.camera_rays)
+    }
+}

@@ -1,0 +1,185 @@
+//! Whole frames of the renderer (`canopy bench render`, `cargo bench --bench render`): deform
+//! (the default scene), rebuild the structure from scratch, camera rays, bounces of reflected
+//! and refracted rays, shadow rays and shading, per stage with the rays each trace took; the
+//! work of one frame; and the frame's camera rays traced alone, closest and any hit, timed and
+//! counted.
+
+use super::Result;
+use super::harness::{Timing, count_work, time_runs};
+use super::traversal::{RayBatch, RayKind, TraversalReport};
+use crate::accel::StructureKind;
+use crate::accel::kdtree_build::KdBuildParams;
+use crate::accel::lbvh::LbvhParams;
+use crate::render::presets::{self, Subject};
+use crate::render::{FrameStructure, RenderParams, Renderer, rays_of_stage};
+use crate::trace::{Query, Ray, Tracer};
+use crate::vk::{Context, Recorder, WorkCounts};
+
+/// How frames are measured.
+#[derive(Clone, Debug)]
+pub struct FrameConfig {
+    /// Image width.
+    pub width: u32,
+    /// Image height.
+    pub height: u32,
+    /// Timed frames after a warm-up; the median is reported.
+    pub repeats: u32,
+    /// Bounces of reflected and refracted rays.
+    pub bounces: u32,
+    /// LBVH parameters.
+    pub lbvh: LbvhParams,
+    /// kd-tree parameters.
+    pub kdtree: KdBuildParams,
+    /// The animation time the frame shows, in seconds.
+    pub time: f32,
+}
+
+impl Default for FrameConfig {
+    /// 1920x1080, 15 runs, 2 bounces, the builders' defaults, time 1 s.
+    fn default() -> Self {
+        Self {
+            width: 1920,
+            height: 1080,
+            repeats: 15,
+            bounces: 2,
+            lbvh: LbvhParams::default(),
+            kdtree: KdBuildParams::default(),
+            time: 1.0,
+        }
+    }
+}
+
+/// Rays traced by one stage of a frame.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StageRays {
+    /// The stage (`trace: bounce 0`, `trace: shadow 1`, ...).
+    pub stage: String,
+    /// Rays it traced.
+    pub rays: u32,
+    /// Its median GPU time, in ms.
+    pub ms: f64,
+}
+
+/// Frames of one subject through one structure.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct FrameReport {
+    /// The subject (`default scene` or the mesh file's name).
+    pub scene: String,
+    /// Triangles rendered (the ground included).
+    pub triangles: u32,
+    /// The structure rebuilt every frame.
+    pub structure: StructureKind,
+    /// Image width.
+    pub width: u32,
+    /// Image height.
+    pub height: u32,
+    /// Bounces.
+    pub bounces: u32,
+    /// Lights.
+    pub lights: u32,
+    /// GPU time of a whole frame, per stage.
+    pub frame: Timing,
+    /// The rays of every trace of the frame.
+    pub traces: Vec<StageRays>,
+    /// Rays that did not fit in the ray lists (not traced).
+    pub dropped_rays: u64,
+    /// The work of one frame.
+    pub work: WorkCounts,
+    /// The most device-local bytes alive at once while the structure and renderer were made
+    /// and the first frame rendered (the scene's own buffers excluded).
+    pub peak_bytes: u64,
+    /// The frame's camera rays alone: closest and any hit.
+    pub camera_rays: Vec<TraversalReport>,
+}
+
+/// Renders frames of `subject` (labelled `label`) through `structure`, and measures them.
+pub fn measure(
+    ctx: &Context,
+    subject: &Subject,
+    label: &str,
+    structure: StructureKind,
+    config: &FrameConfig,
+) -> Result<FrameReport> {
+    let (width, height) = (config.width, config.height);
+    let scene = &subject.scene;
+    let base = ctx.device_memory().live;
+    ctx.reset_peak_memory();
+    let params = (config.lbvh, config.kdtree);
+    let mut accel = FrameStructure::new(ctx, structure, params, scene.triangle_count, 1)?;
+    let input = scene.input();
+    let params = RenderParams {
+        bounces: config.bounces,
+        ..RenderParams::default()
+    };
+    let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
+    let readback = renderer.readback(ctx)?;
+    let camera = subject.camera(config.time, width as f32 / height as f32);
+    let shading = presets::shading(subject.radius);
+    let frame = |rec: &mut Recorder, accel: &mut FrameStructure| {
+        subject.record_frame(rec, config.time)?;
+        accel.record_build(rec, &input, 0)?;
+        let structure = accel.structure(&input);
+        renderer.record(rec, scene, structure, &camera, &shading, &readback)
+    };
+    // One untimed frame, rebuilt until a kd-tree's lists fit.
+    loop {
+        ctx.submit_and_wait(|rec| frame(rec, &mut accel))?;
+        if !accel.grow_if_overflowed(ctx, 0)? {
+            break;
+        }
+    }
+    let peak_bytes = ctx.device_memory().peak - base;
+    let timing = time_runs(
+        ctx,
+        config.repeats,
+        |_| Ok(()),
+        |rec| frame(rec, &mut accel),
+    )?;
+    let bounces = readback.stats();
+    let work = count_work(ctx, |rec| frame(rec, &mut accel))?;
+    let traces = timing
+        .stages
+        .iter()
+        .filter_map(|stage| {
+            rays_of_stage(&stage.name, &bounces).map(|rays| StageRays {
+                stage: stage.name.clone(),
+                rays,
+                ms: stage.ms,
+            })
+        })
+        .collect();
+    let dropped_rays = bounces
+        .iter()
+        .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
+        .sum();
+
+    let rays: Vec<Ray> = (0..height)
+        .flat_map(|y| (0..width).map(move |x| (x, y)))
+        .map(|(x, y)| camera.primary_ray(x, y, width, height))
+        .collect();
+    let batch = RayBatch::new(ctx, RayKind::Camera, &rays)?;
+    let tracer = Tracer::new(ctx)?;
+    let camera_rays = [Query::Closest, Query::Any]
+        .into_iter()
+        .map(|query| {
+            let traced =
+                batch.trace(ctx, &tracer, accel.structure(&input), query, config.repeats)?;
+            Ok(traced.0)
+        })
+        .collect::<Result<_>>()?;
+    Ok(FrameReport {
+        scene: label.into(),
+        triangles: scene.triangle_count,
+        structure,
+        width,
+        height,
+        bounces: config.bounces,
+        lights: scene.light_count,
+        frame: timing,
+        traces,
+        dropped_rays,
+        work,
+        peak_bytes,
+        camera_rays,
+    })
+}

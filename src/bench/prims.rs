@@ -1,0 +1,491 @@
+//! Every GPU primitive over a range of sizes (`canopy bench prims`, `cargo bench --bench
+//! prims`), with the device-local copy bandwidth (a compute-shader copy) measured in the same
+//! run as the yardstick, and the fixed cost of a dispatch + barrier in a recorded chain.
+
+use super::Result;
+use super::harness::{Timing, count_work, time_runs};
+use crate::cpu::rng::Rng;
+use crate::prims::compact::Compact;
+use crate::prims::multisplit::Multisplit;
+use crate::prims::radix_sort::{KeyType, RadixSort};
+use crate::prims::reduce::{Aabb, Reduce, ReduceOp, ScalarType};
+use crate::prims::scan::{Scan, ScanKind};
+use crate::prims::segmented_reduce::SegmentedReduce;
+use crate::prims::{Count, Slice};
+use crate::shaders;
+use crate::vk::{Context, MemoryKind, Recorder, WorkCounts};
+
+/// What is measured.
+#[derive(Clone, Debug)]
+pub struct PrimsConfig {
+    /// Smallest size, as log2 of the element count.
+    pub min_log2: u32,
+    /// Largest size, as log2 of the element count.
+    pub max_log2: u32,
+    /// Step between sizes, in powers of two.
+    pub step: u32,
+    /// Timed runs per size after a warm-up; the median is reported.
+    pub repeats: u32,
+    /// Size of the scan measured against the copy bandwidth, as log2 (the target: 28).
+    pub scan_target_log2: u32,
+    /// Size of the key-value sort target, as log2 (the target: 25).
+    pub sort_target_log2: u32,
+    /// Also time the sort target with these keys per scatter invocation (a tuning sweep).
+    pub sort_keys_per_invocation: Vec<u32>,
+    /// Only primitives whose name contains this.
+    pub only: Option<String>,
+}
+
+impl Default for PrimsConfig {
+    /// 2^10..2^26 in steps of 4x, 15 runs, the targets at 2^28 (scan) and 2^25 (sort).
+    fn default() -> Self {
+        Self {
+            min_log2: 10,
+            max_log2: 26,
+            step: 2,
+            repeats: 15,
+            scan_target_log2: 28,
+            sort_target_log2: 25,
+            sort_keys_per_invocation: Vec::new(),
+            only: None,
+        }
+    }
+}
+
+/// One primitive at one size.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PrimRow {
+    /// The primitive, e.g. `radix sort 32-bit key+u32`.
+    pub primitive: String,
+    /// Elements (or key-value pairs).
+    pub elements: u32,
+    /// GPU time, with the primitive's own stages.
+    pub time: Timing,
+    /// Memory traffic counted for the bandwidth (0: not counted).
+    pub bytes: f64,
+    /// Dispatches and barriers of one run.
+    pub work: WorkCounts,
+    /// Whether this is a target size (its stages are worth printing).
+    pub target: bool,
+}
+
+impl PrimRow {
+    /// Elements per second.
+    pub fn rate(&self) -> f64 {
+        self.elements as f64 / (self.time.median_ms * 1e-3)
+    }
+
+    /// Bytes per second of the counted traffic, if counted.
+    pub fn bandwidth(&self) -> Option<f64> {
+        (self.bytes > 0.0).then(|| self.bytes / (self.time.median_ms * 1e-3))
+    }
+}
+
+/// The yardsticks every primitive is compared with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Yardsticks {
+    /// Bytes of the copy.
+    pub copy_bytes: u64,
+    /// Device-local copy bandwidth with the compute copy, bytes read + written per second.
+    pub compute_copy_bytes_per_s: f64,
+    /// The same with `vkCmdCopyBuffer`.
+    pub cmd_copy_bytes_per_s: f64,
+    /// Chain length of the dispatch cost.
+    pub chain: u32,
+    /// An empty dispatch + compute->compute barrier in a chain, µs each.
+    pub dispatch_us: f64,
+    /// An indirect dispatch of zero groups + compute->indirect barrier in a chain, µs each.
+    pub indirect_dispatch_us: f64,
+}
+
+/// A measured target.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Target {
+    /// What, e.g. `scan 2^28 u32, fraction of the copy bandwidth`.
+    pub what: String,
+    /// The measured value.
+    pub measured: f64,
+    /// The target value.
+    pub target: f64,
+}
+
+/// `canopy bench prims`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PrimsReport {
+    /// The yardsticks.
+    pub yardsticks: Yardsticks,
+    /// Every primitive and size, in the order measured.
+    pub rows: Vec<PrimRow>,
+    /// The targets measured.
+    pub targets: Vec<Target>,
+}
+
+/// The copy kernel's push constants (glsl/prims/copy.comp).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CopyPush {
+    src_address: u64,
+    dst_address: u64,
+    vector_count: u32,
+    pad: u32,
+}
+
+/// Chain length of the dispatch cost.
+const CHAIN: u32 = 1000;
+
+/// The copy bandwidths over `bytes` and the cost of a dispatch + barrier.
+fn yardsticks(ctx: &Context, bytes: u64, repeats: u32) -> Result<Yardsticks> {
+    let src = ctx.create_buffer("bench copy source", bytes, MemoryKind::Device)?;
+    let dst = ctx.create_buffer("bench copy destination", bytes, MemoryKind::Device)?;
+    let vectors_per_invocation = 4;
+    let pipeline = ctx.pipeline(&shaders::PRIMS_COPY, 256, &[vectors_per_invocation])?;
+    let vectors = (bytes / 16) as u32;
+    let push = CopyPush {
+        src_address: src.address(),
+        dst_address: dst.address(),
+        vector_count: vectors,
+        pad: 0,
+    };
+    let groups = vectors.div_ceil(256 * vectors_per_invocation);
+    let untimed = |_: &mut Recorder| Ok(());
+    let compute = time_runs(ctx, repeats, untimed, |rec| {
+        rec.dispatch(&pipeline, &push, groups)?;
+        Ok(())
+    })?;
+    let copy = time_runs(ctx, repeats, untimed, |rec| {
+        rec.copy_buffer(&src, 0, &dst, 0, bytes);
+        rec.barrier_transfer_to_compute();
+        Ok(())
+    })?;
+
+    let empty = ctx.pipeline(&shaders::PRIMS_COPY, 256, &[1])?;
+    let buf = ctx.create_buffer("bench empty", 16, MemoryKind::Device)?;
+    let push = CopyPush {
+        src_address: buf.address(),
+        dst_address: buf.address(),
+        vector_count: 0,
+        pad: 0,
+    };
+    let args = ctx.create_buffer_with("bench indirect zero", &[0u32, 1, 1, 0])?;
+    let direct = time_runs(ctx, repeats, untimed, |rec| {
+        for _ in 0..CHAIN {
+            rec.dispatch(&empty, &push, 1)?;
+            rec.barrier_compute_to_compute();
+        }
+        Ok(())
+    })?;
+    let indirect = time_runs(ctx, repeats, untimed, |rec| {
+        for _ in 0..CHAIN {
+            rec.dispatch_indirect(&empty, &push, &args, 0);
+            rec.barrier_compute_to_indirect();
+        }
+        Ok(())
+    })?;
+    let per_second = |t: &Timing| 2.0 * bytes as f64 / (t.median_ms * 1e-3);
+    Ok(Yardsticks {
+        copy_bytes: bytes,
+        compute_copy_bytes_per_s: per_second(&compute),
+        cmd_copy_bytes_per_s: per_second(&copy),
+        chain: CHAIN,
+        dispatch_us: direct.median_ms * 1e3 / CHAIN as f64,
+        indirect_dispatch_us: indirect.median_ms * 1e3 / CHAIN as f64,
+    })
+}
+
+/// Measures rows and hands each to the caller as it is made.
+struct Rows<'a, F: FnMut(&PrimRow)> {
+    ctx: &'a Context,
+    repeats: u32,
+    on_row: F,
+    rows: Vec<PrimRow>,
+}
+
+impl<F: FnMut(&PrimRow)> Rows<'_, F> {
+    /// Times `work` after `setup` (untimed; it restores what `work` modifies) at `n`
+    /// elements, counts the work of one more run of `work` alone, and adds the row.
+    fn measure(
+        &mut self,
+        primitive: &str,
+        n: u32,
+        bytes_per_element: f64,
+        target: bool,
+        mut setup: impl FnMut(&mut Recorder) -> crate::vk::Result<()>,
+        mut work: impl FnMut(&mut Recorder) -> crate::vk::Result<()>,
+    ) -> Result<&PrimRow> {
+        let time = time_runs(self.ctx, self.repeats, &mut setup, &mut work)?;
+        let counts = count_work(self.ctx, work)?;
+        let row = PrimRow {
+            primitive: primitive.into(),
+            elements: n,
+            time,
+            bytes: bytes_per_element * n as f64,
+            work: counts,
+            target,
+        };
+        (self.on_row)(&row);
+        self.rows.push(row);
+        Ok(self.rows.last().expect("just pushed"))
+    }
+
+    /// [`Self::measure`] at every size, with nothing to restore.
+    fn sweep(
+        &mut self,
+        sizes: &[u32],
+        primitive: &str,
+        bytes_per_element: f64,
+        mut work: impl FnMut(&mut Recorder, u32) -> crate::vk::Result<()>,
+    ) -> Result<()> {
+        for &n in sizes {
+            self.measure(
+                primitive,
+                n,
+                bytes_per_element,
+                false,
+                |_| Ok(()),
+                |rec| work(rec, n),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn random_words(n: usize, seed: u64) -> Vec<u32> {
+    Rng::new(seed).u32s(n)
+}
+
+/// Runs the primitives' benchmark, calling `on_row` with each row as it is measured.
+pub fn run(
+    ctx: &Context,
+    config: &PrimsConfig,
+    on_row: impl FnMut(&PrimRow),
+) -> Result<PrimsReport> {
+    let caps = ctx.caps();
+    let repeats = config.repeats.max(1);
+    let wanted = |name: &str| {
+        config
+            .only
+            .as_ref()
+            .is_none_or(|o| name.contains(o.as_str()))
+    };
+    let max_n = 1u32 << config.max_log2;
+    let copy_bytes =
+        (4u64 << config.scan_target_log2.max(config.max_log2)).min(caps.device_local_bytes / 4);
+    let yardsticks = yardsticks(ctx, copy_bytes, repeats)?;
+    let mut targets = Vec::new();
+    let sizes: Vec<u32> = (config.min_log2..=config.max_log2)
+        .step_by(config.step.max(1) as usize)
+        .map(|l| 1u32 << l)
+        .collect();
+    let mut rows = Rows {
+        ctx,
+        repeats,
+        on_row,
+        rows: Vec::new(),
+    };
+
+    let words = ctx.create_buffer_with("bench words", &random_words(max_n as usize, 1))?;
+    let out = ctx.create_buffer("bench output", 4 * max_n as u64, MemoryKind::Device)?;
+    let whole = Slice::<u32>::whole(&words);
+    let out_slice = Slice::<u32>::whole(&out);
+
+    if wanted("reduce") {
+        for (label, op, ty) in [
+            ("reduce u32 add", ReduceOp::Add, ScalarType::U32),
+            ("reduce f32 min", ReduceOp::Min, ScalarType::F32),
+        ] {
+            let reduce = Reduce::new(ctx, op, ty, max_n)?;
+            rows.sweep(&sizes, label, 4.0, |rec, n| {
+                reduce.record(rec, whole, out_slice, Count::Host(n))
+            })?;
+        }
+        let boxes = ctx.create_buffer("bench boxes", 32 * max_n as u64, MemoryKind::Device)?;
+        let reduce = Reduce::aabb_union(ctx, max_n)?;
+        rows.sweep(&sizes, "reduce aabb union", 32.0, |rec, n| {
+            reduce.record(
+                rec,
+                Slice::<Aabb>::whole(&boxes),
+                Slice::<Aabb>::whole(&out),
+                Count::Host(n),
+            )
+        })?;
+    }
+
+    if wanted("scan") {
+        let scan = Scan::new(ctx, ScanKind::Exclusive, max_n)?;
+        rows.sweep(&sizes, "scan exclusive u32", 8.0, |rec, n| {
+            scan.record(rec, whole, out_slice, Count::Host(n))
+        })?;
+        let n = 1u32 << config.scan_target_log2;
+        let bytes = 4 * n as u64;
+        if bytes * 2 < caps.device_local_bytes {
+            let input = ctx.create_buffer("bench scan target input", bytes, MemoryKind::Device)?;
+            let output =
+                ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
+            ctx.submit_and_wait(|rec| {
+                rec.fill(&input, 0, bytes, 1);
+                Ok(())
+            })?;
+            let scan = Scan::new(ctx, ScanKind::Exclusive, n)?;
+            let row = rows.measure(
+                "scan exclusive u32 (target)",
+                n,
+                8.0,
+                true,
+                |_| Ok(()),
+                |rec| {
+                    scan.record(
+                        rec,
+                        Slice::whole(&input),
+                        Slice::whole(&output),
+                        Count::Host(n),
+                    )
+                },
+            )?;
+            let achieved = 2.0 * bytes as f64 / (row.time.median_ms * 1e-3);
+            targets.push(Target {
+                what: format!(
+                    "scan 2^{} u32, fraction of the copy bandwidth",
+                    config.scan_target_log2
+                ),
+                measured: achieved / yardsticks.compute_copy_bytes_per_s,
+                target: 0.6,
+            });
+        }
+    }
+
+    if wanted("compact") {
+        let flags: Vec<u32> = random_words(max_n as usize, 2)
+            .iter()
+            .map(|w| w & 1)
+            .collect();
+        let flags = ctx.create_buffer_with("bench flags", &flags)?;
+        let counter = ctx.create_buffer("bench kept", 16, MemoryKind::Device)?;
+        let compact = Compact::new(ctx, max_n)?;
+        rows.sweep(&sizes, "compact u32 (half kept)", 10.0, |rec, n| {
+            compact.record(
+                rec,
+                Some(whole),
+                Slice::whole(&flags),
+                out_slice,
+                Slice::whole(&counter),
+                Count::Host(n),
+            )
+        })?;
+    }
+
+    if wanted("segmented") {
+        let segments = 1u32 << 12;
+        let ids: Vec<u32> = (0..max_n)
+            .map(|i| (i as u64 * segments as u64 / max_n as u64) as u32)
+            .collect();
+        let ids = ctx.create_buffer_with("bench segment ids", &ids)?;
+        let segmented = SegmentedReduce::new(ctx, ReduceOp::Add, ScalarType::U32, max_n)?;
+        rows.sweep(&sizes, "segmented reduce u32 add", 8.0, |rec, n| {
+            segmented.record(
+                rec,
+                whole,
+                Slice::whole(&ids),
+                out_slice,
+                segments,
+                Count::Host(n),
+            )
+        })?;
+    }
+
+    if wanted("sort") {
+        let target_n = 1u32 << config.sort_target_log2;
+        let sort_max = max_n.max(target_n);
+        let mut sort_sizes = sizes.clone();
+        if !sort_sizes.contains(&target_n) {
+            sort_sizes.push(target_n);
+        }
+        for key_type in [KeyType::U32, KeyType::U64] {
+            let words_per_key = if key_type == KeyType::U32 { 1 } else { 2 };
+            let pristine = ctx.create_buffer_with(
+                "bench sort pristine keys",
+                &random_words(sort_max as usize * words_per_key, 3),
+            )?;
+            let keys = ctx.create_buffer("bench sort keys", pristine.size(), MemoryKind::Device)?;
+            let values =
+                ctx.create_buffer("bench sort values", 4 * sort_max as u64, MemoryKind::Device)?;
+            let sort = RadixSort::new(ctx, key_type, sort_max)?;
+            let bits = 32 * words_per_key as u32;
+            for &n in &sort_sizes {
+                let key_bytes = 4 * words_per_key as u64 * n as u64;
+                let target = n == target_n;
+                // Each run sorts the same random keys: restore them outside the timestamps.
+                let restore = |rec: &mut Recorder| {
+                    rec.barrier_compute_to_transfer();
+                    rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
+                    rec.barrier_transfer_to_compute();
+                    Ok(())
+                };
+                let run_sort = |sort: &RadixSort, rec: &mut Recorder| {
+                    sort.record(
+                        rec,
+                        Slice::whole(&keys),
+                        Slice::whole(&values),
+                        Count::Host(n),
+                        bits,
+                    )
+                };
+                let label = format!("radix sort {bits}-bit key+u32");
+                let row =
+                    rows.measure(&label, n, 0.0, target, restore, |rec| run_sort(&sort, rec))?;
+                if target && key_type == KeyType::U32 {
+                    targets.push(Target {
+                        what: format!("sort 2^{} u32 pairs, G pairs/s", config.sort_target_log2),
+                        measured: row.rate() * 1e-9,
+                        target: 10.0,
+                    });
+                }
+                if target {
+                    for &kpi in &config.sort_keys_per_invocation {
+                        let tuned =
+                            RadixSort::with_keys_per_invocation(ctx, key_type, n, Some(kpi))?;
+                        let label = format!("  tile {}", tuned.tile_size());
+                        rows.measure(&label, n, 0.0, true, restore, |rec| run_sort(&tuned, rec))?;
+                    }
+                }
+            }
+        }
+    }
+
+    if wanted("multisplit") {
+        let bins = 128 * 128 * 16;
+        let ids: Vec<u32> = random_words(max_n as usize, 4)
+            .iter()
+            .map(|w| w % bins)
+            .collect();
+        let pristine = ctx.create_buffer_with("bench multisplit pristine ids", &ids)?;
+        let ids = ctx.create_buffer("bench multisplit ids", pristine.size(), MemoryKind::Device)?;
+        let starts = ctx.create_buffer(
+            "bench multisplit starts",
+            4 * (bins as u64 + 4),
+            MemoryKind::Device,
+        )?;
+        let split = Multisplit::new(ctx, bins, max_n)?;
+        for &n in &sizes {
+            let restore = |rec: &mut Recorder| {
+                rec.barrier_compute_to_transfer();
+                rec.copy_buffer(&pristine, 0, &ids, 0, 4 * n as u64);
+                rec.barrier_transfer_to_compute();
+                Ok(())
+            };
+            rows.measure("multisplit 262144 bins", n, 0.0, false, restore, |rec| {
+                split.record(
+                    rec,
+                    Slice::whole(&ids),
+                    out_slice,
+                    Slice::whole(&starts),
+                    Count::Host(n),
+                )
+            })?;
+        }
+    }
+    Ok(PrimsReport {
+        yardsticks,
+        rows: rows.rows,
+        targets,
+    })
+}

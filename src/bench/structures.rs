@@ -1,0 +1,463 @@
+//! Builds of every [`StructureKind`] over a mesh, measured and counted: the GPU time of the
+//! build per stage (median of timed runs), the work of one build ([`WorkCounts`]: dispatches
+//! recorded and with work, barriers), device memory (tree, scratch, peak), the tree's shape
+//! (nodes, leaves, depth, SAH cost), the traversal work of the same rays through it
+//! ([`RaySets`]), and optionally the driver's own builder beside the LBVH and a CPU reference
+//! tree of the same triangles (`canopy build`, `canopy bench lbvh|kdtree`, `cargo bench`).
+//!
+//! Order within one structure: the timed builds first (and the driver's builder right after,
+//! in the same state of the GPU), then one untimed build under a census, the tree's checks and
+//! statistics, the traversals, and last the CPU reference, whose build leaves the GPU idle
+//! long enough to clock down.
+
+use super::harness::{Timing, count_work, time_runs};
+use super::meshes::BenchMesh;
+use super::traversal::{RaySets, TraversalReport};
+use super::{Error, Result};
+use crate::accel::StructureKind;
+use crate::accel::kdtree::KdTreeGpu;
+use crate::accel::kdtree_build::KdBuildParams;
+use crate::accel::lbvh::LbvhParams;
+use crate::accel::native::NativeBlasBuilder;
+use crate::accel::octree::{Octree, OctreeBuilder, OctreeHost};
+use crate::cpu::kdtree::{KdParams, KdStats, build_sah_kdtree, check_kdtree, kdtree_stats};
+use crate::cpu::lbvh::{
+    SAH_INTERSECTION_COST, SAH_TRAVERSAL_COST, TreeStats, check_invariants, tree_stats,
+};
+use crate::cpu::{morton, sah_bvh};
+use crate::prims::Slice;
+use crate::render::FrameStructure;
+use crate::trace::{Structure, Tracer};
+use crate::vk::{Context, Recorder, WorkCounts};
+use std::time::Instant;
+
+/// How the builds are measured.
+#[derive(Clone, Debug)]
+pub struct BuildConfig {
+    /// Timed runs per build after a warm-up (at least 1); the median is reported.
+    pub repeats: u32,
+    /// Timed runs per trace of each ray set (0: the traversals are counted, not timed).
+    pub trace_repeats: u32,
+    /// LBVH and octree parameters.
+    pub lbvh: LbvhParams,
+    /// kd-tree parameters.
+    pub kdtree: KdBuildParams,
+    /// Side of the square image of camera rays whose traversal is counted (0: none).
+    pub ray_side: u32,
+    /// Time the driver's own builder (`VK_KHR_acceleration_structure`) beside the LBVH, where
+    /// the device has it.
+    pub native: bool,
+    /// Build the CPU reference tree (a full-sweep SAH BVH beside the LBVH, the full-SAH
+    /// kd-tree beside the kd-tree) for meshes of up to this many triangles.
+    pub reference_up_to: u32,
+}
+
+impl Default for BuildConfig {
+    /// 15 timed runs, traces counted and timed (15 runs) on 256x256 camera rays, the driver's
+    /// builder, CPU references up to 1M triangles.
+    fn default() -> Self {
+        Self {
+            repeats: 15,
+            trace_repeats: 15,
+            lbvh: LbvhParams::default(),
+            kdtree: KdBuildParams::default(),
+            ray_side: 256,
+            native: true,
+            reference_up_to: 1_000_000,
+        }
+    }
+}
+
+/// Device memory of a structure, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MemoryReport {
+    /// The tree's own buffers (what a renderer keeps).
+    pub tree_bytes: u64,
+    /// The builder's buffers (scratch lists, keys, counters).
+    pub scratch_bytes: u64,
+    /// The most device-local bytes alive at once while the builder was made and the first
+    /// tree built, the input mesh excluded (a kd-tree's lists grown on overflow included).
+    pub peak_bytes: u64,
+}
+
+/// The shape of a tree.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TreeShape {
+    /// All nodes, leaves included (for the octree: its cells).
+    pub nodes: u64,
+    /// Leaves (for the octree: cells without children).
+    pub leaves: u64,
+    /// The most levels below the root of any leaf.
+    pub depth: u32,
+    /// Primitive references in the leaves: a kd-tree counts a triangle once per leaf it
+    /// straddles into; the octree counts its distinct points.
+    pub references: u64,
+    /// The SAH cost of the tree (areas relative to the root's) under `sah_model`; none for
+    /// the octree.
+    pub sah_cost: Option<f64>,
+    /// The cost model of `sah_cost`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sah_model: Option<String>,
+    /// Octree: nodes per level, root first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes_per_level: Vec<u64>,
+}
+
+/// The driver's builder over the same buffers.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NativeReport {
+    /// Its build time.
+    pub build: Timing,
+    /// Device bytes of its acceleration structure and scratch.
+    pub bytes: u64,
+}
+
+/// A CPU-built tree of the same triangles.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ReferenceReport {
+    /// Which builder.
+    pub builder: &'static str,
+    /// Its build time on the CPU, in seconds (one thread).
+    pub cpu_seconds: f64,
+    /// Its tree.
+    pub tree: TreeShape,
+    /// The GPU tree's SAH cost over this one's.
+    pub sah_ratio: Option<f64>,
+    /// The same rays through it (where it can be traced on the GPU).
+    pub traversal: Vec<TraversalReport>,
+}
+
+/// One structure built over one mesh, measured.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StructureReport {
+    /// Which structure.
+    pub structure: StructureKind,
+    /// The mesh's label.
+    pub mesh: String,
+    /// Triangles of the mesh.
+    pub triangles: u32,
+    /// Vertices of the mesh.
+    pub vertices: u32,
+    /// What it was built over: the triangles, or the vertices (octree).
+    pub primitives: u32,
+    /// GPU time of the build, per stage.
+    pub build: Timing,
+    /// The work of one build.
+    pub work: WorkCounts,
+    /// Device memory.
+    pub memory: MemoryReport,
+    /// The tree.
+    pub tree: TreeShape,
+    /// The rays of the mesh through the tree (none for the octree).
+    pub traversal: Vec<TraversalReport>,
+    /// The driver's builder (LBVH only, where the device has one).
+    pub native: Option<NativeReport>,
+    /// The CPU reference (LBVH and kd-tree, up to [`BuildConfig::reference_up_to`]).
+    pub reference: Option<ReferenceReport>,
+}
+
+/// A builder and the tree it builds: a structure rays go through (as a renderer rebuilds it)
+/// or the octree.
+enum Built {
+    Traced(FrameStructure),
+    Octree {
+        builder: Box<OctreeBuilder>,
+        octree: Octree,
+    },
+}
+
+impl Built {
+    /// Makes the builder and builds the first tree (a kd-tree's lists grown until they fit).
+    fn new(
+        ctx: &Context,
+        kind: StructureKind,
+        mesh: &BenchMesh,
+        config: &BuildConfig,
+    ) -> Result<Self> {
+        let mut built = if kind.traceable() {
+            let params = (config.lbvh, config.kdtree);
+            Built::Traced(FrameStructure::new(
+                ctx,
+                kind,
+                params,
+                mesh.triangle_count(),
+                1,
+            )?)
+        } else {
+            let builder = OctreeBuilder::new(ctx, config.lbvh.morton_bits, mesh.vertex_count())?;
+            Built::Octree {
+                octree: builder.allocate(ctx)?,
+                builder: Box::new(builder),
+            }
+        };
+        loop {
+            ctx.submit_and_wait(|rec| built.record(rec, mesh))?;
+            let grown = match &mut built {
+                Built::Traced(structure) => structure.grow_if_overflowed(ctx, 0)?,
+                Built::Octree { .. } => false,
+            };
+            if !grown {
+                return Ok(built);
+            }
+        }
+    }
+
+    /// Records one build.
+    fn record(&mut self, rec: &mut Recorder, mesh: &BenchMesh) -> crate::vk::Result<()> {
+        match self {
+            Built::Traced(structure) => structure.record_build(rec, &mesh.input(), 0),
+            Built::Octree { builder, octree } => builder.record(
+                rec,
+                Slice::whole(&mesh.positions),
+                mesh.vertex_count(),
+                octree,
+            ),
+        }
+    }
+
+    /// Bytes of the tree's buffers.
+    fn tree_bytes(&self) -> u64 {
+        match self {
+            Built::Traced(structure) => structure.tree_bytes(),
+            Built::Octree { octree, .. } => octree.bytes(),
+        }
+    }
+
+    /// Reads the tree back, checks it, and describes it.
+    fn shape(&self, ctx: &Context, mesh: &BenchMesh, config: &BuildConfig) -> Result<TreeShape> {
+        let invalid = |e: String| Error::InvalidTree(format!("{}: {e}", mesh.label));
+        let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
+        match self {
+            Built::Traced(FrameStructure::Lbvh { bvh, .. }) => {
+                let (nodes, leaves) = bvh.download(ctx)?;
+                let boxes = morton::triangle_bounds(positions, triangles);
+                let stats = check_invariants(&nodes, &leaves, &boxes).map_err(invalid)?;
+                Ok(bvh_shape(&stats))
+            }
+            Built::Traced(FrameStructure::KdTree { tree, status, .. }) => {
+                let status = status[0].status();
+                let tree = tree.download(ctx, status.nodes, status.leaf_triangles)?;
+                let stats = check_kdtree(positions, triangles, &tree).map_err(invalid)?;
+                Ok(kd_shape(&stats, &config.kdtree.costs))
+            }
+            Built::Octree { octree, .. } => Ok(octree_shape(&octree.download(ctx)?)),
+        }
+    }
+}
+
+fn kd_structure<'a>(tree: &'a KdTreeGpu, mesh: &'a BenchMesh) -> Structure<'a> {
+    Structure::KdTree {
+        tree,
+        positions: Slice::whole(&mesh.positions),
+        triangles: Slice::whole(&mesh.triangles),
+    }
+}
+
+fn bvh_shape(stats: &TreeStats) -> TreeShape {
+    TreeShape {
+        nodes: (stats.internal_nodes + stats.leaves) as u64,
+        leaves: stats.leaves as u64,
+        depth: stats.depth,
+        references: stats.leaves as u64,
+        sah_cost: Some(stats.sah_cost),
+        sah_model: Some(format!(
+            "Ct {SAH_TRAVERSAL_COST}, Ci {SAH_INTERSECTION_COST}, one triangle per leaf"
+        )),
+        nodes_per_level: Vec::new(),
+    }
+}
+
+fn kd_shape(stats: &KdStats, costs: &KdParams) -> TreeShape {
+    TreeShape {
+        nodes: stats.nodes as u64,
+        leaves: stats.leaves as u64,
+        depth: stats.depth,
+        references: stats.triangle_references as u64,
+        sah_cost: Some(stats.sah_cost),
+        sah_model: Some(format!(
+            "Ct {}, Ci {} per triangle",
+            costs.traversal_cost, costs.intersection_cost
+        )),
+        nodes_per_level: Vec::new(),
+    }
+}
+
+fn octree_shape(host: &OctreeHost) -> TreeShape {
+    let mut has_children = vec![false; host.nodes.len()];
+    for node in &host.nodes {
+        if let Some(parent) = has_children.get_mut(node.parent as usize) {
+            *parent = true;
+        }
+    }
+    let per_level: Vec<u64> = host.nodes_per_level().iter().map(|&n| n as u64).collect();
+    TreeShape {
+        nodes: host.nodes.len() as u64,
+        leaves: has_children.iter().filter(|&&c| !c).count() as u64,
+        depth: per_level.iter().rposition(|&n| n > 0).unwrap_or(0) as u32,
+        references: host.distinct_points as u64,
+        sah_cost: None,
+        sah_model: None,
+        nodes_per_level: per_level,
+    }
+}
+
+/// Measures the structures of one mesh; the mesh's rays are made once and traced through
+/// every structure.
+pub struct MeshBench<'a> {
+    ctx: &'a Context,
+    mesh: &'a BenchMesh,
+    config: BuildConfig,
+    tracer: Tracer,
+    rays: Option<RaySets>,
+}
+
+impl<'a> MeshBench<'a> {
+    /// Measurements of `mesh` under `config`.
+    pub fn new(ctx: &'a Context, mesh: &'a BenchMesh, config: BuildConfig) -> Result<Self> {
+        let rays = (config.ray_side > 0 && mesh.triangle_count() > 0)
+            .then(|| RaySets::new(ctx, mesh, config.ray_side))
+            .transpose()?;
+        Ok(Self {
+            ctx,
+            mesh,
+            config,
+            tracer: Tracer::new(ctx)?,
+            rays,
+        })
+    }
+
+    /// Builds `kind` over the mesh and measures it.
+    pub fn measure(&mut self, kind: StructureKind) -> Result<StructureReport> {
+        let (ctx, mesh, config) = (self.ctx, self.mesh, &self.config);
+        let primitives = if kind.over_triangles() {
+            mesh.triangle_count()
+        } else {
+            mesh.vertex_count()
+        };
+        if primitives == 0 {
+            return Err(Error::Invalid(format!(
+                "{} has no triangles: the {kind} is built over triangles",
+                mesh.label
+            )));
+        }
+        let base = ctx.device_memory().live;
+        ctx.reset_peak_memory();
+        let mut built = Built::new(ctx, kind, mesh, config)?;
+        let after = ctx.device_memory();
+        let tree_bytes = built.tree_bytes();
+        let memory = MemoryReport {
+            tree_bytes,
+            scratch_bytes: (after.live - base).saturating_sub(tree_bytes),
+            peak_bytes: after.peak - base,
+        };
+        let build = time_runs(
+            ctx,
+            config.repeats,
+            |_| Ok(()),
+            |rec| built.record(rec, mesh),
+        )?;
+        let native = if kind == StructureKind::Lbvh && config.native {
+            self.native()?
+        } else {
+            None
+        };
+        let work = count_work(ctx, |rec| built.record(rec, mesh))?;
+        let tree = built.shape(ctx, mesh, config)?;
+        let traversal = match (&built, self.rays.as_mut()) {
+            (Built::Traced(structure), Some(rays)) => {
+                let structure = structure.structure(&mesh.input());
+                rays.trace(ctx, &self.tracer, mesh, structure, config.trace_repeats)?
+            }
+            _ => Vec::new(),
+        };
+        let reference = if mesh.triangle_count() <= config.reference_up_to {
+            self.reference(kind, &tree)?
+        } else {
+            None
+        };
+        Ok(StructureReport {
+            structure: kind,
+            mesh: mesh.label.clone(),
+            triangles: mesh.triangle_count(),
+            vertices: mesh.vertex_count(),
+            primitives,
+            build,
+            work,
+            memory,
+            tree,
+            traversal,
+            native,
+            reference,
+        })
+    }
+
+    /// The driver's builder over the mesh, timed; `None` where the device has none.
+    fn native(&self) -> Result<Option<NativeReport>> {
+        let (ctx, mesh) = (self.ctx, self.mesh);
+        let (n, vertices) = (mesh.triangle_count(), mesh.vertex_count());
+        let Some(native) = NativeBlasBuilder::new(ctx, n, vertices)? else {
+            return Ok(None);
+        };
+        let build = time_runs(
+            ctx,
+            self.config.repeats,
+            |_| Ok(()),
+            |rec| native.record(rec, &mesh.positions, vertices, &mesh.triangles, n),
+        )?;
+        Ok(Some(NativeReport {
+            build,
+            bytes: native.bytes(),
+        }))
+    }
+
+    /// The CPU reference of `kind` over the mesh, compared with the GPU tree `gpu`.
+    fn reference(
+        &mut self,
+        kind: StructureKind,
+        gpu: &TreeShape,
+    ) -> Result<Option<ReferenceReport>> {
+        let (ctx, mesh) = (self.ctx, self.mesh);
+        let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
+        let started = Instant::now();
+        let (builder, tree, traversal) = match kind {
+            StructureKind::Lbvh => {
+                let bvh = sah_bvh::build_sah_bvh(positions, triangles);
+                let stats = tree_stats(&bvh.nodes, triangles.len());
+                ("CPU full-sweep SAH BVH", bvh_shape(&stats), None)
+            }
+            StructureKind::KdTree => {
+                let costs = self.config.kdtree.costs;
+                let tree = build_sah_kdtree(positions, triangles, &costs);
+                let stats = kdtree_stats(&tree, &costs);
+                ("CPU full-SAH kd-tree", kd_shape(&stats, &costs), Some(tree))
+            }
+            StructureKind::Octree => return Ok(None),
+        };
+        let cpu_seconds = started.elapsed().as_secs_f64();
+        let traversal = match (traversal, self.rays.as_mut()) {
+            (Some(cpu_tree), Some(rays)) => {
+                let uploaded = KdTreeGpu::upload(ctx, &cpu_tree)?;
+                let structure = kd_structure(&uploaded, mesh);
+                rays.trace(
+                    ctx,
+                    &self.tracer,
+                    mesh,
+                    structure,
+                    self.config.trace_repeats,
+                )?
+            }
+            _ => Vec::new(),
+        };
+        let ratio = match (gpu.sah_cost, tree.sah_cost) {
+            (Some(g), Some(c)) if c > 0.0 => Some(g / c),
+            _ => None,
+        };
+        Ok(Some(ReferenceReport {
+            builder,
+            cpu_seconds,
+            tree,
+            sah_ratio: ratio,
+            traversal,
+        }))
+    }
+}

@@ -1,0 +1,73 @@
+//! `canopy bench render`: whole frames of the default scene or of mesh files through each
+//! structure asked for, and their camera rays alone ([`canopy::bench::frames`]).
+
+use super::CliError;
+use canopy::accel::StructureKind;
+use canopy::bench::frames::{FrameConfig, measure};
+use canopy::render::presets::Subject;
+use canopy::scene::MaterialMesh;
+use canopy::vk::Context;
+use std::path::PathBuf;
+
+/// Options of `canopy bench render`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RenderBenchArgs {
+    /// Triangles of the default scene.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub triangles: u64,
+    /// Render this mesh file over a ground plane instead of the default scene; repeat for more.
+    #[arg(long, value_name = "FILE", action = clap::ArgAction::Append)]
+    pub mesh: Vec<PathBuf>,
+    /// Image size.
+    #[arg(long, default_value = "1920x1080", value_parser = super::render::parse_size, value_name = "WxH")]
+    pub size: (u32, u32),
+    /// Timed runs (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 15)]
+    pub repeats: u32,
+    /// Bounces of reflected and refracted rays (0 to 16).
+    #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
+    pub bounces: u32,
+    /// The structures rebuilt every frame, comma-separated: lbvh, kdtree.
+    #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_traced_structure)]
+    pub structure: Vec<StructureKind>,
+    /// Also write the figures to this file as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Runs `canopy bench render`.
+pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
+    let (width, height) = args.size;
+    let config = FrameConfig {
+        width,
+        height,
+        repeats: args.repeats,
+        bounces: args.bounces,
+        ..FrameConfig::default()
+    };
+    let mut subjects = Vec::new();
+    if args.mesh.is_empty() {
+        subjects.push((
+            "default scene".to_string(),
+            Subject::default_scene(ctx, args.triangles)?,
+        ));
+    }
+    for path in &args.mesh {
+        let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+        let label = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |f| f.to_string_lossy().into_owned(),
+        );
+        subjects.push((label, Subject::mesh(ctx, loaded)?));
+    }
+    println!("canopy bench render on {}", ctx.caps().name);
+    let mut reports = Vec::new();
+    for (label, subject) in &subjects {
+        for &structure in &args.structure {
+            let report = measure(ctx, subject, label, structure, &config)?;
+            print!("{report}");
+            reports.push(report);
+        }
+    }
+    super::write_json(args.json.as_deref(), ctx, "bench render", &reports)
+}

@@ -1,0 +1,229 @@
+//! The `canopy build` and `canopy bench` commands on the meshes in tests/data: every structure
+//! over a mesh file, the work counters printed and written as JSON, and clear errors for a
+//! missing file and a structure rays cannot go through.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn data(path: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+/// Runs `canopy ARGS` (the validation layer as the other tests have it).
+fn canopy(args: &[&str]) -> Output {
+    let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
+        Ok("off") => "off",
+        _ => "auto",
+    };
+    Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["--validation", validation])
+        .args(args)
+        .output()
+        .expect("the canopy binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "canopy failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn json_file(name: &str) -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn read_json(path: &PathBuf) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the JSON was written"))
+        .expect("valid JSON")
+}
+
+fn u64_at(value: &Value, pointer: &str) -> u64 {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} in {value}"))
+}
+
+fn f64_at(value: &Value, pointer: &str) -> f64 {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} in {value}"))
+}
+
+#[test]
+fn build_makes_a_kd_tree_of_a_mesh_file() {
+    let bunny = data("meshes/bunny_small.obj");
+    let out = stdout(&canopy(&[
+        "build",
+        "--structure",
+        "kdtree",
+        &bunny,
+        "--rays",
+        "32",
+    ]));
+    assert!(
+        out.contains("kdtree over bunny_small.obj (3674 triangles"),
+        "{out}"
+    );
+    for line in [
+        "  work ",
+        "  memory ",
+        "  tree ",
+        "  rays ",
+        "  reference ",
+        "work counters",
+    ] {
+        assert!(out.contains(line), "no '{line}' in {out}");
+    }
+}
+
+#[test]
+fn bench_kdtree_of_a_mesh_writes_the_counters_of_every_structure() {
+    let path = json_file("bench_kdtree.json");
+    let bunny = data("meshes/bunny_small.obj");
+    let out = stdout(&canopy(&[
+        "bench",
+        "kdtree",
+        "--mesh",
+        &bunny,
+        "--structure",
+        "lbvh,kdtree,octree",
+        "--repeats",
+        "1",
+        "--rays",
+        "32",
+        "--json",
+        path.to_str().unwrap(),
+    ]));
+    assert!(out.contains("wrote "), "{out}");
+    let json = read_json(&path);
+    assert_eq!(json["command"], "bench kdtree");
+    assert!(json["device"]["name"].is_string());
+    let reports = json["reports"].as_array().unwrap();
+    let names: Vec<&str> = reports
+        .iter()
+        .map(|r| r["structure"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lbvh", "kdtree", "octree"]);
+    for r in reports {
+        assert_eq!(r["mesh"], "bunny_small.obj");
+        let dispatches = u64_at(r, "/work/dispatches");
+        let with_work = u64_at(r, "/work/dispatches_with_work");
+        assert!(0 < with_work && with_work <= dispatches, "{r}");
+        assert!(u64_at(r, "/work/barriers") > 0);
+        assert!(u64_at(r, "/memory/tree_bytes") > 0);
+        assert!(u64_at(r, "/memory/peak_bytes") >= u64_at(r, "/memory/tree_bytes"));
+        assert!(u64_at(r, "/tree/depth") > 0);
+        assert!(f64_at(r, "/build/median_ms") > 0.0);
+        if r["structure"] == "octree" {
+            assert_eq!(r["traversal"].as_array().unwrap().len(), 0);
+            continue;
+        }
+        assert!(f64_at(r, "/tree/sah_cost") > 1.0);
+        let traversal = r["traversal"].as_array().unwrap();
+        let kinds: Vec<&str> = traversal
+            .iter()
+            .map(|t| t["rays"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["camera", "shadow", "reflected"]);
+        for t in traversal {
+            assert!(u64_at(t, "/work/rays") > 0, "{t}");
+            assert!(f64_at(t, "/work/mean_nodes") > 0.0, "{t}");
+            assert!(u64_at(t, "/work/max_nodes") as f64 >= f64_at(t, "/work/mean_nodes"));
+            assert!(f64_at(t, "/work/mean_primitives") > 0.0, "{t}");
+        }
+        assert!(f64_at(r, "/reference/sah_ratio") > 0.9);
+    }
+    assert_eq!(u64_at(&reports[2], "/primitives"), 1839);
+}
+
+#[test]
+fn bench_render_of_a_mesh_writes_the_work_of_a_frame() {
+    let path = json_file("bench_render.json");
+    let suzanne = data("meshes/suzanne.obj");
+    stdout(&canopy(&[
+        "bench",
+        "render",
+        "--mesh",
+        &suzanne,
+        "--size",
+        "32x24",
+        "--repeats",
+        "1",
+        "--structure",
+        "kdtree",
+        "--json",
+        path.to_str().unwrap(),
+    ]));
+    let json = read_json(&path);
+    let frame = &json["reports"][0];
+    assert_eq!(frame["structure"], "kdtree");
+    assert_eq!(u64_at(frame, "/triangles"), 968 + 2);
+    assert!(u64_at(frame, "/work/dispatches_with_work") <= u64_at(frame, "/work/dispatches"));
+    assert_eq!(u64_at(frame, "/camera_rays/0/work/rays"), 32 * 24);
+    assert!(f64_at(frame, "/camera_rays/0/work/mean_nodes") > 0.0);
+}
+
+#[test]
+fn an_octree_of_a_point_cloud_is_built_and_the_lbvh_refused() {
+    let scan = data("points/bun090.ply");
+    let out = stdout(&canopy(&["build", "--structure", "octree", &scan]));
+    assert!(out.contains("octree over bun090.ply (0 triangles"), "{out}");
+    let refused = canopy(&["build", "--structure", "lbvh", &scan]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("bun090.ply has no triangles: the lbvh is built over triangles"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_mesh_file_is_a_clear_error() {
+    for args in [
+        &["build", "--structure", "kdtree", "no/such/mesh.obj"][..],
+        &[
+            "bench",
+            "kdtree",
+            "--mesh",
+            "no/such/mesh.obj",
+            "--repeats",
+            "1",
+        ],
+        &[
+            "bench",
+            "lbvh",
+            "--mesh",
+            "no/such/mesh.obj",
+            "--repeats",
+            "1",
+        ],
+    ] {
+        let output = canopy(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("error: no/such/mesh.obj: No such file"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let output = canopy(&["build"]);
+    assert_eq!(output.status.code(), Some(1));
+    let output = canopy(&["bench", "render", "--structure", "octree"]);
+    assert_eq!(output.status.code(), Some(2), "clap refuses it");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("rays cannot be traced through an octree")
+    );
+}
