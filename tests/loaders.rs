@@ -856,3 +856,51 @@ fn transformed_moves_points_and_normals() {
     let face = (b - a).cross(c - a).normalize();
     assert!(Vec3::from(mirrored.normals[0]).abs_diff_eq(face, 1e-6));
 }
+
+#[test]
+fn a_gltf_with_a_missing_buffer_file_names_the_buffer() {
+    let json = r#"{"asset": {"version": "2.0"},
+        "buffers": [{"uri": "canopy-missing-buffer.bin", "byteLength": 48}]}"#;
+    let file = TempFile::new("missing-buffer.gltf", json);
+    file.load_error(&["buffer 0", "canopy-missing-buffer.bin", "No such file"]);
+}
+
+#[test]
+fn an_empty_or_truncated_glb_says_it_is_truncated_and_where() {
+    TempFile::new("empty.glb", b"").load_error(&["truncated", "0 bytes", "header"]);
+    let whole = square_glb(&[0, 1, 3]);
+    let cut = TempFile::new("cut.glb", &whole[..whole.len() - 10]);
+    cut.load_error(&[
+        "truncated",
+        &format!("declares {} bytes", whole.len()),
+        "10 bytes early",
+    ]);
+}
+
+#[test]
+fn binary_data_named_obj_is_not_obj_text() {
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    png.extend_from_slice(&[0u8; 64]);
+    TempFile::new("picture.obj", png).load_error(&["not OBJ text"]);
+    // A binary file with no line break at all: refused without reading it all into a line.
+    let long = vec![b'x'; (1 << 20) + 10];
+    TempFile::new("one-long-line.obj", long).load_error(&["line 1", "not OBJ text"]);
+}
+
+#[test]
+fn folders_and_devices_are_not_mesh_files() {
+    let folder = std::env::temp_dir().join(format!("canopy-{}-folder.obj", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
+    let error = Mesh::load(&folder).unwrap_err().to_string();
+    std::fs::remove_dir(&folder).unwrap();
+    assert!(error.contains("a folder, not a mesh file"), "{error}");
+    if std::path::Path::new("/dev/zero").exists() {
+        // /dev/zero has no .obj name; a link to it with one is what a user would pass.
+        let link = std::env::temp_dir().join(format!("canopy-{}-zero.obj", std::process::id()));
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let error = Mesh::load(&link).unwrap_err().to_string();
+        std::fs::remove_file(&link).unwrap();
+        assert!(error.contains("a device, pipe or socket"), "{error}");
+    }
+}

@@ -53,6 +53,61 @@ pub fn convert_material(material: &gltf::Material) -> Result<Material, String> {
     Ok(converted)
 }
 
+/// A GLB file (by its magic) shorter than its header or than the length its header declares
+/// is truncated: say so and where, rather than the reader's "failed to fill whole buffer".
+fn check_glb_length(path: &Path) -> Result<(), SceneError> {
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| SceneError::io(path, e))?
+        .len();
+    let mut header = [0u8; 12];
+    let mut file = std::fs::File::open(path).map_err(|e| SceneError::io(path, e))?;
+    let read = std::io::Read::read(&mut file, &mut header).map_err(|e| SceneError::io(path, e))?;
+    let is_glb = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("glb"));
+    if is_glb && read < header.len() {
+        return Err(SceneError::malformed(
+            path,
+            "header",
+            format!("the file is truncated: {bytes} bytes, a GLB header alone is 12"),
+        ));
+    }
+    if &header[..4] == b"glTF" {
+        let declared = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as u64;
+        if declared > bytes {
+            return Err(SceneError::malformed(
+                path,
+                "header",
+                format!(
+                    "the file is truncated: its header declares {declared} bytes, the file has \
+                     {bytes} (it ends {} bytes early)",
+                    declared - bytes
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// After a buffer failed to load: the first buffer kept in a file beside a `.gltf` that cannot
+/// be read, named with its file (the reader's own error names only the `.gltf`).
+fn missing_buffer(path: &Path, document: &gltf::Document) -> Option<SceneError> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    document.buffers().find_map(|buffer| match buffer.source() {
+        gltf::buffer::Source::Uri(uri) if !uri.starts_with("data:") => {
+            let file = folder.join(uri);
+            std::fs::metadata(&file).err().map(|e| {
+                SceneError::malformed(
+                    path,
+                    format!("buffer {}", buffer.index()),
+                    format!("its file {} cannot be read: {e}", file.display()),
+                )
+            })
+        }
+        _ => None,
+    })
+}
+
 /// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
 /// module docs). The mesh is not [validated](Mesh::validate).
 pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
@@ -60,8 +115,12 @@ pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
         gltf::Error::Io(e) => SceneError::io(path, e),
         e => SceneError::malformed(path, "document", e.to_string()),
     };
+    check_glb_length(path)?;
     let gltf::Gltf { document, blob } = gltf::Gltf::open(path).map_err(document_error)?;
-    let buffers = gltf::import_buffers(&document, path.parent(), blob).map_err(document_error)?;
+    let buffers = gltf::import_buffers(&document, path.parent(), blob).map_err(|e| match e {
+        gltf::Error::Io(e) => missing_buffer(path, &document).unwrap_or(SceneError::io(path, e)),
+        e => document_error(e),
+    })?;
     let Some(scene) = document
         .default_scene()
         .or_else(|| document.scenes().next())

@@ -51,6 +51,14 @@ pub enum SceneError {
         /// The file.
         path: PathBuf,
     },
+    /// The path names something other than a regular file (a folder, a device, a pipe).
+    #[error("{path}: {what}, not a mesh file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        what: &'static str,
+    },
     /// The file's extension names no format canopy reads.
     #[error("{path}: unknown mesh format (expected .obj, .ply, .gltf or .glb)")]
     UnknownFormat {
@@ -298,6 +306,25 @@ pub(crate) fn push_strip(strip: &[u32], triangles: &mut Vec<[u32; 3]>) {
     );
 }
 
+/// Refuses what is not a regular file before any reader opens it: reading a device such as
+/// `/dev/zero` or a pipe would never end.
+fn check_regular_file(path: &Path) -> Result<(), SceneError> {
+    let kind = std::fs::metadata(path)
+        .map_err(|e| SceneError::io(path, e))?
+        .file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    Err(SceneError::NotAFile {
+        path: path.to_path_buf(),
+        what: if kind.is_dir() {
+            "a folder"
+        } else {
+            "a device, pipe or socket"
+        },
+    })
+}
+
 /// A mesh with a material per triangle, as [`MaterialMesh::load`] reads it.
 #[derive(Clone, Debug, Default)]
 pub struct MaterialMesh {
@@ -319,6 +346,7 @@ impl MaterialMesh {
     }
 
     fn read(path: &Path) -> Result<Self, SceneError> {
+        check_regular_file(path)?;
         let extension = path
             .extension()
             .and_then(|e| e.to_str())

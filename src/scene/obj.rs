@@ -11,7 +11,7 @@
 //! next. Every error names the line.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::mesh::push_fan;
@@ -37,6 +37,11 @@ pub fn read(mut reader: impl BufRead, path: &Path) -> Result<Mesh, SceneError> {
         if lines == 0 {
             return Ok(parser.finish());
         }
+        if statement.len() > MAX_STATEMENT_BYTES || statement.contains(&0) {
+            return Err(parser.error(
+                "binary data, not OBJ text (is the file another format with an .obj name?)".into(),
+            ));
+        }
         next_line += lines;
         if let Some(comment) = statement.iter().position(|&b| b == b'#') {
             statement.truncate(comment);
@@ -45,11 +50,20 @@ pub fn read(mut reader: impl BufRead, path: &Path) -> Result<Mesh, SceneError> {
     }
 }
 
+/// The longest statement read: far above any real OBJ line, and a bound on what one read of a
+/// binary file without line breaks takes into memory.
+const MAX_STATEMENT_BYTES: usize = 1 << 20;
+
 /// Reads one statement into `statement`, joining lines that end in `\`, without the line
-/// breaks. Returns the number of lines read (0 at the end of the input).
+/// breaks, and stopping past [`MAX_STATEMENT_BYTES`]. Returns the number of lines read (0 at
+/// the end of the input).
 fn read_statement(reader: &mut impl BufRead, statement: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut lines = 0;
-    while reader.read_until(b'\n', statement)? > 0 {
+    let limit = MAX_STATEMENT_BYTES as u64 + 1;
+    while reader.by_ref().take(limit).read_until(b'\n', statement)? > 0 {
+        if statement.len() > MAX_STATEMENT_BYTES {
+            return Ok(lines + 1);
+        }
         lines += 1;
         if statement.last() == Some(&b'\n') {
             statement.pop();
