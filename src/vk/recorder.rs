@@ -45,6 +45,22 @@ impl Context {
     }
 }
 
+/// Records one global memory barrier from `src` (stages, accesses) to `dst`.
+fn record_memory_barrier(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
+) {
+    let barrier = [vk::MemoryBarrier2::default()
+        .src_stage_mask(src.0)
+        .src_access_mask(src.1)
+        .dst_stage_mask(dst.0)
+        .dst_access_mask(dst.1)];
+    let info = vk::DependencyInfo::default().memory_barriers(&barrier);
+    unsafe { device.cmd_pipeline_barrier2(cmd, &info) };
+}
+
 /// What a recording is observed with: stage timestamps, work counters, or neither.
 #[derive(Default)]
 pub struct Instruments<'a> {
@@ -191,16 +207,7 @@ impl<'a> Recorder<'a> {
             return;
         };
         let (saved, cmd, device) = (saved.raw(), self.cmd, &self.ctx.shared.device);
-        let barrier = |src: (vk::PipelineStageFlags2, vk::AccessFlags2),
-                       dst: (vk::PipelineStageFlags2, vk::AccessFlags2)| {
-            let barrier = [vk::MemoryBarrier2::default()
-                .src_stage_mask(src.0)
-                .src_access_mask(src.1)
-                .dst_stage_mask(dst.0)
-                .dst_access_mask(dst.1)];
-            let info = vk::DependencyInfo::default().memory_barriers(&barrier);
-            unsafe { device.cmd_pipeline_barrier2(cmd, &info) };
-        };
+        let barrier = |src, dst| record_memory_barrier(device, cmd, src, dst);
         barrier(
             Self::COMPUTE_WRITE,
             (
@@ -230,13 +237,7 @@ impl<'a> Recorder<'a> {
         src: (vk::PipelineStageFlags2, vk::AccessFlags2),
         dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
     ) {
-        let barrier = [vk::MemoryBarrier2::default()
-            .src_stage_mask(src.0)
-            .src_access_mask(src.1)
-            .dst_stage_mask(dst.0)
-            .dst_access_mask(dst.1)];
-        let info = vk::DependencyInfo::default().memory_barriers(&barrier);
-        unsafe { self.device().cmd_pipeline_barrier2(self.cmd, &info) };
+        record_memory_barrier(self.device(), self.cmd, src, dst);
         if let Some(census) = self.census.as_deref_mut() {
             census.count_barrier();
         }
