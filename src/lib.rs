@@ -8,12 +8,14 @@
 //! - [`accel`]: acceleration structures built on the GPU.
 //! - [`trace`]: ray casting against them.
 //! - [`render`]: the headless renderer.
+//! - [`export`]: frame sinks (PNG sequences written atomically).
 //! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
 //!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
 
 pub mod accel;
 pub mod bench;
 pub mod cpu;
+pub mod export;
 pub mod prims;
 pub mod render;
 pub mod scene;

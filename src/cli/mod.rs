@@ -21,6 +21,18 @@ pub enum CliError {
     Canopy(canopy::vk::Error),
     /// A command ran but its result is a failure (e.g. a selfcheck mismatch).
     Failed(String),
+    /// SIGINT or SIGTERM stopped the command (after saying what it had done).
+    Interrupted,
+}
+
+impl CliError {
+    /// The process exit code: 130 after an interrupt (the shell's convention), else 1.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Interrupted => 130,
+            _ => 1,
+        }
+    }
 }
 
 impl std::fmt::Display for CliError {
@@ -28,6 +40,7 @@ impl std::fmt::Display for CliError {
         match self {
             CliError::Canopy(e) => e.fmt(f),
             CliError::Failed(what) => f.write_str(what),
+            CliError::Interrupted => f.write_str("interrupted"),
         }
     }
 }

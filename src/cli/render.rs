@@ -8,6 +8,7 @@ use super::CliError;
 use canopy::accel::StructureKind;
 use canopy::accel::kdtree_build::KdBuildParams;
 use canopy::accel::lbvh::{LbvhParams, MortonBits};
+use canopy::export::{PngSequence, frame_ranges};
 use canopy::render::presets::{self, Subject};
 use canopy::render::{
     BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
@@ -15,8 +16,8 @@ use canopy::render::{
 use canopy::scene::MaterialMesh;
 use canopy::vk::{Context, Profiler, Submission};
 use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, mpsc};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Options of `canopy render`.
@@ -128,68 +129,8 @@ pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
     Ok((dim(w)?, dim(h)?))
 }
 
-/// PNG encoding on worker threads, fed through a bounded queue.
-struct PngWriters {
-    queue: Option<mpsc::SyncSender<(PathBuf, Vec<u8>)>>,
-    workers: Vec<std::thread::JoinHandle<Result<(), String>>>,
-}
-
-impl PngWriters {
-    fn new(width: u32, height: u32) -> Self {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let (queue, jobs) = mpsc::sync_channel::<(PathBuf, Vec<u8>)>(threads);
-        let jobs = Arc::new(Mutex::new(jobs));
-        let workers = (0..threads)
-            .map(|_| {
-                let jobs = jobs.clone();
-                std::thread::spawn(move || {
-                    loop {
-                        let job = jobs.lock().unwrap().recv();
-                        let Ok((path, pixels)) = job else {
-                            return Ok(());
-                        };
-                        write_png(&path, width, height, &pixels)
-                            .map_err(|e| format!("{}: {e}", path.display()))?;
-                    }
-                })
-            })
-            .collect();
-        Self {
-            queue: Some(queue),
-            workers,
-        }
-    }
-
-    fn submit(&self, path: PathBuf, pixels: Vec<u8>) -> Result<(), CliError> {
-        self.queue
-            .as_ref()
-            .expect("open until finish")
-            .send((path, pixels))
-            .map_err(|_| CliError::Failed("a PNG writer stopped".into()))
-    }
-
-    fn finish(mut self) -> Result<(), CliError> {
-        drop(self.queue.take());
-        for worker in self.workers.drain(..) {
-            worker
-                .join()
-                .map_err(|_| CliError::Failed("a PNG writer panicked".into()))?
-                .map_err(CliError::Failed)?;
-        }
-        Ok(())
-    }
-}
-
-fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
-    encoder.set_color(png::ColorType::Rgba);
-    encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Fast);
-    let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
-    writer.write_image_data(rgba).map_err(|e| e.to_string())?;
-    writer.finish().map_err(|e| e.to_string())
-}
+/// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Runs `canopy render`.
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
@@ -218,7 +159,14 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         std::fs::create_dir_all(&args.out)
             .map_err(|e| CliError::Failed(format!("{}: {e}", args.out.display())))?;
     }
-    let writers = (!args.no_write).then(|| PngWriters::new(width, height));
+    let mut writers = (!args.no_write).then(|| PngSequence::new(&args.out, width, height));
+    // A second signal while stopping ends the process at once (frames are still never left
+    // half-written under their own names).
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
     // Two frames in flight: the CPU waits for, reads and encodes one while the GPU renders
     // the next. Each has its own timestamps and readback memory.
     let mut profilers = [Profiler::new(ctx, 128)?, Profiler::new(ctx, 128)?];
@@ -249,8 +197,18 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let frames: Vec<u32> = args.frames.clone().collect();
     // One step past the last frame, so that the last submission is finished by the same code.
     let mut n = 0;
+    let mut stopped = false;
     while n <= frames.len() {
         let slot = n % 2;
+        stopped |=
+            INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
+        if stopped {
+            // The frame in flight is dropped: wait for its GPU work, write nothing of it.
+            if let Some((_, _, submission)) = in_flight.take() {
+                submission.wait()?;
+            }
+            break;
+        }
         let submitted = match frames.get(n) {
             Some(&frame) => {
                 let time = frame as f32 / args.fps;
@@ -291,16 +249,34 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 profiler: &profilers[done_slot],
                 image: &readbacks[done_slot],
             };
-            let (ms, dropped) = finished.output(args, &writers)?;
+            let (ms, dropped) = finished.output(args, writers.as_mut())?;
             gpu_ms.push(ms);
             dropped_rays += dropped;
             progress.inc(1);
         }
     }
-    if let Some(writers) = writers {
-        writers.finish()?;
-    }
     progress.finish_and_clear();
+    if let Some(writers) = writers {
+        let folder = writers.folder().display().to_string();
+        let (written, failure) = writers.finish();
+        let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+        if failure.is_some() || interrupted {
+            eprintln!(
+                "frames written to {folder}: {} ({} of {})",
+                frame_ranges(&written),
+                written.len(),
+                frames.len()
+            );
+        }
+        if let Some(failure) = failure {
+            return Err(CliError::Failed(failure.to_string()));
+        }
+        if interrupted {
+            return Err(CliError::Interrupted);
+        }
+    } else if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(CliError::Interrupted);
+    }
     let wall = started.elapsed().as_secs_f64();
     let frames = gpu_ms.len() as f64;
     let mean_gpu = gpu_ms.iter().sum::<f64>() / frames;
@@ -315,7 +291,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         },
     );
     if dropped_rays > 0 {
-        println!(
+        eprintln!(
             "warning: {dropped_rays} rays did not fit in the renderer's ray lists and were not \
              traced (their paths end early); see --profile for the bounces"
         );
@@ -336,7 +312,7 @@ impl FinishedFrame<'_> {
     fn output(
         &self,
         args: &RenderArgs,
-        writers: &Option<PngWriters>,
+        writers: Option<&mut PngSequence>,
     ) -> Result<(f64, u64), CliError> {
         let stages = self.profiler.results()?;
         let bounces = self.image.stats();
@@ -344,8 +320,7 @@ impl FinishedFrame<'_> {
             print_frame_profile(self.frame, &stages, &bounces);
         }
         if let Some(writers) = writers {
-            let path = args.out.join(format!("frame_{:04}.png", self.frame));
-            writers.submit(path, self.image.rgba8().to_vec())?;
+            writers.submit(self.frame, self.image.rgba8().to_vec());
         }
         let ms = stages
             .iter()

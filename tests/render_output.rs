@@ -1,0 +1,130 @@
+//! `canopy render`'s frames as a pipeline sees them: a frame's file is whole or absent, the first
+//! failed write stops the render with the frame, the path and the operating system's error,
+//! and an interrupt ends it cleanly with what was written said.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// An empty folder for one test, removed when dropped.
+struct Folder(PathBuf);
+
+impl Folder {
+    fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("canopy-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    /// The names of the files in it, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every frame file decodes as a whole PNG of the size rendered; none is left partial.
+    fn assert_whole_frames(&self, width: u32, height: u32) -> usize {
+        let mut frames = 0;
+        for name in self.names() {
+            assert!(!name.contains("partial"), "a partial file survived: {name}");
+            let path = self.0.join(&name);
+            if path.is_dir() {
+                continue;
+            }
+            let decoder =
+                png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+            let mut reader = decoder
+                .read_info()
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+            reader
+                .next_frame(&mut pixels)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((reader.info().width, reader.info().height), (width, height));
+            frames += 1;
+        }
+        frames
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn render(out: &Path, frames: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_canopy"));
+    command.args([
+        "render",
+        "--size",
+        "32x24",
+        "--triangles",
+        "1000",
+        "--frames",
+        frames,
+    ]);
+    command.arg("--out").arg(out);
+    command
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn a_failed_frame_stops_the_render_naming_the_frame_path_and_cause() {
+    let folder = Folder::new("blocked");
+    std::fs::create_dir(folder.0.join("frame_0001.png")).unwrap();
+    let output = render(&folder.0, "0..40").output().unwrap();
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("frame 1: cannot write") && text.contains("frame_0001.png"),
+        "{text}"
+    );
+    assert!(text.contains("frames written to"), "{text}");
+    let whole = folder.assert_whole_frames(32, 24);
+    assert!(
+        folder.0.join("frame_0000.png").is_file(),
+        "{:?}",
+        folder.names()
+    );
+    assert!(
+        whole < 39,
+        "the render went on after the failure: {whole} frames"
+    );
+}
+
+#[test]
+fn an_interrupt_ends_the_render_with_whole_frames_and_a_report() {
+    let folder = Folder::new("interrupted");
+    let child = render(&folder.0, "0..100000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !folder.0.join("frame_0002.png").exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "no frames");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("frames written to") && text.contains("error: interrupted"),
+        "{text}"
+    );
+    assert!(folder.assert_whole_frames(32, 24) >= 3);
+}
