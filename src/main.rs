@@ -28,7 +28,7 @@ struct Args {
     verbose: u8,
 
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Command,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -105,26 +105,21 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         max_workgroup_count: None,
     };
     match args.command {
-        Some(Command::Info) => cli::info::run(&options).map(drop),
-        Some(Command::Selfcheck) => cli::selfcheck::run(&cli::context(&options)?),
-        Some(Command::Build(ref build)) => cli::build::run(&cli::context(&options)?, build),
-        Some(Command::Render(ref render)) => cli::render::run(&cli::context(&options)?, render),
-        Some(Command::Bench(BenchCommand::Prims(ref bench))) => {
+        Command::Info => cli::info::run(&options).map(drop),
+        Command::Selfcheck => cli::selfcheck::run(&cli::context(&options)?),
+        Command::Build(ref build) => cli::build::run(&cli::context(&options)?, build),
+        Command::Render(ref render) => cli::render::run(&cli::context(&options)?, render),
+        Command::Bench(BenchCommand::Prims(ref bench)) => {
             cli::bench::run(&cli::context(&options)?, bench)
         }
-        Some(Command::Bench(BenchCommand::Lbvh(ref bench))) => {
+        Command::Bench(BenchCommand::Lbvh(ref bench)) => {
             cli::structures::run_lbvh(&cli::context(&options)?, bench)
         }
-        Some(Command::Bench(BenchCommand::Kdtree(ref bench))) => {
+        Command::Bench(BenchCommand::Kdtree(ref bench)) => {
             cli::structures::run_kdtree(&cli::context(&options)?, bench)
         }
-        Some(Command::Bench(BenchCommand::Render(ref bench))) => {
+        Command::Bench(BenchCommand::Render(ref bench)) => {
             cli::bench_render::run(&cli::context(&options)?, bench)
-        }
-        None => {
-            let ctx = cli::info::run(&options)?;
-            println!();
-            cli::selfcheck::run(&ctx)
         }
     }
 }

@@ -128,3 +128,50 @@ fn an_interrupt_ends_the_render_with_whole_frames_and_a_report() {
     );
     assert!(folder.assert_whole_frames(32, 24) >= 3);
 }
+
+#[test]
+fn without_a_terminal_each_frame_is_a_line_on_stderr_unless_quiet() {
+    let folder = Folder::new("log-lines");
+    let output = render(&folder.0, "0..3").output().unwrap();
+    let text = stderr(&output);
+    assert!(output.status.success(), "{text}");
+    for frame in 0..3 {
+        assert!(
+            text.contains(&format!("frame {frame} ({}/3): GPU", frame + 1))
+                && text.contains(&format!("frame_000{frame}.png")),
+            "{text}"
+        );
+    }
+    let quiet = render(&folder.0, "0..3").arg("--quiet").output().unwrap();
+    assert!(quiet.status.success());
+    assert!(
+        !stderr(&quiet).contains("frames/s, ETA"),
+        "{}",
+        stderr(&quiet)
+    );
+}
+
+#[test]
+fn an_output_path_that_is_a_file_says_the_folder_cannot_be_created() {
+    let folder = Folder::new("out-is-a-file");
+    let file = folder.0.join("somefile");
+    std::fs::write(&file, "x").unwrap();
+    let output = render(&file, "0..1").output().unwrap();
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text.contains("output folder") && text.contains("cannot be created"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bare_canopy_prints_its_usage() {
+    let output = Command::new(env!("CARGO_BIN_EXE_canopy")).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("Usage: canopy"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -8,13 +8,14 @@ use super::CliError;
 use canopy::accel::StructureKind;
 use canopy::accel::kdtree_build::KdBuildParams;
 use canopy::accel::lbvh::{LbvhParams, MortonBits};
-use canopy::export::{PngSequence, frame_ranges};
+use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::render::presets::{self, Subject};
 use canopy::render::{
     BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
 };
 use canopy::scene::MaterialMesh;
 use canopy::vk::{Context, Profiler, Submission};
+use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +58,9 @@ pub struct RenderArgs {
     /// Render without writing PNG files (for timing the GPU work alone).
     #[arg(long)]
     pub no_write: bool,
+    /// No progress: neither the bar on a terminal nor the line per frame written otherwise.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Morton code width on the command line.
@@ -129,6 +133,22 @@ pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
     Ok((dim(w)?, dim(h)?))
 }
 
+/// Makes the output folder, or says why it cannot be made.
+fn create_output_folder(out: &std::path::Path) -> Result<(), CliError> {
+    if out.exists() && !out.is_dir() {
+        return Err(CliError::Failed(format!(
+            "the output folder {} cannot be created: a file of that name exists",
+            out.display()
+        )));
+    }
+    std::fs::create_dir_all(out).map_err(|e| {
+        CliError::Failed(format!(
+            "the output folder {} cannot be created: {e}",
+            out.display()
+        ))
+    })
+}
+
 /// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -156,8 +176,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
     let shading = presets::shading(subject.radius);
     if !args.no_write {
-        std::fs::create_dir_all(&args.out)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", args.out.display())))?;
+        create_output_folder(&args.out)?;
     }
     let mut writers = (!args.no_write).then(|| PngSequence::new(&args.out, width, height));
     // A second signal while stopping ends the process at once (frames are still never left
@@ -175,7 +194,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
     );
-    if args.profile {
+    // On a terminal a bar; otherwise (a farm's log) one plain line per frame on stderr.
+    let log_lines = !args.quiet && !args.profile && !std::io::stderr().is_terminal();
+    if args.profile || args.quiet || log_lines {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     println!(
@@ -253,6 +274,26 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             gpu_ms.push(ms);
             dropped_rays += dropped;
             progress.inc(1);
+            if log_lines {
+                let elapsed = started.elapsed().as_secs_f64();
+                let rate = gpu_ms.len() as f64 / elapsed;
+                let left = frames.len() - gpu_ms.len();
+                let target = if args.no_write {
+                    "not written".to_string()
+                } else {
+                    format!(
+                        "to {}",
+                        args.out.join(frame_file_name(frames[done])).display()
+                    )
+                };
+                eprintln!(
+                    "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
+                    frames[done],
+                    gpu_ms.len(),
+                    frames.len(),
+                    left as f64 / rate
+                );
+            }
         }
     }
     progress.finish_and_clear();
