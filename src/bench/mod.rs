@@ -75,8 +75,11 @@ impl DeviceInfo {
     }
 }
 
-/// Writes `report` as pretty-printed JSON to `path`.
+/// Writes `report` as pretty-printed JSON to `path`, making its folder if missing.
 pub fn write_json(path: &Path, report: &impl serde::Serialize) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+    if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)?;
+    }
     std::fs::write(path, text + "\n")
 }
