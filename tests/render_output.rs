@@ -175,3 +175,24 @@ fn bare_canopy_prints_its_usage() {
         stderr(&output)
     );
 }
+
+#[test]
+fn sizes_say_what_is_accepted_and_counts_read_as_words() {
+    let folder = Folder::new("words");
+    let too_big = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["render", "--size", "16385x10"])
+        .output()
+        .unwrap();
+    assert_eq!(too_big.status.code(), Some(2));
+    assert!(
+        stderr(&too_big).contains("from 1 to 16384"),
+        "{}",
+        stderr(&too_big)
+    );
+    let one = render(&folder.0, "0..1").output().unwrap();
+    let text = String::from_utf8_lossy(&one.stdout);
+    assert!(
+        text.contains("rendering 1 frame of") && text.contains("1 frame in"),
+        "{text}"
+    );
+}

@@ -128,9 +128,20 @@ pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
         .ok_or_else(|| format!("'{text}': expected WxH, e.g. 1920x1080"))?;
     let dim = |s: &str| match s.trim().parse::<u32>() {
         Ok(v) if (1..=16384).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' in '{text}': expected 1..16384")),
+        _ => Err(format!(
+            "'{s}' in '{text}': expected a whole number from 1 to 16384"
+        )),
     };
     Ok((dim(w)?, dim(h)?))
+}
+
+/// `1 frame`, `2 frames`.
+fn count_of(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Makes the output folder, or says why it cannot be made.
@@ -200,8 +211,8 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     println!(
-        "rendering {} frames of {} triangles at {width}x{height}, {} bounces, on {} to {}",
-        args.frames.len(),
+        "rendering {} of {} triangles at {width}x{height}, {} bounces, on {} to {}",
+        count_of(args.frames.len(), "frame"),
         scene.triangle_count,
         args.bounces,
         ctx.caps().name,
@@ -322,8 +333,8 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let frames = gpu_ms.len() as f64;
     let mean_gpu = gpu_ms.iter().sum::<f64>() / frames;
     println!(
-        "{} frames in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
-        gpu_ms.len(),
+        "{} in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
+        count_of(gpu_ms.len(), "frame"),
         frames / wall,
         if args.no_write {
             ""
