@@ -10,14 +10,13 @@ mod common;
 
 use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::kdtree_build::{KdBuildParams, KdTreeBuilder};
-use canopy::accel::lbvh::TriangleInput;
 use canopy::cpu::kdtree::{KdParams, KdTree, build_sah_kdtree, check_kdtree, kdtree_stats};
 use canopy::prims::Slice;
 use canopy::scene::Mesh;
 use canopy::trace::{Query, Ray, Structure};
-use canopy::vk::{Buffer, Context};
+use canopy::vk::Context;
 use common::{
-    Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
+    DeviceMesh, Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
     rays_in_plane_z0, trace,
 };
 
@@ -26,42 +25,6 @@ use common::{
 enum Builder {
     Cpu,
     Gpu,
-}
-
-/// The mesh on the device.
-struct DeviceMesh {
-    positions: Buffer,
-    triangles: Buffer,
-    count: u32,
-}
-
-impl DeviceMesh {
-    fn new(ctx: &Context, mesh: &Mesh) -> Self {
-        // An empty triangle list still needs a buffer.
-        let triangles: &[[u32; 3]] = if mesh.triangles.is_empty() {
-            &[[0; 3]]
-        } else {
-            &mesh.triangles
-        };
-        let positions: &[[f32; 3]] = if mesh.positions.is_empty() {
-            &[[0.0; 3]]
-        } else {
-            &mesh.positions
-        };
-        Self {
-            positions: ctx.create_buffer_with("positions", positions).unwrap(),
-            triangles: ctx.create_buffer_with("triangles", triangles).unwrap(),
-            count: mesh.triangle_count() as u32,
-        }
-    }
-
-    fn input(&self) -> TriangleInput<'_> {
-        TriangleInput {
-            positions: Slice::whole(&self.positions),
-            triangles: Slice::whole(&self.triangles),
-            count: self.count,
-        }
-    }
 }
 
 /// Builds `mesh`'s tree on the GPU with `params`, checks it and returns it with the host copy.

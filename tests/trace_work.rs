@@ -19,27 +19,10 @@ use canopy::cpu::raycast::{self, BOX_T_SLACK};
 use canopy::prims::Slice;
 use canopy::scene::Mesh;
 use canopy::trace::{Hit, Query, Ray, RayWork, Structure, Tracer, TraversalWork};
-use canopy::vk::{Buffer, Context, MemoryKind};
-use common::{Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace};
-
-/// A mesh on the device.
-struct DeviceMesh {
-    positions: Buffer,
-    triangles: Buffer,
-}
-
-impl DeviceMesh {
-    fn new(ctx: &Context, mesh: &Mesh) -> Self {
-        Self {
-            positions: ctx
-                .create_buffer_with("positions", &mesh.positions)
-                .unwrap(),
-            triangles: ctx
-                .create_buffer_with("triangles", &mesh.triangles)
-                .unwrap(),
-        }
-    }
-}
+use canopy::vk::{Context, MemoryKind};
+use common::{
+    DeviceMesh, Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace,
+};
 
 /// The GPU LBVH of `mesh` and the same tree read back for the CPU traversal.
 fn build_lbvh(ctx: &Context, mesh: &Mesh, device: &DeviceMesh) -> (Bvh, Lbvh) {

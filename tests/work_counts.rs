@@ -5,11 +5,10 @@
 mod common;
 
 use canopy::accel::kdtree_build::{KdBuildParams, KdTreeBuilder};
-use canopy::accel::lbvh::TriangleInput;
 use canopy::prims::{Count, Slice};
 use canopy::trace::{Hit, Query, Ray, Tracer};
 use canopy::vk::{Instruments, MemoryKind, WorkCensus};
-use common::{Rng, assert_valid, context, random_mesh};
+use common::{DeviceMesh, Rng, assert_valid, context, random_mesh};
 
 #[test]
 fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
@@ -22,12 +21,7 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
         &Default::default(),
     );
     let tree = canopy::accel::kdtree::KdTreeGpu::upload(&ctx, &tree).unwrap();
-    let positions = ctx
-        .create_buffer_with("positions", &mesh.positions)
-        .unwrap();
-    let triangles = ctx
-        .create_buffer_with("triangles", &mesh.triangles)
-        .unwrap();
+    let device = DeviceMesh::new(&ctx, &mesh);
     let rays = ctx
         .create_buffer_with("rays", &[Ray::default(); 4])
         .unwrap();
@@ -44,8 +38,8 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
         ctx.submit_instrumented(instruments, |rec| {
             let structure = canopy::trace::Structure::KdTree {
                 tree: &tree,
-                positions: Slice::whole(&positions),
-                triangles: Slice::whole(&triangles),
+                positions: Slice::whole(&device.positions),
+                triangles: Slice::whole(&device.triangles),
             };
             let count = Count::Device {
                 buffer: &count,
@@ -79,17 +73,8 @@ fn a_kd_tree_build_counts_its_recorded_levels_and_the_ones_that_ran() {
     let ctx = context();
     let mesh = random_mesh(&mut Rng::new(41), 5000, 3.0, 0.3);
     let n = mesh.triangle_count() as u32;
-    let positions = ctx
-        .create_buffer_with("positions", &mesh.positions)
-        .unwrap();
-    let triangles = ctx
-        .create_buffer_with("triangles", &mesh.triangles)
-        .unwrap();
-    let input = TriangleInput {
-        positions: Slice::whole(&positions),
-        triangles: Slice::whole(&triangles),
-        count: n,
-    };
+    let device = DeviceMesh::new(&ctx, &mesh);
+    let input = device.input();
     let builder = KdTreeBuilder::new(&ctx, KdBuildParams::default(), n).unwrap();
     let tree = builder.allocate_tree(&ctx).unwrap();
     let status = builder.status_readback(&ctx).unwrap();

@@ -347,3 +347,40 @@ pub fn test_data(relative: &str) -> std::path::PathBuf {
     );
     path
 }
+
+/// A mesh on the device, as builders and kd-tree traversal read it (an empty mesh gets
+/// one-element buffers).
+pub struct DeviceMesh {
+    pub positions: canopy::vk::Buffer,
+    pub triangles: canopy::vk::Buffer,
+    pub count: u32,
+}
+
+impl DeviceMesh {
+    pub fn new(ctx: &canopy::vk::Context, mesh: &canopy::scene::Mesh) -> Self {
+        // An empty triangle list still needs a buffer.
+        let triangles: &[[u32; 3]] = if mesh.triangles.is_empty() {
+            &[[0; 3]]
+        } else {
+            &mesh.triangles
+        };
+        let positions: &[[f32; 3]] = if mesh.positions.is_empty() {
+            &[[0.0; 3]]
+        } else {
+            &mesh.positions
+        };
+        Self {
+            positions: ctx.create_buffer_with("positions", positions).unwrap(),
+            triangles: ctx.create_buffer_with("triangles", triangles).unwrap(),
+            count: mesh.triangle_count() as u32,
+        }
+    }
+
+    pub fn input(&self) -> canopy::accel::lbvh::TriangleInput<'_> {
+        canopy::accel::lbvh::TriangleInput {
+            positions: canopy::prims::Slice::whole(&self.positions),
+            triangles: canopy::prims::Slice::whole(&self.triangles),
+            count: self.count,
+        }
+    }
+}
