@@ -12,7 +12,7 @@ mod common;
 
 use canopy::accel::bvh::Bvh;
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
+use canopy::accel::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::cpu::kdtree::{KdParams, KdTree, build_sah_kdtree, trace_kdtree};
 use canopy::cpu::lbvh::Lbvh;
 use canopy::cpu::raycast::{self, BOX_T_SLACK};
@@ -24,27 +24,51 @@ use common::{
     DeviceMesh, Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace,
 };
 
-/// The GPU LBVH of `mesh` and the same tree read back for the CPU traversal.
-fn build_lbvh(ctx: &Context, mesh: &Mesh, device: &DeviceMesh) -> (Bvh, Lbvh) {
-    let n = mesh.triangle_count() as u32;
-    let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
-    let mut bvh = Bvh::new(ctx, n).unwrap();
-    ctx.submit_and_wait(|rec| {
-        let input = TriangleInput {
-            positions: Slice::whole(&device.positions),
-            triangles: Slice::whole(&device.triangles),
-            count: n,
+/// Both structures over one mesh, each on the device and on the host: the GPU LBVH and the
+/// same tree read back, the CPU SAH kd-tree and the same tree uploaded.
+struct Structures {
+    device: DeviceMesh,
+    bvh: Bvh,
+    lbvh: Lbvh,
+    kd_tree: KdTree,
+    kd_tree_gpu: KdTreeGpu,
+}
+
+impl Structures {
+    fn new(ctx: &Context, mesh: &Mesh) -> Self {
+        let device = DeviceMesh::new(ctx, mesh);
+        let builder = LbvhBuilder::new(ctx, LbvhParams::default(), device.count).unwrap();
+        let mut bvh = Bvh::new(ctx, device.count).unwrap();
+        ctx.submit_and_wait(|rec| builder.record(rec, &device.input(), &mut bvh))
+            .unwrap();
+        let (nodes, leaf_primitives) = bvh.download(ctx).unwrap();
+        assert_valid(ctx);
+        let kd_tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
+        let kd_tree_gpu = KdTreeGpu::upload(ctx, &kd_tree).unwrap();
+        Self {
+            device,
+            bvh,
+            lbvh: Lbvh {
+                nodes,
+                leaf_primitives,
+            },
+            kd_tree,
+            kd_tree_gpu,
+        }
+    }
+
+    /// The LBVH, then the kd-tree: what the GPU traces and the CPU reference it must match.
+    fn pairs(&self) -> [(Structure<'_>, Reference<'_>); 2] {
+        let kd = Structure::KdTree {
+            tree: &self.kd_tree_gpu,
+            positions: Slice::whole(&self.device.positions),
+            triangles: Slice::whole(&self.device.triangles),
         };
-        builder.record(rec, &input, &mut bvh)
-    })
-    .unwrap();
-    let (nodes, leaf_primitives) = bvh.download(ctx).unwrap();
-    assert_valid(ctx);
-    let tree = Lbvh {
-        nodes,
-        leaf_primitives,
-    };
-    (bvh, tree)
+        [
+            (Structure::Bvh(&self.bvh), Reference::Bvh(&self.lbvh)),
+            (kd, Reference::KdTree(&self.kd_tree)),
+        ]
+    }
 }
 
 /// `query` for `rays` by the counting kernels: the hits and each ray's work. The ray count is
@@ -248,36 +272,28 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
     let tracer = Tracer::new(&ctx).unwrap();
     let mut rng = Rng::new(31);
     let mesh = random_mesh(&mut rng, 3000, 10.0, 0.5);
-    let device = DeviceMesh::new(&ctx, &mesh);
     let rays = random_rays(&mut rng, &mesh, 3000);
     // Rays counted differently on the CPU, near ties only: at most 2%.
     let max_differing = rays.len() / 50;
 
-    let (bvh, lbvh) = build_lbvh(&ctx, &mesh, &device);
+    let structures = Structures::new(&ctx, &mesh);
+    let [lbvh, kd] = structures.pairs();
     let lbvh = check(
         &ctx,
         &tracer,
         &mesh,
-        Structure::Bvh(&bvh),
-        &Reference::Bvh(&lbvh),
+        lbvh.0,
+        &lbvh.1,
         &rays,
         max_differing,
         "LBVH",
     );
-
-    let tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
-    let gpu_tree = KdTreeGpu::upload(&ctx, &tree).unwrap();
-    let kd = Structure::KdTree {
-        tree: &gpu_tree,
-        positions: Slice::whole(&device.positions),
-        triangles: Slice::whole(&device.triangles),
-    };
     let kd = check(
         &ctx,
         &tracer,
         &mesh,
-        kd,
-        &Reference::KdTree(&tree),
+        kd.0,
+        &kd.1,
         &rays,
         max_differing,
         "kd-tree",
@@ -305,19 +321,12 @@ fn counts_on_rays_along_box_faces_and_split_planes() {
     let ctx = context();
     let tracer = Tracer::new(&ctx).unwrap();
     let (mesh, rays) = cube_grid();
-    let device = DeviceMesh::new(&ctx, &mesh);
-    let (bvh, lbvh) = build_lbvh(&ctx, &mesh, &device);
-    let tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
-    let gpu_tree = KdTreeGpu::upload(&ctx, &tree).unwrap();
-    let kd = Structure::KdTree {
-        tree: &gpu_tree,
-        positions: Slice::whole(&device.positions),
-        triangles: Slice::whole(&device.triangles),
-    };
-    for (structure, reference, label) in [
-        (Structure::Bvh(&bvh), Reference::Bvh(&lbvh), "cubes, LBVH"),
-        (kd, Reference::KdTree(&tree), "cubes, kd-tree"),
-    ] {
+    let structures = Structures::new(&ctx, &mesh);
+    for ((structure, reference), label) in structures
+        .pairs()
+        .into_iter()
+        .zip(["cubes, LBVH", "cubes, kd-tree"])
+    {
         let seen = check(
             &ctx,
             &tracer,
@@ -338,20 +347,9 @@ fn empty_single_and_device_counted_batches() {
     let tracer = Tracer::new(&ctx).unwrap();
     let mut rng = Rng::new(41);
     let mesh = random_mesh(&mut rng, 500, 2.0, 0.3);
-    let device = DeviceMesh::new(&ctx, &mesh);
-    let (bvh, lbvh) = build_lbvh(&ctx, &mesh, &device);
-    let tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
-    let gpu_tree = KdTreeGpu::upload(&ctx, &tree).unwrap();
-    let kd = Structure::KdTree {
-        tree: &gpu_tree,
-        positions: Slice::whole(&device.positions),
-        triangles: Slice::whole(&device.triangles),
-    };
+    let structures = Structures::new(&ctx, &mesh);
     let rays = random_rays(&mut rng, &mesh, 300);
-    for (structure, reference) in [
-        (Structure::Bvh(&bvh), Reference::Bvh(&lbvh)),
-        (kd, Reference::KdTree(&tree)),
-    ] {
+    for (structure, reference) in structures.pairs() {
         for query in [Query::Closest, Query::Any] {
             // No rays: nothing written, nothing read.
             let (hits, work) = trace_counted(&ctx, &tracer, structure, &[], query, true);
