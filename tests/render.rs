@@ -484,3 +484,54 @@ fn folded_grids_render_the_same_frame() {
         );
     }
 }
+
+/// Shadow acne far from the origin: a lit plane, tilted so that its points' large x
+/// coordinates carry rounding error across it, alone under the sun at x = 1, 1e4 and 1e6. No
+/// shadow ray may hit the plane it leaves, so every pixel of it must have the one lit colour; a ray
+/// that re-hits its own triangle leaves a pixel with the ambient light only.
+#[test]
+fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
+    let ctx = context();
+    for x in [1.0f32, 1e4, 1e6] {
+        let plane = shapes::ground_square([0.0, 0.0, 0.0], 50.0).transformed(
+            glam::Mat4::from_translation(Vec3::new(x, 0.0, 0.0))
+                * glam::Mat4::from_rotation_z(30f32.to_radians()),
+        );
+        let scene = TestScene {
+            triangle_materials: vec![0; plane.triangle_count()],
+            mesh: plane,
+            materials: vec![Material::diffuse([0.8, 0.8, 0.8])],
+            lights: vec![Light::Directional {
+                direction: Vec3::new(-0.5, -1.0, -0.2),
+                intensity: Vec3::splat(0.8),
+            }],
+            camera: Camera::orbit(Vec3::new(x, 0.0, 0.0), 3.0, 30.0, 50.0, 45.0),
+            shading: ShadingParams {
+                ambient: 0.1,
+                surface_offset: 1e-4,
+            },
+            width: WIDTH,
+            height: HEIGHT,
+        };
+        let (gpu, _) = scene.render_gpu(&ctx, Through::Lbvh, 1);
+        let cpu = scene.render_cpu(1);
+        for (image, label) in [(&gpu, "GPU"), (&cpu, "CPU")] {
+            // The plane is grey; what is not grey is the sky beyond its far edge.
+            let greys: Vec<u8> = image
+                .chunks(4)
+                .filter(|p| p[0] == p[1] && p[1] == p[2])
+                .map(|p| p[0])
+                .collect();
+            let lit = greys.iter().copied().max().unwrap_or(0);
+            assert!(
+                greys.len() * 2 > image.len() / 4,
+                "x = {x}: the plane is missing"
+            );
+            let dark = greys.iter().filter(|&&g| g + 2 < lit).count();
+            assert_eq!(
+                dark, 0,
+                "x = {x}: {dark} {label} pixels darker than the lit plane's {lit}"
+            );
+        }
+    }
+}

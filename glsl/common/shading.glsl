@@ -103,6 +103,26 @@ void light_towards(Light light, vec3 p, out vec3 to_light, out float tmax, out v
     }
 }
 
+// Units in the last place that a new ray's origin steps, per coordinate, along the normal.
+const float ORIGIN_ULPS = 32.0;
+// Coordinates smaller than this are not stepped (their rounding error is far below the
+// scene-relative offset, and stepping a bit pattern across zero would be meaningless).
+const float ORIGIN_ULP_FLOOR = 1.0 / 32.0;
+
+// The origin of a ray leaving the surface at `p` on the side of unit normal `n`, so that it
+// cannot hit the surface it leaves: `offset` world units along n (scene-relative, what counts
+// near the origin), then every coordinate stepped by up to ORIGIN_ULPS units in its last
+// place in n's direction (Waechter & Binder, "A Fast and Robust Method for Avoiding
+// Self-Intersection", Ray Tracing Gems, 2019), what counts far from the origin, where a hit
+// point's rounding error grows with its coordinates: at x = 1e4 one ulp is 1e-3, at 1e6 0.06.
+vec3 offset_origin(vec3 p, vec3 n, float offset) {
+    vec3 q = p + n * offset;
+    ivec3 steps = ivec3(ORIGIN_ULPS * n);
+    ivec3 towards_n = mix(steps, -steps, lessThan(q, vec3(0.0)));
+    vec3 stepped = intBitsToFloat(floatBitsToInt(q) + towards_n);
+    return mix(stepped, q, lessThan(abs(q), vec3(ORIGIN_ULP_FLOOR)));
+}
+
 // Radiance of the sky seen along `direction`: a gradient from a pale horizon to blue overhead.
 vec3 sky(vec3 direction) {
     float up = clamp(normalize(direction).y * 0.5 + 0.5, 0.0, 1.0);

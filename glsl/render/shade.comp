@@ -13,9 +13,9 @@
 // The appended rays form the next bounce's path list (list compaction by atomic append:
 // common/paths.glsl append_slots, one atomic per subgroup). At the last bounce (`spawn` = 0)
 // no rays are appended: a specular hit ends its path by adding the sky seen along each
-// scattered direction, times that ray's weight, without tracing it. Reflected rays start a
-// small offset off the surface on the ray's side, refracted rays on the far side; rays of zero
-// weight are not appended. cpu/render.rs is the reference.
+// scattered direction, times that ray's weight, without tracing it. Reflected and shadow rays
+// start off the surface on the ray's side, refracted rays on the far side (offset_origin:
+// robust at any distance from the origin); rays of zero weight are not appended. cpu/render.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/shading.glsl"
 #include "../common/paths.glsl"
@@ -35,7 +35,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
     uint light_count;
     float ambient;                // ambient light as a fraction of the albedo
-    float surface_offset;         // world-space offset of new ray origins off the surface
+    float surface_offset;         // scene-relative offset of new ray origins (offset_origin)
     uint spawn;                   // 1: append scattered rays; 0 (last bounce): end at the sky
 } pc;
 
@@ -48,7 +48,7 @@ bool shadow_ray(SurfacePoint s, vec3 weight, uint l, out Ray ray, out vec3 contr
     light_towards(Lights(pc.lights_address).v[l], s.position, to_light, tmax, irradiance);
     float cosine = max(dot(s.shading_normal, normalize(to_light)), 0.0);
     contribution = weight * s.colour * irradiance * cosine;
-    ray = Ray(s.position + s.geometric_normal * pc.surface_offset, 0.0, to_light, tmax);
+    ray = Ray(offset_origin(s.position, s.geometric_normal, pc.surface_offset), 0.0, to_light, tmax);
     return dot(to_light, s.geometric_normal) > 0.0 && max(contribution.x, max(contribution.y, contribution.z)) > 0.0;
 }
 
@@ -83,8 +83,8 @@ void main() {
             } else {
                 vec3 d = normalize(ray.direction);
                 vec3 n = s.shading_normal;
-                vec3 above = s.position + s.geometric_normal * pc.surface_offset;
-                vec3 below = s.position - s.geometric_normal * pc.surface_offset;
+                vec3 above = offset_origin(s.position, s.geometric_normal, pc.surface_offset);
+                vec3 below = offset_origin(s.position, -s.geometric_normal, pc.surface_offset);
                 scattered[0] = Ray(above, 0.0, reflect_about(d, n), INF);
                 scattered[1] = Ray(below, 0.0, vec3(0.0), INF);
                 uint count = 1;

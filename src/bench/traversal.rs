@@ -10,8 +10,8 @@
 //!   ([`presets::studio_lights`]), where the hit surface faces it, any hit;
 //! - **reflected**: the mirror reflection of each camera ray at its hit, closest hit.
 //!
-//! Secondary rays leave the surface on the side the camera ray came from, offset by 10^-4 of
-//! the mesh's radius (as the renderer's shadow rays). They are made on the host from the
+//! Secondary rays leave the surface on the side the camera ray came from, offset as the
+//! renderer's are ([`offset_origin`]: 10^-4 of the mesh's radius, then a few ulps). They are made on the host from the
 //! camera rays' closest hits through the first structure traced; closest hits are exact, so
 //! they are the same whichever structure found them, and every later structure traces the
 //! very same rays.
@@ -19,6 +19,7 @@
 use super::Result;
 use super::harness::{Timing, time_runs};
 use super::meshes::BenchMesh;
+use crate::cpu::render::offset_origin;
 use crate::prims::{Count, Slice};
 use crate::render::{Camera, Light, presets};
 use crate::trace::{Hit, MISS, Query, Ray, RayWork, Structure, Tracer, TraversalWork};
@@ -231,7 +232,11 @@ impl RaySets {
             if normal.dot(direction) > 0.0 {
                 normal = -normal;
             }
-            let origin = Vec3::from(ray.origin) + direction * hit.t + normal * self.offset;
+            let origin = offset_origin(
+                Vec3::from(ray.origin) + direction * hit.t,
+                normal,
+                self.offset,
+            );
             let ray_to = |direction: Vec3| Ray {
                 origin: origin.to_array(),
                 tmin: 0.0,

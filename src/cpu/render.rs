@@ -65,6 +65,29 @@ fn sky(direction: Vec3) -> Vec3 {
     Vec3::new(0.85, 0.85, 0.8).lerp(Vec3::new(0.35, 0.55, 0.9), up)
 }
 
+/// `offset_origin`: the origin of a ray leaving the surface at `p` on the side of unit normal
+/// `n`, `offset` world units along `n` and then every coordinate of magnitude at least
+/// [`ORIGIN_ULP_FLOOR`] stepped by up to [`ORIGIN_ULPS`] units in its last place in `n`'s
+/// direction (Wächter & Binder, Ray Tracing Gems, 2019), so that a ray far from the origin
+/// cannot hit the surface it leaves.
+pub fn offset_origin(p: Vec3, n: Vec3, offset: f32) -> Vec3 {
+    let q = p + n * offset;
+    let step = |q: f32, n: f32| {
+        if q.abs() < ORIGIN_ULP_FLOOR {
+            return q;
+        }
+        let steps = (ORIGIN_ULPS * n) as i32;
+        let towards_n = if q < 0.0 { -steps } else { steps };
+        f32::from_bits((q.to_bits() as i32).wrapping_add(towards_n) as u32)
+    };
+    Vec3::new(step(q.x, n.x), step(q.y, n.y), step(q.z, n.z))
+}
+
+/// `ORIGIN_ULPS` of shading.glsl: units in the last place a new ray's origin steps.
+pub const ORIGIN_ULPS: f32 = 32.0;
+/// `ORIGIN_ULP_FLOOR` of shading.glsl: coordinates below it are not stepped.
+pub const ORIGIN_ULP_FLOOR: f32 = 1.0 / 32.0;
+
 /// `reflect_about`: the mirror direction of unit `d` about unit `n`.
 fn reflect_about(d: Vec3, n: Vec3) -> Vec3 {
     d - 2.0 * d.dot(n) * n
@@ -171,7 +194,7 @@ impl CpuScene<'_> {
         let cosine = s.shading_normal.dot(to_light.normalize()).max(0.0);
         let contribution = weight * s.colour * irradiance * cosine;
         let ray = Ray {
-            origin: (s.position + s.geometric_normal * offset).to_array(),
+            origin: offset_origin(s.position, s.geometric_normal, offset).to_array(),
             tmin: 0.0,
             direction: to_light.to_array(),
             tmax,
@@ -203,8 +226,8 @@ impl CpuScene<'_> {
         }
         let d = Vec3::from(ray.direction).normalize();
         let n = s.shading_normal;
-        let above = s.position + s.geometric_normal * offset;
-        let below = s.position - s.geometric_normal * offset;
+        let above = offset_origin(s.position, s.geometric_normal, offset);
+        let below = offset_origin(s.position, -s.geometric_normal, offset);
         let mut scattered = vec![(above, reflect_about(d, n), weight * s.colour)];
         if s.kind == MaterialKind::Glass {
             let eta = if s.front { 1.0 / s.ior } else { s.ior };
