@@ -86,14 +86,18 @@ impl BenchMesh {
 
     /// The mesh in `path` (`.obj`, `.ply`, `.gltf`, `.glb`), labelled by its file name. A file
     /// with vertices but no faces (a scanned point cloud) loads as points, for the octree.
+    /// The mesh is [fitted into the unit sphere](Mesh::fit_unit_sphere) first, so that boxes,
+    /// areas and rays stay within `f32`'s range and precision whatever the file's units and
+    /// placement (a structure's shape and SAH cost do not depend on either).
     pub fn load(ctx: &Context, path: &Path) -> Result<Self> {
-        let mesh = match Mesh::load(path) {
+        let mut mesh = match Mesh::load(path) {
             Err(SceneError::Empty { .. }) => Mesh {
                 positions: Mesh::load_points(path)?,
                 ..Mesh::default()
             },
             loaded => loaded?,
         };
+        mesh.fit_unit_sphere();
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),

@@ -24,7 +24,9 @@ use std::time::Instant;
 /// Options of `canopy render`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct RenderArgs {
-    /// Render this mesh (.obj, .ply, .gltf, .glb) over a ground plane instead of the default scene.
+    /// Render this mesh (.obj, .ply, .gltf, .glb) over a ground plane instead of the default
+    /// scene. It is framed in units of its size: moved to the origin and scaled to a radius of
+    /// 1, so a model far from the origin or in any unit renders alike.
     #[arg(long, value_name = "FILE")]
     pub mesh: Option<PathBuf>,
     /// Directory the frames are written to (frame_0000.png, ...); created if missing.

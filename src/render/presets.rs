@@ -6,7 +6,7 @@ use super::{Camera, Light, Material, SceneGpu, ShadingParams};
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
-use crate::scene::{MaterialMesh, shapes};
+use crate::scene::{MaterialMesh, Mesh, shapes};
 use crate::vk::{Context, Recorder, Result};
 use glam::Vec3;
 
@@ -105,8 +105,72 @@ pub fn orbit_camera(
     )
 }
 
+/// How far below a mesh file's lowest point its ground lies, as a fraction of the mesh's
+/// radius: ten times the shadow rays' offset ([`shading`]), far enough that no camera or shadow
+/// ray confuses the two, too little to see the mesh float.
+pub const GROUND_GAP: f32 = 1e-3;
+
 /// How fast the camera circles a mesh file's scene, in degrees per second.
 pub const MESH_SCENE_ORBIT: f32 = 15.0;
+
+/// A mesh file's scene on the host: the mesh over a checkered ground square under the studio
+/// lights, with the file's materials (glTF), or clay for a file without any, and the ground's
+/// material after them.
+///
+/// The mesh is first [fitted into the unit sphere](crate::scene::Mesh::fit_unit_sphere)
+/// (centred on the origin, half-diagonal 1), so a model far from the origin or at any scale
+/// renders as it would at the origin in units of its size. The ground lies [`GROUND_GAP`]
+/// below the mesh's lowest point, so a flat-bottomed mesh never coincides with it.
+pub struct MeshStage {
+    /// The fitted mesh and, after its triangles, the ground's two.
+    pub mesh: Mesh,
+    /// Index into `materials` of each triangle.
+    pub triangle_materials: Vec<u32>,
+    /// The file's materials (or clay), then the ground's.
+    pub materials: Vec<Material>,
+    /// The studio lights around the mesh.
+    pub lights: Vec<Light>,
+    /// Centre of the fitted mesh's bounding box.
+    pub centre: Vec3,
+    /// Half the diagonal of the fitted mesh's bounding box (1, or less for a flat mesh).
+    pub radius: f32,
+}
+
+impl MeshStage {
+    /// The stage for `loaded`.
+    pub fn new(loaded: MaterialMesh) -> Self {
+        let mut mesh = loaded.mesh;
+        mesh.fit_unit_sphere();
+        let (lo, hi) = mesh.bounds().unwrap_or_default();
+        let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
+        let centre = (lo + hi) * 0.5;
+        let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
+        // The ground's normals may only be appended to a mesh that has its own.
+        if mesh.normals.len() != mesh.positions.len() {
+            mesh.compute_vertex_normals();
+        }
+        let mut materials = loaded.materials;
+        let mut triangle_materials = loaded.triangle_materials;
+        if materials.is_empty() {
+            materials.push(clay());
+            triangle_materials = vec![0; mesh.triangle_count()];
+        }
+        let ground_material = materials.len() as u32;
+        materials.push(checker_ground(radius * 0.25));
+        let ground_height = lo.y - GROUND_GAP * radius;
+        let ground = shapes::ground_square([centre.x, ground_height, centre.z], radius * 3.0);
+        mesh.append(&ground);
+        triangle_materials.extend([ground_material; 2]);
+        Self {
+            mesh,
+            triangle_materials,
+            materials,
+            lights: studio_lights(centre, radius),
+            centre,
+            radius,
+        }
+    }
+}
 
 /// What a renderer shows: a scene's device buffers, and how each frame updates and views
 /// them (`canopy render`, `canopy bench render`).
@@ -133,41 +197,21 @@ impl Subject {
         })
     }
 
-    /// A mesh over a checkered ground square under the studio lights: the file's materials
-    /// (glTF), or clay for a file without any; the ground's material after them.
+    /// A mesh file's [`MeshStage`] on the device.
     pub fn mesh(ctx: &Context, loaded: MaterialMesh) -> Result<Self> {
-        let mut mesh = loaded.mesh;
-        let (lo, hi) = mesh.bounds().unwrap_or_default();
-        let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
-        let centre = (lo + hi) * 0.5;
-        let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
-        // The ground's normals may only be appended to a mesh that has its own.
-        if mesh.normals.len() != mesh.positions.len() {
-            mesh.compute_vertex_normals();
-        }
-        let mut materials = loaded.materials;
-        let mut triangle_materials = loaded.triangle_materials;
-        if materials.is_empty() {
-            materials.push(clay());
-            triangle_materials = vec![0; mesh.triangle_count()];
-        }
-        let ground_material = materials.len() as u32;
-        materials.push(checker_ground(radius * 0.25));
-        let ground = shapes::ground_square([centre.x, lo.y, centre.z], radius * 3.0);
-        mesh.append(&ground);
-        triangle_materials.extend([ground_material; 2]);
+        let stage = MeshStage::new(loaded);
         let scene = SceneGpu::from_mesh(
             ctx,
-            &mesh,
-            &triangle_materials,
-            &materials,
-            &studio_lights(centre, radius),
+            &stage.mesh,
+            &stage.triangle_materials,
+            &stage.materials,
+            &stage.lights,
         )?;
         Ok(Self {
             scene,
             animation: None,
-            centre,
-            radius,
+            centre: stage.centre,
+            radius: stage.radius,
         })
     }
 

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use glam::{Mat3, Mat4, Vec3};
+use glam::{DVec3, Mat3, Mat4, Vec3};
 
 use super::{gltf_loader, obj, ply};
 use crate::render::Material;
@@ -58,6 +58,17 @@ pub enum SceneError {
         path: PathBuf,
         /// What it is instead.
         what: &'static str,
+    },
+    /// Every triangle of the mesh has zero area (all its vertices on one point or one line):
+    /// no ray can hit it and it has no size to frame.
+    #[error(
+        "{path}: all {triangles} triangles have zero area (the vertices lie on one point or one line): nothing to build or render"
+    )]
+    NoArea {
+        /// The file.
+        path: PathBuf,
+        /// How many triangles it has.
+        triangles: usize,
     },
     /// The file's extension names no format canopy reads.
     #[error("{path}: unknown mesh format (expected .obj, .ply, .gltf or .glb)")]
@@ -121,7 +132,9 @@ impl Mesh {
     /// Checks that the mesh can be built into an acceleration structure; `path` names the
     /// source in the error. Rejects a mesh with no triangles ([`SceneError::Empty`]), a
     /// non-finite position (`vertex N`), a triangle index past the last vertex (`triangle N`),
-    /// and a normal count other than zero or one per position (`normals`).
+    /// a normal count other than zero or one per position (`normals`), and a mesh whose
+    /// triangles all have zero area ([`SceneError::NoArea`]; measured in `f64`, so a mesh of
+    /// any scale that `f32` holds passes).
     ///
     /// Degenerate (zero-area) triangles are kept: no ray ever hits one, so they cost only their
     /// place in the structure. [`Self::degenerate_triangle_count`] counts them.
@@ -154,7 +167,51 @@ impl Mesh {
                 format!("{} normals for {vertices} vertices", self.normals.len()),
             ));
         }
+        if !self.triangles.iter().any(|&t| self.has_area_f64(t)) {
+            return Err(SceneError::NoArea {
+                path: path.to_path_buf(),
+                triangles: self.triangles.len(),
+            });
+        }
         Ok(())
+    }
+
+    /// Whether triangle `t` has a non-zero area, with its edges' cross product in `f64`
+    /// (where the product of two `f32` coordinate differences neither overflows nor underflows).
+    fn has_area_f64(&self, t: [u32; 3]) -> bool {
+        let [a, b, c] = t.map(|i| DVec3::from(Vec3::from(self.positions[i as usize])));
+        (b - a).cross(c - a) != DVec3::ZERO
+    }
+
+    /// Moves and scales the mesh so that its bounding box is centred on the origin with a
+    /// half-diagonal of 1, and returns what was done. The arithmetic is in `f64`, so every
+    /// finite `f32` mesh fits; normals keep their directions. This is how `canopy render` and
+    /// `canopy build` take a file: rays, boxes and areas are computed in `f32`, which loses
+    /// precision far from the origin (shadow acne on a model placed at x = 1e6) and overflows
+    /// or underflows at extreme scales (areas of a model measured in 1e30 or 1e-30 units).
+    ///
+    /// A mesh with no extent (every vertex on one point) is only moved to the origin.
+    pub fn fit_unit_sphere(&mut self) -> Framing {
+        let Some((lo, hi)) = self.bounds() else {
+            return Framing {
+                centre: DVec3::ZERO,
+                scale: 1.0,
+            };
+        };
+        let (lo, hi) = (Vec3::from(lo).as_dvec3(), Vec3::from(hi).as_dvec3());
+        let centre = (lo + hi) * 0.5;
+        let half_diagonal = (hi - lo).length() * 0.5;
+        let scale = if half_diagonal > 0.0 {
+            1.0 / half_diagonal
+        } else {
+            1.0
+        };
+        for p in &mut self.positions {
+            *p = ((Vec3::from(*p).as_dvec3() - centre) * scale)
+                .as_vec3()
+                .into();
+        }
+        Framing { centre, scale }
     }
 
     /// Rejects a non-finite position, naming its vertex.
@@ -323,6 +380,16 @@ fn check_regular_file(path: &Path) -> Result<(), SceneError> {
             "a device, pipe or socket"
         },
     })
+}
+
+/// How [`Mesh::fit_unit_sphere`] moved and scaled a mesh: a file position `p` is now at
+/// `(p - centre) * scale`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Framing {
+    /// The centre of the file's bounding box, in the file's units.
+    pub centre: DVec3,
+    /// The factor that made the bounding box's half-diagonal 1.
+    pub scale: f64,
 }
 
 /// A mesh with a material per triangle, as [`MaterialMesh::load`] reads it.

@@ -8,4 +8,4 @@ pub mod obj;
 pub mod ply;
 pub mod shapes;
 
-pub use mesh::{MaterialMesh, Mesh, SceneError};
+pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};
