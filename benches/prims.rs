@@ -13,8 +13,8 @@ fn main() {
         max_log2: 16,
         step: 2,
         repeats: 5,
-        scan_target_log2: 18,
-        sort_target_log2: 16,
+        scan_target_log2: Some(18),
+        sort_target_log2: Some(16),
         ..PrimsConfig::default()
     };
     println!("{}", PrimRow::header());

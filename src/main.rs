@@ -1,6 +1,6 @@
 //! `canopy`: the command line. `canopy render` is the main job (frames of the animated default
-//! scene); with no subcommand it describes the device (`info`) and checks every GPU primitive
-//! against its CPU reference (`selfcheck`).
+//! scene); `info` describes the devices, `selfcheck` checks every GPU primitive against its CPU
+//! reference, `build` and `bench` measure. With no subcommand it prints its usage.
 
 mod cli;
 

@@ -227,3 +227,64 @@ fn a_missing_mesh_file_is_a_clear_error() {
         String::from_utf8_lossy(&output.stderr).contains("rays cannot be traced through an octree")
     );
 }
+
+/// `bench prims --max-log2` bounds every size measured, the targets' too, unless a target is
+/// named.
+#[test]
+fn bench_prims_keeps_within_max_log2() {
+    let out = stdout(&canopy(&[
+        "bench",
+        "prims",
+        "--max-log2",
+        "12",
+        "--repeats",
+        "1",
+        "--only",
+        "sort",
+    ]));
+    assert!(out.contains("2^12"), "{out}");
+    for larger in ["2^14", "2^25", "2^28"] {
+        assert!(!out.contains(larger), "{larger} measured: {out}");
+    }
+    let named = stdout(&canopy(&[
+        "bench",
+        "prims",
+        "--max-log2",
+        "10",
+        "--sort-target-log2",
+        "11",
+        "--repeats",
+        "1",
+        "--only",
+        "sort",
+    ]));
+    assert!(named.contains("sort 2^11 u32 pairs"), "{named}");
+}
+
+/// Options the command would ignore are refused (exit 2) rather than silently dropped.
+#[test]
+fn options_that_would_be_ignored_are_refused() {
+    let mesh = data("meshes/suzanne.obj");
+    for args in [
+        &["render", "--mesh", &mesh, "--triangles", "5000"][..],
+        &["render", "--no-write", "--out", "elsewhere"],
+        &["render", "--structure", "kdtree", "--morton-bits", "63"],
+        &[
+            "build",
+            "--structure",
+            "kdtree",
+            "--morton-bits",
+            "63",
+            &mesh,
+        ],
+        &["bench", "kdtree", "--morton-bits", "63", "--mesh", &mesh],
+    ] {
+        let output = canopy(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("cannot be used with") || stderr.contains("uses none"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -176,6 +176,17 @@ pub struct KdCapacity {
     pub small_nodes: u32,
 }
 
+impl std::fmt::Display for KdCapacity {
+    /// `records 4096, nodes 8192, leaf triangles 16384, small records 512, small nodes 1024`.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "records {}, nodes {}, leaf triangles {}, small records {}, small nodes {}",
+            self.records, self.nodes, self.leaf_triangles, self.small_records, self.small_nodes
+        )
+    }
+}
+
 impl KdCapacity {
     fn new(triangles: u32, params: &KdBuildParams) -> Result<Self> {
         let scaled = |factor: f32, n: u32| -> Result<u32> {
@@ -787,13 +798,13 @@ impl KdTreeBuilder {
         }
         if capacity == self.arena.capacity {
             return Err(Error::InvalidInput(format!(
-                "kd-tree build lists {:?} cannot grow further",
-                overflow.lists()
+                "kd-tree build lists ({}) cannot grow further",
+                overflow.lists().join(", ")
             )));
         }
         log::info!(
-            "kd-tree build: growing {:?} to {capacity:?}",
-            overflow.lists()
+            "kd-tree build: {} overflowed; capacities now {capacity}",
+            overflow.lists().join(", ")
         );
         self.arena = Arena::new(ctx, capacity, &self.params)?;
         self.check_dispatch_limits(ctx)

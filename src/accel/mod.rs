@@ -46,6 +46,11 @@ impl StructureKind {
         self != StructureKind::Octree
     }
 
+    /// Whether its build sorts Morton codes (whose width [`lbvh::MortonBits`] sets).
+    pub fn uses_morton_codes(self) -> bool {
+        self != StructureKind::KdTree
+    }
+
     /// Whether it is built over triangles (else over vertices).
     pub fn over_triangles(self) -> bool {
         self != StructureKind::Octree

@@ -26,10 +26,11 @@ pub struct PrimsConfig {
     pub step: u32,
     /// Timed runs per size after a warm-up; the median is reported.
     pub repeats: u32,
-    /// Size of the scan measured against the copy bandwidth, as log2 (the target: 28).
-    pub scan_target_log2: u32,
-    /// Size of the key-value sort target, as log2 (the target: 25).
-    pub sort_target_log2: u32,
+    /// Size of the scan measured against the copy bandwidth, as log2 (the target: 28); none:
+    /// not measured.
+    pub scan_target_log2: Option<u32>,
+    /// Size of the key-value sort target, as log2 (the target: 25); none: not measured.
+    pub sort_target_log2: Option<u32>,
     /// Also time the sort target with these keys per scatter invocation (a tuning sweep).
     pub sort_keys_per_invocation: Vec<u32>,
     /// Only primitives whose name contains this.
@@ -44,8 +45,8 @@ impl Default for PrimsConfig {
             max_log2: 26,
             step: 2,
             repeats: 15,
-            scan_target_log2: 28,
-            sort_target_log2: 25,
+            scan_target_log2: Some(28),
+            sort_target_log2: Some(25),
             sort_keys_per_invocation: Vec::new(),
             only: None,
         }
@@ -268,8 +269,8 @@ pub fn run(
             .is_none_or(|o| name.contains(o.as_str()))
     };
     let max_n = 1u32 << config.max_log2;
-    let copy_bytes =
-        (4u64 << config.scan_target_log2.max(config.max_log2)).min(caps.device_local_bytes / 4);
+    let copy_bytes = (4u64 << config.scan_target_log2.unwrap_or(0).max(config.max_log2))
+        .min(caps.device_local_bytes / 4);
     let yardsticks = yardsticks(ctx, copy_bytes, repeats)?;
     let mut targets = Vec::new();
     let sizes: Vec<u32> = (config.min_log2..=config.max_log2)
@@ -315,9 +316,12 @@ pub fn run(
         rows.sweep(&sizes, "scan exclusive u32", 8.0, |rec, n| {
             scan.record(rec, whole, out_slice, Count::Host(n))
         })?;
-        let n = 1u32 << config.scan_target_log2;
+        let target_log2 = config.scan_target_log2;
+        let n = target_log2.map_or(0, |log2| 1u32 << log2);
         let bytes = 4 * n as u64;
-        if bytes * 2 < caps.device_local_bytes {
+        if let Some(target_log2) = target_log2
+            && bytes * 2 < caps.device_local_bytes
+        {
             let input = ctx.create_buffer("bench scan target input", bytes, MemoryKind::Device)?;
             let output =
                 ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
@@ -343,10 +347,7 @@ pub fn run(
             )?;
             let achieved = 2.0 * bytes as f64 / (row.time.median_ms * 1e-3);
             targets.push(Target {
-                what: format!(
-                    "scan 2^{} u32, fraction of the copy bandwidth",
-                    config.scan_target_log2
-                ),
+                what: format!("scan 2^{target_log2} u32, fraction of the copy bandwidth"),
                 measured: achieved / yardsticks.compute_copy_bytes_per_s,
                 target: 0.6,
             });
@@ -393,11 +394,13 @@ pub fn run(
     }
 
     if wanted("sort") {
-        let target_n = 1u32 << config.sort_target_log2;
-        let sort_max = max_n.max(target_n);
+        let target_n = config.sort_target_log2.map(|log2| 1u32 << log2);
+        let sort_max = max_n.max(target_n.unwrap_or(0));
         let mut sort_sizes = sizes.clone();
-        if !sort_sizes.contains(&target_n) {
-            sort_sizes.push(target_n);
+        if let Some(n) = target_n
+            && !sort_sizes.contains(&n)
+        {
+            sort_sizes.push(n);
         }
         for key_type in [KeyType::U32, KeyType::U64] {
             let words_per_key = if key_type == KeyType::U32 { 1 } else { 2 };
@@ -412,7 +415,7 @@ pub fn run(
             let bits = 32 * words_per_key as u32;
             for &n in &sort_sizes {
                 let key_bytes = 4 * words_per_key as u64 * n as u64;
-                let target = n == target_n;
+                let target = Some(n) == target_n;
                 // Each run sorts the same random keys: restore them outside the timestamps.
                 let restore = |rec: &mut Recorder| {
                     rec.barrier_compute_to_transfer();
@@ -434,7 +437,7 @@ pub fn run(
                     rows.measure(&label, n, 0.0, target, restore, |rec| run_sort(&sort, rec))?;
                 if target && key_type == KeyType::U32 {
                     targets.push(Target {
-                        what: format!("sort 2^{} u32 pairs, G pairs/s", config.sort_target_log2),
+                        what: format!("sort 2^{} u32 pairs, G pairs/s", n.ilog2()),
                         measured: row.rate() * 1e-9,
                         target: 10.0,
                     });

@@ -18,9 +18,9 @@ pub struct BuildArgs {
     /// over the vertices: point clouds too).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
-    /// Morton code width of the LBVH and the octree.
-    #[arg(long, value_enum, default_value_t = super::render::MortonArg::Bits30)]
-    pub morton_bits: super::render::MortonArg,
+    /// Morton code width of the LBVH and the octree: 30 or 63 [default: 30].
+    #[arg(long, value_enum)]
+    pub morton_bits: Option<super::render::MortonArg>,
     /// Timed builds (and traces) after one warm-up; the median is reported.
     #[arg(long, default_value_t = 1)]
     pub repeats: u32,
@@ -59,7 +59,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
             repeats: args.repeats,
             trace_repeats: args.repeats,
             lbvh: LbvhParams {
-                morton_bits: args.morton_bits.into(),
+                morton_bits: super::morton_bits(args.morton_bits, &args.structure)?,
                 ..LbvhParams::default()
             },
             ray_side: args.rays,

@@ -10,6 +10,7 @@ pub mod selfcheck;
 pub mod structures;
 
 use canopy::accel::StructureKind;
+use canopy::accel::lbvh::MortonBits;
 use canopy::bench::DeviceInfo;
 use canopy::vk::{Context, ContextOptions};
 use std::path::Path;
@@ -23,6 +24,8 @@ pub enum CliError {
     Failed(String),
     /// SIGINT or SIGTERM stopped the command (after saying what it had done).
     Interrupted,
+    /// Options that contradict each other or that the command would ignore.
+    Usage(String),
 }
 
 impl CliError {
@@ -30,6 +33,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Interrupted => 130,
+            CliError::Usage(_) => 2,
             _ => 1,
         }
     }
@@ -39,7 +43,7 @@ impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CliError::Canopy(e) => e.fmt(f),
-            CliError::Failed(what) => f.write_str(what),
+            CliError::Failed(what) | CliError::Usage(what) => f.write_str(what),
             CliError::Interrupted => f.write_str("interrupted"),
         }
     }
@@ -63,6 +67,24 @@ impl From<canopy::bench::Error> for CliError {
 /// The context the command line works on.
 pub fn context(options: &ContextOptions) -> Result<Context, CliError> {
     Ok(Context::new(options)?)
+}
+
+/// The Morton code width `--morton-bits` asks for (30 when not given), refused when none of
+/// `structures` sorts Morton codes: an option that would be ignored is an error.
+pub fn morton_bits(
+    arg: Option<render::MortonArg>,
+    structures: &[StructureKind],
+) -> Result<MortonBits, CliError> {
+    match arg {
+        Some(_) if !structures.iter().any(|s| s.uses_morton_codes()) => {
+            let names: Vec<&str> = structures.iter().map(|s| s.name()).collect();
+            Err(CliError::Usage(format!(
+                "--morton-bits sets the codes of the lbvh and the octree; --structure {} uses none",
+                names.join(",")
+            )))
+        }
+        arg => Ok(arg.map_or(MortonBits::Bits30, MortonBits::from)),
+    }
 }
 
 /// A structure's name on the command line (`lbvh`, `kdtree`, `octree`).

@@ -30,7 +30,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "FILE")]
     pub mesh: Option<PathBuf>,
     /// Directory the frames are written to (frame_0000.png, ...); created if missing.
-    #[arg(long, default_value = "frames")]
+    #[arg(long, default_value = "frames", conflicts_with = "no_write")]
     pub out: PathBuf,
     /// Frames to render: a..b (b excluded) or a..=b.
     #[arg(long, default_value = "0..24", value_parser = parse_frames)]
@@ -40,7 +40,7 @@ pub struct RenderArgs {
     pub size: (u32, u32),
     /// Triangles of the default scene's deforming torus (1,000 to 20,000,000); the ground and
     /// the two spheres add 4,418.
-    #[arg(long, default_value_t = 250_000)]
+    #[arg(long, default_value_t = 250_000, conflicts_with = "mesh")]
     pub triangles: u64,
     /// Bounces of reflected and refracted rays after the camera rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = parse_bounces)]
@@ -51,9 +51,9 @@ pub struct RenderArgs {
     /// The acceleration structure rebuilt every frame: lbvh or kdtree.
     #[arg(long, default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: StructureKind,
-    /// Morton code width of the LBVH.
-    #[arg(long, value_enum, default_value_t = MortonArg::Bits30)]
-    pub morton_bits: MortonArg,
+    /// Morton code width of the LBVH: 30 or 63 [default: 30].
+    #[arg(long, value_enum)]
+    pub morton_bits: Option<MortonArg>,
     /// Print per-stage GPU times and rays/s of every frame.
     #[arg(long)]
     pub profile: bool,
@@ -177,7 +177,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     };
     let scene = &subject.scene;
     let lbvh = LbvhParams {
-        morton_bits: args.morton_bits.into(),
+        morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
         ..LbvhParams::default()
     };
     let params = (lbvh, KdBuildParams::default());

@@ -27,9 +27,9 @@ pub struct MeshBenchArgs {
     /// Camera rays whose traversal is counted and timed: a square image of this side (0: none).
     #[arg(long, default_value_t = 1024)]
     pub rays: u32,
-    /// Morton code width of the LBVH and the octree.
-    #[arg(long, value_enum, default_value_t = super::render::MortonArg::Bits30)]
-    pub morton_bits: super::render::MortonArg,
+    /// Morton code width of the LBVH and the octree: 30 or 63 [default: 30].
+    #[arg(long, value_enum)]
+    pub morton_bits: Option<super::render::MortonArg>,
     /// Do not time the driver's own builder beside the LBVH.
     #[arg(long)]
     pub no_native: bool,
@@ -105,9 +105,10 @@ impl MeshBenchArgs {
         (default_sizes, default_soup): (&[u64], Option<u32>),
         structures: &'a [StructureKind],
         config: BuildConfig,
-    ) -> Plan<'a> {
+    ) -> Result<Plan<'a>, CliError> {
         let defaults = self.mesh.is_empty() && triangles.is_empty() && self.soup.is_none();
-        Plan {
+        let morton_bits = super::morton_bits(self.morton_bits, structures)?;
+        Ok(Plan {
             command,
             default_scene: if defaults {
                 default_sizes.to_vec()
@@ -123,13 +124,13 @@ impl MeshBenchArgs {
                 ray_side: self.rays,
                 native: !self.no_native,
                 lbvh: LbvhParams {
-                    morton_bits: self.morton_bits.into(),
+                    morton_bits,
                     ..config.lbvh
                 },
                 ..config
             },
             json: self.json.as_deref(),
-        }
+        })
     }
 }
 
@@ -152,7 +153,7 @@ pub fn run_lbvh(ctx: &Context, args: &LbvhArgs) -> Result<(), CliError> {
         (&defaults, Some(1_000_000)),
         &args.structure,
         config,
-    );
+    )?;
     run(ctx, &plan).map(drop)
 }
 
@@ -168,7 +169,7 @@ pub fn run_kdtree(ctx: &Context, args: &KdTreeBenchArgs) -> Result<(), CliError>
         (&[170_000, 1_000_000], None),
         &args.structure,
         config,
-    );
+    )?;
     run(ctx, &plan).map(drop)
 }
 
