@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use canopy::cpu::raycast::closest_hit_brute_force;
-use canopy::render::presets::{MESH_SCENE_ORBIT, MeshStage, orbit_camera};
+use canopy::render::presets::{MESH_SCENE_ORBIT, MeshLook, MeshShading, MeshStage, orbit_camera};
 use canopy::scene::{MaterialMesh, Mesh};
 use glam::DVec3;
 
@@ -124,10 +124,13 @@ fn a_flat_mesh_never_coincides_with_the_ground() {
         normals: Vec::new(),
         triangles: vec![[0, 2, 1], [0, 3, 2]],
     };
-    let stage = MeshStage::new(MaterialMesh {
-        mesh: quad.clone(),
-        ..MaterialMesh::default()
-    });
+    let stage = MeshStage::new(
+        MaterialMesh {
+            mesh: quad.clone(),
+            ..MaterialMesh::default()
+        },
+        &MeshLook::default(),
+    );
     let ground_y = stage.mesh.positions.last().unwrap()[1];
     assert!(ground_y < 0.0, "the ground is at {ground_y}");
     let quad_triangles = &stage.mesh.triangles[..2];
@@ -159,6 +162,66 @@ fn a_flat_mesh_never_coincides_with_the_ground() {
         on_quad > 1000,
         "the quad is hardly in view: {on_quad} pixels"
     );
+}
+
+/// A mesh tallest along z, as a z-up file would have it: `up = Z` stands it along y. Its
+/// normals: flat without normals in the file (zero: the renderer shades with each triangle's
+/// own), the file's when it has them, averaged with `Smooth`.
+#[test]
+fn a_mesh_is_stood_up_and_shaded_as_asked() {
+    let tall = Mesh {
+        positions: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 0.0, 4.0],
+            [0.0, 1.0, 0.0],
+        ],
+        normals: Vec::new(),
+        triangles: vec![[0, 1, 2], [0, 3, 1]],
+    };
+    let mesh_of = |stage: &MeshStage| {
+        let n = stage.mesh.positions.len() - 4;
+        (
+            stage.mesh.positions[..n].to_vec(),
+            stage.mesh.normals[..n].to_vec(),
+        )
+    };
+    let extent = |positions: &[[f32; 3]], axis: usize| {
+        let values = positions.iter().map(|p| p[axis]);
+        values.clone().fold(f32::MIN, f32::max) - values.fold(f32::MAX, f32::min)
+    };
+    let load = |mesh: &Mesh| MaterialMesh {
+        mesh: mesh.clone(),
+        ..MaterialMesh::default()
+    };
+    for (up, axis) in [
+        (glam::Vec3::Z, 1),
+        (glam::Vec3::Y, 2),
+        (glam::Vec3::NEG_Z, 1),
+    ] {
+        let look = MeshLook {
+            up,
+            ..MeshLook::default()
+        };
+        let (positions, normals) = mesh_of(&MeshStage::new(load(&tall), &look));
+        let tallest =
+            (0..3).max_by(|&a, &b| extent(&positions, a).total_cmp(&extent(&positions, b)));
+        assert_eq!(tallest, Some(axis), "up {up}: {positions:?}");
+        assert!(
+            normals.iter().all(|n| *n == [0.0; 3]),
+            "not flat: {normals:?}"
+        );
+    }
+    let smooth = MeshLook {
+        shading: MeshShading::Smooth,
+        ..MeshLook::default()
+    };
+    let (_, normals) = mesh_of(&MeshStage::new(load(&tall), &smooth));
+    assert!(normals.iter().all(|n| glam::Vec3::from(*n).length() > 0.99));
+    let mut with_normals = tall.clone();
+    with_normals.normals = vec![[1.0, 0.0, 0.0]; tall.positions.len()];
+    let (_, normals) = mesh_of(&MeshStage::new(load(&with_normals), &MeshLook::default()));
+    assert!(normals.iter().all(|n| *n == [1.0, 0.0, 0.0]), "{normals:?}");
 }
 
 /// Suzanne moved to x = 1e4 and 1e6 and scaled by 1e-30 and 1e30 renders as it does where it

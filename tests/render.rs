@@ -535,3 +535,29 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
         }
     }
 }
+
+/// Zero vertex normals shade with each triangle's own normal (flat shading, as
+/// `canopy render --shading flat` asks): the GPU agrees with the CPU, and the facets show.
+#[test]
+fn zero_normals_shade_flat_as_on_the_cpu() {
+    let ctx = context();
+    let materials = vec![
+        Material::checker([0.8, 0.8, 0.8], 0.5),
+        Material::diffuse([0.9, 0.3, 0.2]),
+    ];
+    let smooth = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials.clone());
+    let mut flat = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials);
+    flat.mesh.flatten_normals();
+    let (gpu, _) = flat.render_gpu(&ctx, Through::Lbvh, 1);
+    assert_close(&gpu, &flat.render_cpu(1), "flat sphere");
+    let (smooth_gpu, _) = smooth.render_gpu(&ctx, Through::Lbvh, 1);
+    let differ = gpu
+        .chunks(4)
+        .zip(smooth_gpu.chunks(4))
+        .filter(|(a, b)| a.iter().zip(*b).any(|(x, y)| x.abs_diff(*y) > 4))
+        .count();
+    assert!(
+        differ > 200,
+        "flat and smooth differ in only {differ} pixels"
+    );
+}

@@ -44,7 +44,8 @@ struct SceneRefs {
 struct SurfacePoint {
     vec3 position;
     vec3 geometric_normal; // unit, facing the ray's origin
-    vec3 shading_normal;   // interpolated vertex normal, on the geometric normal's side
+    vec3 shading_normal;   // interpolated vertex normal, on the geometric normal's side (the
+                           // geometric normal where the vertex normals are zero: flat)
     bool front;            // the ray arrived on the side the vertex normals point to (outside)
     vec3 colour;           // the material's colour, checkered where it asks for it
     uint kind;             // MATERIAL_*

@@ -4,7 +4,7 @@
 use super::CliError;
 use canopy::accel::StructureKind;
 use canopy::bench::frames::{FrameConfig, measure};
-use canopy::render::presets::Subject;
+use canopy::render::presets::{MeshLook, Subject};
 use canopy::scene::MaterialMesh;
 use canopy::vk::Context;
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         );
-        subjects.push((label, Subject::mesh(ctx, loaded)?));
+        subjects.push((label, Subject::mesh(ctx, loaded, &MeshLook::default())?));
     }
     println!("canopy bench render on {}", ctx.caps().name);
     let mut reports = Vec::new();

@@ -9,12 +9,13 @@ use canopy::accel::StructureKind;
 use canopy::accel::kdtree_build::KdBuildParams;
 use canopy::accel::lbvh::{LbvhParams, MortonBits};
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
-use canopy::render::presets::{self, Subject};
+use canopy::render::presets::{self, MeshLook, MeshShading, Subject};
 use canopy::render::{
     BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
 };
 use canopy::scene::MaterialMesh;
 use canopy::vk::{Context, Profiler, Submission};
+use glam::Vec3;
 use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -29,6 +30,14 @@ pub struct RenderArgs {
     /// 1, so a model far from the origin or in any unit renders alike.
     #[arg(long, value_name = "FILE")]
     pub mesh: Option<PathBuf>,
+    /// The mesh file's axis that points up: y (glTF's convention), z (many scanned and CAD
+    /// models), x, or a negated one (-x, -y, -z).
+    #[arg(long, default_value = "y", value_parser = parse_up, allow_hyphen_values = true, value_name = "AXIS", requires = "mesh")]
+    pub up: Vec3,
+    /// Normals of the mesh file: auto (the file's where it has them, else flat), flat (hard
+    /// edges everywhere) or smooth (averaged at every vertex).
+    #[arg(long, value_enum, default_value_t = ShadingArg::Auto, requires = "mesh")]
+    pub shading: ShadingArg,
     /// Directory the frames are written to (frame_0000.png, ...); created if missing.
     #[arg(long, default_value = "frames", conflicts_with = "no_write")]
     pub out: PathBuf,
@@ -63,6 +72,42 @@ pub struct RenderArgs {
     /// No progress: neither the bar on a terminal nor the line per frame written otherwise.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--shading` on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ShadingArg {
+    /// The file's normals where it has them, else flat.
+    Auto,
+    /// Each triangle's own normal.
+    Flat,
+    /// Normals averaged at every vertex.
+    Smooth,
+}
+
+impl From<ShadingArg> for MeshShading {
+    fn from(arg: ShadingArg) -> Self {
+        match arg {
+            ShadingArg::Auto => MeshShading::Auto,
+            ShadingArg::Flat => MeshShading::Flat,
+            ShadingArg::Smooth => MeshShading::Smooth,
+        }
+    }
+}
+
+/// An axis: `x`, `y`, `z`, `-x`, `-y` or `-z` (`+x` too).
+fn parse_up(text: &str) -> Result<Vec3, String> {
+    let (sign, axis) = match text.trim().strip_prefix('-') {
+        Some(axis) => (-1.0, axis),
+        None => (1.0, text.trim().trim_start_matches('+')),
+    };
+    let axis = match axis.to_ascii_lowercase().as_str() {
+        "x" => Vec3::X,
+        "y" => Vec3::Y,
+        "z" => Vec3::Z,
+        _ => return Err(format!("'{text}': expected x, y, z, -x, -y or -z")),
+    };
+    Ok(sign * axis)
 }
 
 /// Morton code width on the command line.
@@ -171,7 +216,11 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let subject = match &args.mesh {
         Some(path) => {
             let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
-            Subject::mesh(ctx, loaded)?
+            let look = MeshLook {
+                up: args.up,
+                shading: args.shading.into(),
+            };
+            Subject::mesh(ctx, loaded, &look)?
         }
         None => Subject::default_scene(ctx, args.triangles)?,
     };

@@ -8,7 +8,7 @@ use crate::scene::default_scene::{
 };
 use crate::scene::{MaterialMesh, Mesh, shapes};
 use crate::vk::{Context, Recorder, Result};
-use glam::Vec3;
+use glam::{Mat4, Quat, Vec3};
 
 /// Centre of the default scene's subject (the torus and the spheres beside it).
 pub const DEFAULT_SCENE_CENTRE: Vec3 = Vec3::new(0.0, 0.4, 0.0);
@@ -113,14 +113,48 @@ pub const GROUND_GAP: f32 = 1e-3;
 /// How fast the camera circles a mesh file's scene, in degrees per second.
 pub const MESH_SCENE_ORBIT: f32 = 15.0;
 
+/// Which normals shade a mesh file's surface.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MeshShading {
+    /// The file's vertex normals where it has them, else flat.
+    #[default]
+    Auto,
+    /// Each triangle's own normal: hard edges everywhere (the file's normals are ignored).
+    Flat,
+    /// Area-weighted averages of the adjacent triangles' normals at every vertex (the file's
+    /// normals are ignored).
+    Smooth,
+}
+
+/// How a mesh file is stood up and shaded (`canopy render --up --shading`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeshLook {
+    /// The file's direction that points up (turned to +y, canopy's and glTF's up): `Vec3::Z`
+    /// for a z-up model.
+    pub up: Vec3,
+    /// Which normals shade it.
+    pub shading: MeshShading,
+}
+
+impl Default for MeshLook {
+    /// Up is +y, the file's normals where it has them.
+    fn default() -> Self {
+        Self {
+            up: Vec3::Y,
+            shading: MeshShading::Auto,
+        }
+    }
+}
+
 /// A mesh file's scene on the host: the mesh over a checkered ground square under the studio
 /// lights, with the file's materials (glTF), or clay for a file without any, and the ground's
 /// material after them.
 ///
 /// The mesh is first [fitted into the unit sphere](crate::scene::Mesh::fit_unit_sphere)
 /// (centred on the origin, half-diagonal 1), so a model far from the origin or at any scale
-/// renders as it would at the origin in units of its size. The ground lies [`GROUND_GAP`]
-/// below the mesh's lowest point, so a flat-bottomed mesh never coincides with it.
+/// renders as it would at the origin in units of its size; before that it is turned so that
+/// [`MeshLook::up`] points up. The ground lies [`GROUND_GAP`] below the mesh's lowest point,
+/// so a flat-bottomed mesh never coincides with it.
 pub struct MeshStage {
     /// The fitted mesh and, after its triangles, the ground's two.
     pub mesh: Mesh,
@@ -137,17 +171,26 @@ pub struct MeshStage {
 }
 
 impl MeshStage {
-    /// The stage for `loaded`.
-    pub fn new(loaded: MaterialMesh) -> Self {
-        let mut mesh = loaded.mesh;
+    /// The stage for `loaded`, stood up and shaded as `look` says.
+    pub fn new(loaded: MaterialMesh, look: &MeshLook) -> Self {
+        let up = look.up.normalize_or(Vec3::Y);
+        let mut mesh = if up == Vec3::Y {
+            loaded.mesh
+        } else {
+            loaded
+                .mesh
+                .transformed(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)))
+        };
         mesh.fit_unit_sphere();
         let (lo, hi) = mesh.bounds().unwrap_or_default();
         let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
         let centre = (lo + hi) * 0.5;
         let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
-        // The ground's normals may only be appended to a mesh that has its own.
-        if mesh.normals.len() != mesh.positions.len() {
-            mesh.compute_vertex_normals();
+        let has_normals = mesh.normals.len() == mesh.positions.len();
+        match look.shading {
+            MeshShading::Auto if has_normals => {}
+            MeshShading::Auto | MeshShading::Flat => mesh.flatten_normals(),
+            MeshShading::Smooth => mesh.compute_vertex_normals(),
         }
         let mut materials = loaded.materials;
         let mut triangle_materials = loaded.triangle_materials;
@@ -198,8 +241,8 @@ impl Subject {
     }
 
     /// A mesh file's [`MeshStage`] on the device.
-    pub fn mesh(ctx: &Context, loaded: MaterialMesh) -> Result<Self> {
-        let stage = MeshStage::new(loaded);
+    pub fn mesh(ctx: &Context, loaded: MaterialMesh, look: &MeshLook) -> Result<Self> {
+        let stage = MeshStage::new(loaded, look);
         let scene = SceneGpu::from_mesh(
             ctx,
             &stage.mesh,

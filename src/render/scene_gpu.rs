@@ -170,7 +170,8 @@ impl From<Light> for GpuLight {
 pub struct SceneGpu {
     /// Vertex positions (12 bytes each).
     pub positions: Buffer,
-    /// Vertex normals (12 bytes each).
+    /// Vertex normals (12 bytes each). Where a triangle's three are zero, its own normal
+    /// shades it (flat shading).
     pub normals: Buffer,
     /// Triangles (three u32 each).
     pub triangles: Buffer,

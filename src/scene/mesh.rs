@@ -281,6 +281,12 @@ impl Mesh {
             .collect();
     }
 
+    /// Makes every normal zero, which the renderer reads as "shade with the triangle's own
+    /// normal": flat shading, hard edges everywhere.
+    pub fn flatten_normals(&mut self) {
+        self.normals = vec![[0.0; 3]; self.positions.len()];
+    }
+
     /// Adds `other`'s vertices and triangles after this mesh's own. Normals are kept where both
     /// meshes have them (or this one has no vertices yet), and dropped otherwise.
     ///
