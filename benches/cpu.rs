@@ -2,11 +2,12 @@
 //! wall clock: the mesh loaders (OBJ, PLY) and the CPU reference builders (LBVH, full-sweep
 //! SAH BVH, full-SAH kd-tree, octree) over the meshes in tests/data.
 
-use canopy::accel::lbvh::MortonBits;
-use canopy::cpu::kdtree::{KdParams, build_sah_kdtree};
-use canopy::cpu::lbvh::build_lbvh;
-use canopy::cpu::octree::build_octree;
-use canopy::cpu::sah_bvh::build_sah_bvh;
+use canopy::accel::bvh::cpu::build_lbvh;
+use canopy::accel::bvh::sah::build_sah_bvh;
+use canopy::accel::kdtree::KdParams;
+use canopy::accel::kdtree::cpu::build_sah_kdtree;
+use canopy::accel::octree::cpu::build_octree;
+use canopy::geom::MortonBits;
 use canopy::scene::Mesh;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -14,10 +14,11 @@
 
 pub mod accel;
 pub mod bench;
-pub mod cpu;
 pub mod export;
+pub mod geom;
 pub mod prims;
 pub mod render;
+pub mod rng;
 pub mod scene;
 pub mod trace;
 pub mod vk;

@@ -6,120 +6,20 @@
 //!
 //! [`Tracer::record_counted`] runs the same traversal and also writes each ray's
 //! [`RayWork`]: nodes visited and primitives tested, counts that need no GPU to be compared
-//! (the CPU references [`crate::cpu::raycast::trace_bvh`] and
-//! [`crate::cpu::kdtree::trace_kdtree`] count the same way) and that [`TraversalWork`]
+//! (the CPU references [`crate::accel::bvh::traverse::trace_bvh`] and
+//! [`crate::accel::kdtree::cpu::trace_kdtree`] count the same way) and that [`TraversalWork`]
 //! summarises per batch. It is a specialization of the same kernels (`COUNT_WORK`): the fast
 //! path that [`Tracer::record`] runs does no counting.
 
 use crate::accel::bvh::Bvh;
 use crate::accel::kdtree::KdTreeGpu;
+use crate::geom::ray::{Hit, Query, Ray, RayWork};
 use crate::prims::indirect::IndirectArgs;
-use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
+use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Context, Kernel, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
-
-/// The triangle id of a [`Hit`] that hit nothing.
-pub const MISS: u32 = u32::MAX;
-
-/// A ray as the GPU reads it: hits count only for `tmin < t < tmax`. 32 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Ray {
-    /// Origin.
-    pub origin: [f32; 3],
-    /// Nearest distance counted, in units of `direction`.
-    pub tmin: f32,
-    /// Direction (need not be normalised).
-    pub direction: [f32; 3],
-    /// Farthest distance counted.
-    pub tmax: f32,
-}
-
-/// A ray's hit: distance, triangle ([`MISS`] for none, then `t == tmax`) and the
-/// barycentric weights `u` of the triangle's second vertex and `v` of its third, so the hit
-/// point is `(1 - u - v) a + u b + v c`. 16 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Hit {
-    /// Distance along the ray.
-    pub t: f32,
-    /// Triangle id, or [`MISS`].
-    pub triangle: u32,
-    /// Weight of the second vertex.
-    pub u: f32,
-    /// Weight of the third vertex.
-    pub v: f32,
-}
-
-/// The work of one ray's traversal, as the counting kernels write it (`RayWork` in
-/// `glsl/common/ray.glsl`). 8 bytes.
-///
-/// - Through a BVH, `nodes_visited` counts the internal nodes whose two child boxes were
-///   tested: the root (always, when the tree has primitives) and each inner child entered
-///   from its parent or popped from the stack; `primitives_tested` counts the leaves whose box
-///   was entered, one ray/triangle test each.
-/// - Through a kd-tree, `nodes_visited` counts the nodes the traversal reads, internal and
-///   leaf (0 for a ray that misses the scene box); `primitives_tested` counts the
-///   ray/triangle tests run in the leaves reached, a triangle in two of them counted twice.
-///
-/// An any-hit query walks as a closest-hit one until its first hit and stops there, so it
-/// counts no more than the closest-hit query, and the same for a ray that hits nothing.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct RayWork {
-    /// Nodes visited.
-    pub nodes_visited: u32,
-    /// Ray/triangle tests run.
-    pub primitives_tested: u32,
-}
-
-/// The work of a batch of rays: the mean and largest [`RayWork`] counts per ray, stable
-/// across devices, so a change to a builder or to traversal can be judged without timing it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct TraversalWork {
-    /// Rays counted.
-    pub rays: usize,
-    /// Mean nodes visited per ray (0 without rays).
-    pub mean_nodes: f64,
-    /// Most nodes visited by one ray.
-    pub max_nodes: u32,
-    /// Mean ray/triangle tests per ray (0 without rays).
-    pub mean_primitives: f64,
-    /// Most ray/triangle tests of one ray.
-    pub max_primitives: u32,
-}
-
-impl TraversalWork {
-    /// The summary of per-ray counts, as [`Tracer::record_counted`] writes them.
-    pub fn from_counts(counts: &[RayWork]) -> Self {
-        let (mut nodes, mut primitives) = (0u64, 0u64);
-        let mut work = Self {
-            rays: counts.len(),
-            ..Self::default()
-        };
-        for c in counts {
-            nodes += u64::from(c.nodes_visited);
-            primitives += u64::from(c.primitives_tested);
-            work.max_nodes = work.max_nodes.max(c.nodes_visited);
-            work.max_primitives = work.max_primitives.max(c.primitives_tested);
-        }
-        if !counts.is_empty() {
-            work.mean_nodes = nodes as f64 / counts.len() as f64;
-            work.mean_primitives = primitives as f64 / counts.len() as f64;
-        }
-        work
-    }
-}
-
-/// What a query asks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Query {
-    /// The nearest hit.
-    Closest,
-    /// Any hit (occlusion): the first found, not necessarily the nearest.
-    Any,
-}
 
 /// Push constants of `trace_bvh.comp`.
 #[repr(C)]

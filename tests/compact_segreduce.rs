@@ -4,12 +4,12 @@
 
 mod common;
 
-use canopy::cpu;
 use canopy::prims::compact::{self, Compact};
+use canopy::prims::cpu;
 use canopy::prims::reduce::{ReduceOp, ScalarType};
 use canopy::prims::segmented_reduce::{self, SegmentedReduce, decode_ordered};
-use canopy::prims::{Count, Slice};
 use canopy::vk::{Buffer, Context, MemoryKind};
+use canopy::vk::{Count, Slice};
 use common::{Rng, assert_valid, context, sizes};
 
 const SENTINEL: u32 = 0xdead_beef;
@@ -56,7 +56,7 @@ fn check_compact(
     flags: &[u32],
     what: &str,
 ) {
-    let expected = cpu::prims::compact_u32(values, flags);
+    let expected = cpu::compact_u32(values, flags);
     let mut results = Vec::new();
     for indirect in [false, true] {
         let (out, kept) = run_compact(ctx, compact, values, flags, indirect);
@@ -261,8 +261,8 @@ fn compact_chained_in_one_submission() {
         )
     })
     .unwrap();
-    let stage1 = cpu::prims::compact_u32(Some(&values), &flags);
-    let stage2 = cpu::prims::compact_u32(Some(&stage1), &flags2[..stage1.len()]);
+    let stage1 = cpu::compact_u32(Some(&values), &flags);
+    let stage2 = cpu::compact_u32(Some(&stage1), &flags2[..stage1.len()]);
     let counts = ctx.download::<u32>(&kept, 0, 2).unwrap();
     assert_eq!(counts, [stage1.len() as u32, stage2.len() as u32]);
     assert_eq!(ctx.download::<u32>(&out, 0, stage2.len()).unwrap(), stage2);
@@ -358,7 +358,7 @@ fn segmented_reduce_u32_matches_cpu() {
             } else {
                 rng.u32s(n as usize)
             };
-            let expected = cpu::prims::segmented_reduce_u32(&values, &ids, segments as usize, op);
+            let expected = cpu::segmented_reduce_u32(&values, &ids, segments as usize, op);
             let direct = run_segreduce(&ctx, &reduce, &values, &ids, segments, false);
             assert!(
                 direct == expected,
@@ -386,7 +386,7 @@ fn segmented_reduce_layouts_at_large_size() {
             let segments = 5000;
             let ids = make_ids(&mut rng, n as usize, segments, layout);
             let values: Vec<u32> = (0..n).map(|_| rng.below(1 << 20)).collect();
-            let expected = cpu::prims::segmented_reduce_u32(&values, &ids, segments as usize, op);
+            let expected = cpu::segmented_reduce_u32(&values, &ids, segments as usize, op);
             for indirect in [false, true] {
                 let got = run_segreduce(&ctx, &reduce, &values, &ids, segments, indirect);
                 assert!(
@@ -413,7 +413,7 @@ fn segmented_reduce_f32_matches_cpu() {
             let ids = make_ids(&mut rng, n as usize, segments, layout);
             let values: Vec<f32> = (0..n).map(|_| rng.f32_in(-1000.0, 1000.0)).collect();
             let bits: Vec<u32> = bytemuck::cast_slice(&values).to_vec();
-            let expected = cpu::prims::segmented_reduce_f32(&values, &ids, segments as usize, op);
+            let expected = cpu::segmented_reduce_f32(&values, &ids, segments as usize, op);
             // Per-segment sums of magnitudes bound the rounding of sums in any order.
             let mut magnitude = vec![0f64; segments as usize];
             for (&v, &id) in values.iter().zip(&ids) {
@@ -463,7 +463,7 @@ fn segmented_reduce_f32_special_values() {
             .into_iter()
             .map(f32::from_bits)
             .collect();
-        let expected = cpu::prims::segmented_reduce_f32(&values, &ids, 6, op);
+        let expected = cpu::segmented_reduce_f32(&values, &ids, 6, op);
         assert_eq!(
             got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             expected.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -561,8 +561,7 @@ fn segmented_reduce_ignored_ids_accumulation_and_zero_count() {
         )
     })
     .unwrap();
-    let expected =
-        cpu::prims::segmented_reduce_u32(&values, &ids, segments as usize, ReduceOp::Add);
+    let expected = cpu::segmented_reduce_u32(&values, &ids, segments as usize, ReduceOp::Add);
     assert_eq!(
         ctx.download::<u32>(&output, 0, segments as usize).unwrap(),
         expected
@@ -656,7 +655,7 @@ fn compact_and_segmented_reduce_fold_grids_beyond_the_device_limit() {
     let segments = 777;
     let ids = make_ids(&mut rng, n as usize, segments, Layout::Random);
     let small: Vec<u32> = (0..n).map(|_| rng.below(1000)).collect();
-    let expected = cpu::prims::segmented_reduce_u32(&small, &ids, segments as usize, ReduceOp::Add);
+    let expected = cpu::segmented_reduce_u32(&small, &ids, segments as usize, ReduceOp::Add);
     for indirect in [false, true] {
         let got = run_segreduce(&ctx, &reduce, &small, &ids, segments, indirect);
         assert!(

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use canopy::cpu::raycast::closest_hit_brute_force;
+use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::presets::{MESH_SCENE_ORBIT, MeshLook, MeshShading, MeshStage, orbit_camera};
 use canopy::scene::{MaterialMesh, Mesh};
 use glam::DVec3;

@@ -9,12 +9,14 @@
 mod common;
 
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::kdtree_build::{KdBuildParams, KdTreeBuilder};
-use canopy::cpu::kdtree::{KdParams, KdTree, build_sah_kdtree, check_kdtree, kdtree_stats};
-use canopy::prims::Slice;
+use canopy::accel::kdtree::build::{KdBuildParams, KdTreeBuilder};
+use canopy::accel::kdtree::cpu::{build_sah_kdtree, check_kdtree, kdtree_stats};
+use canopy::accel::kdtree::{KdParams, KdTree};
+use canopy::geom::ray::{Query, Ray};
 use canopy::scene::Mesh;
-use canopy::trace::{Query, Ray, Structure};
+use canopy::trace::Structure;
 use canopy::vk::Context;
+use canopy::vk::Slice;
 use common::{
     DeviceMesh, Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
     rays_in_plane_z0, trace,

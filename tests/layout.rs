@@ -11,21 +11,23 @@
 #[path = "common/spirv.rs"]
 mod spirv;
 
+use canopy::accel::bvh::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::kdtree::KdNode;
-use canopy::accel::kdtree_build::{
+use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
     KdSmallLevelCounters,
 };
-use canopy::accel::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
+use canopy::geom::aabb::Aabb;
+use canopy::geom::ray::{Hit, Ray, RayWork};
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
 use canopy::prims::multisplit::BinHistogramPush;
 use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
-use canopy::prims::reduce::{Aabb, ReducePush};
+use canopy::prims::reduce::ReducePush;
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
 use canopy::render::{
@@ -34,7 +36,7 @@ use canopy::render::{
 };
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
-use canopy::trace::{Hit, Ray, RayWork, TraceKdPush, TracePush};
+use canopy::trace::{TraceKdPush, TracePush};
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
 

@@ -5,12 +5,15 @@
 
 mod common;
 
+use canopy::accel::bvh::cpu as cpu_lbvh;
+use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::accel::bvh::{Bvh, BvhNode};
-use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, MortonBits, TriangleInput};
-use canopy::cpu::{lbvh as cpu_lbvh, morton};
-use canopy::prims::Slice;
+use canopy::geom::TriangleInput;
+use canopy::geom::morton::MortonBits;
+use canopy::geom::ray::{MISS, Query};
+use canopy::geom::{aabb, morton};
 use canopy::scene::Mesh;
-use canopy::trace::{MISS, Query};
+use canopy::vk::Slice;
 use canopy::vk::{Buffer, Context};
 use common::{
     Rng, assert_hits_match_brute_force, assert_valid, context, cube_grid, random_mesh, random_rays,
@@ -81,7 +84,7 @@ fn build_with(ctx: &Context, mesh: &Mesh, params: LbvhParams) -> Built {
 fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_lbvh::TreeStats {
     let built = build(ctx, mesh, bits);
     let n = mesh.triangle_count();
-    let boxes = morton::triangle_bounds(&mesh.positions, &mesh.triangles);
+    let boxes = aabb::triangle_bounds(&mesh.positions, &mesh.triangles);
     let stats = cpu_lbvh::check_invariants(&built.nodes, &built.leaf_primitives, &boxes)
         .unwrap_or_else(|e| panic!("{label} ({bits:?}, n={n}): {e}"));
     assert_eq!(stats.internal_nodes, n.saturating_sub(1).max(1), "{label}");
@@ -90,7 +93,7 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
     // per axis: the GPU's division for the grid scale may be off by an ulp or two (SPIR-V
     // allows 2.5), which moves points that close to a cell boundary into the next cell (on an
     // H200, 12% of the 63-bit codes of the two-cluster scene, whose cells are near an ulp).
-    let centroids: Vec<[f32; 3]> = boxes.iter().map(morton::centroid).collect();
+    let centroids: Vec<[f32; 3]> = boxes.iter().map(aabb::centroid).collect();
     let (cpu_codes, _) = bits.point_codes(&centroids);
     for (k, (&key, &p)) in built.keys.iter().zip(&built.leaf_primitives).enumerate() {
         if k > 0 {
@@ -147,7 +150,7 @@ fn random_meshes_at_every_size() {
 fn any_climb_workgroup_size() {
     let ctx = context();
     let mesh = random_mesh(&mut Rng::new(9), 5000, 10.0, 0.3);
-    let boxes = morton::triangle_bounds(&mesh.positions, &mesh.triangles);
+    let boxes = aabb::triangle_bounds(&mesh.positions, &mesh.triangles);
     for climb_workgroup_size in [32, 64, 128] {
         let params = LbvhParams {
             climb_workgroup_size,

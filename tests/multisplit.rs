@@ -3,16 +3,16 @@
 
 mod common;
 
-use canopy::cpu;
-use canopy::prims::Slice;
+use canopy::prims::cpu;
 use canopy::prims::multisplit::Multisplit;
+use canopy::vk::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{Rng, assert_valid, context, sizes};
 
 fn check(ctx: &Context, split: &Multisplit, bins: u32, ids: &[u32], indirect: bool) {
     let n = ids.len() as u32;
     let values: Vec<u32> = (0..n).collect();
-    let (eids, evals, estarts) = cpu::prims::multisplit(ids, &values, bins);
+    let (eids, evals, estarts) = cpu::multisplit(ids, &values, bins);
     let ids_buf = ctx.create_buffer_with("ids", ids).unwrap();
     let values_buf = ctx.create_buffer_with("values", &values).unwrap();
     let starts_buf = ctx

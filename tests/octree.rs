@@ -5,13 +5,14 @@
 
 mod common;
 
-use canopy::accel::lbvh::MortonBits;
+use canopy::accel::bvh::cpu as cpu_lbvh;
+use canopy::accel::octree::cpu as cpu_octree;
 use canopy::accel::octree::{OctreeBuilder, OctreeHost};
-use canopy::cpu::morton::MortonFrame;
-use canopy::cpu::{lbvh as cpu_lbvh, octree as cpu_octree};
-use canopy::prims::Slice;
+use canopy::geom::MortonBits;
+use canopy::geom::morton::MortonFrame;
 use canopy::scene::Mesh;
 use canopy::vk::Context;
+use canopy::vk::Slice;
 use common::{Rng, assert_valid, context};
 
 fn gpu_octree(ctx: &Context, points: &[[f32; 3]], bits: MortonBits) -> OctreeHost {

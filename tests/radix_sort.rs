@@ -3,10 +3,10 @@
 
 mod common;
 
-use canopy::cpu;
+use canopy::prims::cpu;
 use canopy::prims::radix_sort::{KeyType, RadixSort};
-use canopy::prims::{Count, Slice};
 use canopy::vk::Context;
+use canopy::vk::{Count, Slice};
 use common::{Rng, assert_valid, context, sizes};
 
 /// Sorts on the GPU; returns (key words, values).
@@ -41,7 +41,7 @@ fn gpu_sort(
 
 fn check_u32(ctx: &Context, sort: &RadixSort, keys: &[u32], label: &str) {
     let values: Vec<u32> = (0..keys.len() as u32).collect();
-    let (ek, ev) = cpu::prims::sort_pairs(keys, &values);
+    let (ek, ev) = cpu::sort_pairs(keys, &values);
     for indirect in [false, true] {
         let (gk, gv) = gpu_sort(ctx, sort, keys, &values, 32, indirect);
         assert!(
@@ -104,7 +104,7 @@ fn sorts_u64_pairs_using_all_64_bits() {
             })
             .collect();
         let values: Vec<u32> = (0..n).collect();
-        let (ek, ev) = cpu::prims::sort_pairs(&keys, &values);
+        let (ek, ev) = cpu::sort_pairs(&keys, &values);
         let words: Vec<u32> = bytemuck::cast_slice(&keys).to_vec();
         let (gk, gv) = gpu_sort(&ctx, &sort, &words, &values, 64, n % 2 == 1);
         let gk: Vec<u64> = bytemuck::pod_collect_to_vec(&gk);
@@ -125,7 +125,7 @@ fn partial_key_bits_sort_low_digits_only() {
     let mut rng = Rng::new(12);
     let keys: Vec<u32> = (0..10_000).map(|_| rng.below(1 << 10)).collect();
     let values: Vec<u32> = (0..10_000).collect();
-    let (ek, ev) = cpu::prims::sort_pairs(&keys, &values);
+    let (ek, ev) = cpu::sort_pairs(&keys, &values);
     let (gk, gv) = gpu_sort(&ctx, &sort, &keys, &values, 10, false);
     assert_eq!(gk, ek);
     assert_eq!(gv, ev);

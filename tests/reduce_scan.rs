@@ -3,11 +3,12 @@
 
 mod common;
 
-use canopy::cpu;
-use canopy::prims::reduce::{Aabb, Reduce, ReduceOp, ScalarType};
+use canopy::geom::aabb::Aabb;
+use canopy::prims::cpu;
+use canopy::prims::reduce::{Reduce, ReduceOp, ScalarType};
 use canopy::prims::scan::{Scan, ScanKind, TILE};
-use canopy::prims::{Count, Slice};
 use canopy::vk::{Context, MemoryKind};
+use canopy::vk::{Count, Slice};
 use common::{Rng, assert_valid, context, sizes};
 
 fn run_reduce_u32(ctx: &Context, reduce: &Reduce, values: &[u32], indirect: bool) -> u32 {
@@ -45,7 +46,7 @@ fn reduce_u32_matches_cpu() {
         let reduce = Reduce::new(&ctx, op, ScalarType::U32, 1_000_000).unwrap();
         for n in sizes(&ctx, 4096) {
             let values = rng.u32s(n as usize);
-            let expected = cpu::prims::reduce_u32(&values, op);
+            let expected = cpu::reduce_u32(&values, op);
             for indirect in [false, true] {
                 let got = run_reduce_u32(&ctx, &reduce, &values, indirect);
                 assert_eq!(got, expected, "{op:?} n={n} indirect={indirect}");
@@ -63,7 +64,7 @@ fn reduce_f32_matches_cpu() {
         let reduce = Reduce::new(&ctx, op, ScalarType::F32, 1_000_000).unwrap();
         for n in sizes(&ctx, 4096) {
             let values: Vec<f32> = (0..n).map(|_| rng.f32_in(-1000.0, 1000.0)).collect();
-            let expected = cpu::prims::reduce_f32(&values, op);
+            let expected = cpu::reduce_f32(&values, op);
             let bits: Vec<u32> = bytemuck::cast_slice(&values).to_vec();
             let got = f32::from_bits(run_reduce_u32(&ctx, &reduce, &bits, n % 2 == 0));
             let tolerance = if op == ReduceOp::Add {
@@ -104,7 +105,7 @@ fn reduce_aabb_matches_cpu() {
         })
         .unwrap();
         let got = ctx.download::<Aabb>(&output, 0, 1).unwrap()[0];
-        assert_eq!(got, cpu::prims::aabb_union(&boxes), "n={n}");
+        assert_eq!(got, cpu::aabb_union(&boxes), "n={n}");
     }
     assert_valid(&ctx);
 }
@@ -172,7 +173,7 @@ fn scan_matches_cpu() {
             } else {
                 (0..n).map(|_| rng.below(100)).collect()
             };
-            let expected = cpu::prims::scan_u32(&values, kind == ScanKind::Inclusive);
+            let expected = cpu::scan_u32(&values, kind == ScanKind::Inclusive);
             for indirect in [false, true] {
                 let got = run_scan(&ctx, &scan, &values, indirect);
                 assert!(
@@ -236,8 +237,8 @@ fn scan_and_reduce_fold_grids_beyond_the_device_limit() {
         n.div_ceil(TILE) > common::FOLDING_LIMIT,
         "the scan must need a folded grid"
     );
-    let expected_sum = cpu::prims::reduce_u32(&values, ReduceOp::Add);
-    let expected_scan = cpu::prims::scan_u32(&values, false);
+    let expected_sum = cpu::reduce_u32(&values, ReduceOp::Add);
+    let expected_scan = cpu::scan_u32(&values, false);
     for indirect in [false, true] {
         assert_eq!(
             run_reduce_u32(&ctx, &reduce, &values, indirect),

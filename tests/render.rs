@@ -6,12 +6,13 @@
 mod common;
 
 use canopy::accel::bvh::Bvh;
+use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+use canopy::accel::kdtree::KdParams;
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
-use canopy::cpu::kdtree::{KdParams, build_sah_kdtree};
-use canopy::cpu::raycast::closest_hit_brute_force;
-use canopy::cpu::render::CpuScene;
-use canopy::prims::Slice;
+use canopy::accel::kdtree::cpu::build_sah_kdtree;
+use canopy::geom::TriangleInput;
+use canopy::geom::ray::closest_hit_brute_force;
+use canopy::render::cpu::CpuScene;
 use canopy::render::{
     BounceStats, Camera, Light, MAX_BOUNCES, Material, RenderParams, Renderer, SceneGpu,
     ShadingParams,
@@ -19,6 +20,7 @@ use canopy::render::{
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
 use canopy::trace::Structure;
+use canopy::vk::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{assert_valid, context};
 use glam::Vec3;

@@ -3,22 +3,25 @@
 //! exactly the hits of the fast path; their per-ray counts (nodes visited, primitives tested)
 //! keep invariants that hold on every ray (any-hit counts a prefix of closest-hit, a hit needs
 //! a test, a ray missing the kd-tree's scene box reads nothing) and equal those of the CPU
-//! traversals that walk the same trees the same way (`cpu::raycast::trace_bvh`,
-//! `cpu::kdtree::trace_kdtree`) on all but a few random rays. For the GPU LBVH and a kd-tree,
+//! traversals that walk the same trees the same way (`accel::bvh::traverse::trace_bvh`,
+//! `accel::kdtree::cpu::trace_kdtree`) on all but a few random rays. For the GPU LBVH and a kd-tree,
 //! closest-hit and any-hit, at 0, 1, a few hundred and a few thousand rays, with device and
 //! host ray counts, and on rays lying in cube faces.
 
 mod common;
 
 use canopy::accel::bvh::Bvh;
+use canopy::accel::bvh::cpu::Lbvh;
+use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+use canopy::accel::bvh::traverse::trace_bvh;
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::lbvh::{LbvhBuilder, LbvhParams};
-use canopy::cpu::kdtree::{KdParams, KdTree, build_sah_kdtree, trace_kdtree};
-use canopy::cpu::lbvh::Lbvh;
-use canopy::cpu::raycast::{self, BOX_T_SLACK};
-use canopy::prims::Slice;
+use canopy::accel::kdtree::cpu::{build_sah_kdtree, trace_kdtree};
+use canopy::accel::kdtree::{KdParams, KdTree};
+use canopy::geom::ray::BOX_T_SLACK;
+use canopy::geom::ray::{Hit, Query, Ray, RayWork, TraversalWork};
 use canopy::scene::Mesh;
-use canopy::trace::{Hit, Query, Ray, RayWork, Structure, Tracer, TraversalWork};
+use canopy::trace::{Structure, Tracer};
+use canopy::vk::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{
     DeviceMesh, Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace,
@@ -126,7 +129,7 @@ impl Reference<'_> {
     fn trace(&self, mesh: &Mesh, ray: &Ray, query: Query) -> (Hit, RayWork) {
         let (p, t) = (&mesh.positions, &mesh.triangles);
         match self {
-            Reference::Bvh(bvh) => raycast::trace_bvh(p, t, bvh, ray, query),
+            Reference::Bvh(bvh) => trace_bvh(p, t, bvh, ray, query),
             Reference::KdTree(tree) => trace_kdtree(p, t, tree, ray, query),
         }
     }

@@ -4,9 +4,10 @@
 
 mod common;
 
-use canopy::accel::kdtree_build::{KdBuildParams, KdTreeBuilder};
-use canopy::prims::{Count, Slice};
-use canopy::trace::{Hit, Query, Ray, Tracer};
+use canopy::accel::kdtree::build::{KdBuildParams, KdTreeBuilder};
+use canopy::geom::ray::{Hit, Query, Ray};
+use canopy::trace::Tracer;
+use canopy::vk::{Count, Slice};
 use canopy::vk::{Instruments, MemoryKind, WorkCensus};
 use common::{DeviceMesh, Rng, assert_valid, context, random_mesh};
 
@@ -15,7 +16,7 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
     let ctx = context();
     let tracer = Tracer::new(&ctx).unwrap();
     let mesh = random_mesh(&mut Rng::new(40), 100, 3.0, 0.5);
-    let tree = canopy::cpu::kdtree::build_sah_kdtree(
+    let tree = canopy::accel::kdtree::cpu::build_sah_kdtree(
         &mesh.positions,
         &mesh.triangles,
         &Default::default(),

@@ -5,8 +5,6 @@
 
 pub mod bvh;
 pub mod kdtree;
-pub mod kdtree_build;
-pub mod lbvh;
 pub mod native;
 pub mod octree;
 

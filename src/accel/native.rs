@@ -9,7 +9,7 @@
 //! Only devices with [`DeviceCaps::acceleration_structure`] have it;
 //! [`NativeBlasBuilder::new`] returns `None` on the others.
 //!
-//! [LBVH]: crate::accel::lbvh
+//! [LBVH]: crate::accel::bvh::lbvh
 //! [`DeviceCaps::acceleration_structure`]: crate::vk::DeviceCaps::acceleration_structure
 
 use crate::vk::raw as vk;

@@ -8,11 +8,12 @@ use super::Result;
 use super::harness::{Timing, count_work, time_runs};
 use super::traversal::{RayBatch, RayKind, TraversalReport};
 use crate::accel::StructureKind;
-use crate::accel::kdtree_build::KdBuildParams;
-use crate::accel::lbvh::LbvhParams;
+use crate::accel::bvh::lbvh::LbvhParams;
+use crate::accel::kdtree::build::KdBuildParams;
+use crate::geom::ray::{Query, Ray};
 use crate::render::presets::{self, Subject};
 use crate::render::{FrameStructure, RenderParams, Renderer, rays_of_stage};
-use crate::trace::{Query, Ray, Tracer};
+use crate::trace::Tracer;
 use crate::vk::{Context, Recorder, WorkCounts};
 
 /// How frames are measured.

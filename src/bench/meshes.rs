@@ -3,11 +3,11 @@
 //! rays.
 
 use super::Result;
-use crate::accel::lbvh::TriangleInput;
-use crate::cpu::rng::Rng;
-use crate::prims::Slice;
+use crate::geom::TriangleInput;
+use crate::rng::Rng;
 use crate::scene::default_scene::DefaultScene;
 use crate::scene::{Mesh, SceneError};
+use crate::vk::Slice;
 use crate::vk::{Buffer, Context, MemoryKind};
 use std::path::Path;
 

@@ -4,16 +4,17 @@
 
 use super::Result;
 use super::harness::{Timing, count_work, time_runs};
-use crate::cpu::rng::Rng;
+use crate::geom::aabb::Aabb;
 use crate::prims::compact::Compact;
 use crate::prims::multisplit::Multisplit;
 use crate::prims::radix_sort::{KeyType, RadixSort};
-use crate::prims::reduce::{Aabb, Reduce, ReduceOp, ScalarType};
+use crate::prims::reduce::{Reduce, ReduceOp, ScalarType};
 use crate::prims::scan::{Scan, ScanKind};
 use crate::prims::segmented_reduce::SegmentedReduce;
-use crate::prims::{Count, Slice};
+use crate::rng::Rng;
 use crate::shaders;
 use crate::vk::{Context, MemoryKind, Recorder, WorkCounts};
+use crate::vk::{Count, Slice};
 
 /// What is measured.
 #[derive(Clone, Debug)]

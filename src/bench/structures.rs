@@ -15,19 +15,21 @@ use super::meshes::BenchMesh;
 use super::traversal::{RaySets, TraversalReport};
 use super::{Error, Result};
 use crate::accel::StructureKind;
-use crate::accel::kdtree::KdTreeGpu;
-use crate::accel::kdtree_build::KdBuildParams;
-use crate::accel::lbvh::LbvhParams;
-use crate::accel::native::NativeBlasBuilder;
-use crate::accel::octree::{Octree, OctreeBuilder, OctreeHost};
-use crate::cpu::kdtree::{KdParams, KdStats, build_sah_kdtree, check_kdtree, kdtree_stats};
-use crate::cpu::lbvh::{
+use crate::accel::bvh::cpu::{
     SAH_INTERSECTION_COST, SAH_TRAVERSAL_COST, TreeStats, check_invariants, tree_stats,
 };
-use crate::cpu::{morton, sah_bvh};
-use crate::prims::Slice;
+use crate::accel::bvh::lbvh::LbvhParams;
+use crate::accel::bvh::sah;
+use crate::accel::kdtree::KdParams;
+use crate::accel::kdtree::KdTreeGpu;
+use crate::accel::kdtree::build::KdBuildParams;
+use crate::accel::kdtree::cpu::{KdStats, build_sah_kdtree, check_kdtree, kdtree_stats};
+use crate::accel::native::NativeBlasBuilder;
+use crate::accel::octree::{Octree, OctreeBuilder, OctreeHost};
+use crate::geom::aabb;
 use crate::render::FrameStructure;
 use crate::trace::{Structure, Tracer};
+use crate::vk::Slice;
 use crate::vk::{Context, Recorder, WorkCounts};
 use std::time::Instant;
 
@@ -230,7 +232,7 @@ impl Built {
         match self {
             Built::Traced(FrameStructure::Lbvh { bvh, .. }) => {
                 let (nodes, leaves) = bvh.download(ctx)?;
-                let boxes = morton::triangle_bounds(positions, triangles);
+                let boxes = aabb::triangle_bounds(positions, triangles);
                 let stats = check_invariants(&nodes, &leaves, &boxes).map_err(invalid)?;
                 Ok(bvh_shape(&stats))
             }
@@ -421,7 +423,7 @@ impl<'a> MeshBench<'a> {
         let started = Instant::now();
         let (builder, tree, traversal) = match kind {
             StructureKind::Lbvh => {
-                let bvh = sah_bvh::build_sah_bvh(positions, triangles);
+                let bvh = sah::build_sah_bvh(positions, triangles);
                 let stats = tree_stats(&bvh.nodes, triangles.len());
                 ("CPU full-sweep SAH BVH", bvh_shape(&stats), None)
             }

@@ -19,11 +19,12 @@
 use super::Result;
 use super::harness::{Timing, time_runs};
 use super::meshes::BenchMesh;
-use crate::cpu::render::offset_origin;
-use crate::prims::{Count, Slice};
+use crate::geom::ray::{Hit, MISS, Query, Ray, RayWork, TraversalWork};
+use crate::render::cpu::offset_origin;
 use crate::render::{Camera, Light, presets};
-use crate::trace::{Hit, MISS, Query, Ray, RayWork, Structure, Tracer, TraversalWork};
+use crate::trace::{Structure, Tracer};
 use crate::vk::{Buffer, Context, MemoryKind};
+use crate::vk::{Count, Slice};
 use glam::Vec3;
 
 /// Which rays of a [`RaySets`].

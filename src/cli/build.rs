@@ -6,7 +6,7 @@
 use super::CliError;
 use super::structures::{Plan, run as run_structures};
 use canopy::accel::StructureKind;
-use canopy::accel::lbvh::LbvhParams;
+use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::bench::structures::BuildConfig;
 use canopy::vk::Context;
 use std::path::PathBuf;

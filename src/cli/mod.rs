@@ -10,8 +10,8 @@ pub mod selfcheck;
 pub mod structures;
 
 use canopy::accel::StructureKind;
-use canopy::accel::lbvh::MortonBits;
 use canopy::bench::DeviceInfo;
+use canopy::geom::MortonBits;
 use canopy::vk::{Context, ContextOptions};
 use std::path::Path;
 

@@ -6,9 +6,10 @@
 
 use super::CliError;
 use canopy::accel::StructureKind;
-use canopy::accel::kdtree_build::KdBuildParams;
-use canopy::accel::lbvh::{LbvhParams, MortonBits};
+use canopy::accel::bvh::lbvh::LbvhParams;
+use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
+use canopy::geom::morton::MortonBits;
 use canopy::render::presets::{self, MeshLook, MeshShading, Subject};
 use canopy::render::{
     BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,

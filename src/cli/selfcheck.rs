@@ -1,5 +1,5 @@
 //! `canopy selfcheck`: every GPU primitive on seeded random input at a few sizes, compared with
-//! its CPU reference in `canopy::cpu`. One line per check and size, with the GPU time from
+//! its CPU reference in `canopy::prims::cpu`. One line per check and size, with the GPU time from
 //! timestamps and the wall time (upload, run, readback and the CPU reference together).
 //!
 //! Adding a primitive: write `fn my_prim(t: &mut Trial, n: u32) -> Result<Verdict>` (generate
@@ -7,15 +7,16 @@
 //! line to [`checks`].
 
 use super::CliError;
-use canopy::cpu;
-use canopy::cpu::rng::Rng;
+use canopy::geom::aabb::Aabb;
 use canopy::prims::compact::Compact;
+use canopy::prims::cpu;
 use canopy::prims::multisplit::Multisplit;
 use canopy::prims::radix_sort::{KeyType, RadixSort};
-use canopy::prims::reduce::{Aabb, Reduce, ReduceOp, ScalarType};
+use canopy::prims::reduce::{Reduce, ReduceOp, ScalarType};
 use canopy::prims::scan::{Scan, ScanKind};
-use canopy::prims::{Count, Slice};
+use canopy::rng::Rng;
 use canopy::vk::{Context, MemoryKind, Profiler, Recorder, Result};
+use canopy::vk::{Count, Slice};
 use std::fmt::Debug;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Instant;
@@ -126,14 +127,14 @@ fn reduce_bits(t: &mut Trial, n: u32, op: ReduceOp, ty: ScalarType, bits: &[u32]
 fn reduce_u32(t: &mut Trial, n: u32, op: ReduceOp) -> Result<Verdict> {
     let values = t.rng.u32s(n as usize);
     let got = reduce_bits(t, n, op, ScalarType::U32, &values)?;
-    Ok(compare(&[got], &[cpu::prims::reduce_u32(&values, op)]))
+    Ok(compare(&[got], &[cpu::reduce_u32(&values, op)]))
 }
 
 fn reduce_f32(t: &mut Trial, n: u32, op: ReduceOp) -> Result<Verdict> {
     let values: Vec<f32> = (0..n).map(|_| t.rng.f32_in(-1000.0, 1000.0)).collect();
     let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
     let got = f32::from_bits(reduce_bits(t, n, op, ScalarType::F32, &bits)?);
-    Ok(compare(&[got], &[cpu::prims::reduce_f32(&values, op)]))
+    Ok(compare(&[got], &[cpu::reduce_f32(&values, op)]))
 }
 
 fn reduce_aabb(t: &mut Trial, n: u32) -> Result<Verdict> {
@@ -157,7 +158,7 @@ fn reduce_aabb(t: &mut Trial, n: u32) -> Result<Verdict> {
         )
     })?;
     let got = t.ctx.download::<Aabb>(&output, 0, 1)?[0];
-    Ok(compare(&[got], &[cpu::prims::aabb_union(&boxes)]))
+    Ok(compare(&[got], &[cpu::aabb_union(&boxes)]))
 }
 
 fn scan(t: &mut Trial, n: u32, kind: ScanKind) -> Result<Verdict> {
@@ -176,7 +177,7 @@ fn scan(t: &mut Trial, n: u32, kind: ScanKind) -> Result<Verdict> {
         )
     })?;
     let got = t.ctx.download::<u32>(&output, 0, n as usize)?;
-    let expected = cpu::prims::scan_u32(&values, kind == ScanKind::Inclusive);
+    let expected = cpu::scan_u32(&values, kind == ScanKind::Inclusive);
     Ok(compare(&got, &expected))
 }
 
@@ -202,7 +203,7 @@ fn compact(t: &mut Trial, n: u32) -> Result<Verdict> {
             Count::Host(n),
         )
     })?;
-    let expected = cpu::prims::compact_u32(Some(&values), &flags);
+    let expected = cpu::compact_u32(Some(&values), &flags);
     let kept = t.ctx.download::<u32>(&kept, 0, 1)?[0] as usize;
     let got = t.ctx.download::<u32>(&output, 0, kept.min(n as usize))?;
     Ok(compare(&got, &expected))
@@ -227,14 +228,14 @@ fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
     let got_values = t.ctx.download::<u32>(&values_buf, 0, n as usize)?;
     let got_keys = t.ctx.download::<u32>(&keys, 0, (n * words) as usize)?;
     if key_type == KeyType::U32 {
-        let (keys, values) = cpu::prims::sort_pairs(&key_words, &values);
+        let (keys, values) = cpu::sort_pairs(&key_words, &values);
         Ok(compare(
             &[got_keys, got_values].concat(),
             &[keys, values].concat(),
         ))
     } else {
         let wide: Vec<u64> = bytemuck::pod_collect_to_vec(&key_words);
-        let (keys, values) = cpu::prims::sort_pairs(&wide, &values);
+        let (keys, values) = cpu::sort_pairs(&wide, &values);
         let keys: Vec<u32> = bytemuck::cast_slice(&keys).to_vec();
         Ok(compare(
             &[got_keys, got_values].concat(),
@@ -264,7 +265,7 @@ fn multisplit(t: &mut Trial, n: u32) -> Result<Verdict> {
             Count::Host(n),
         )
     })?;
-    let (eids, evalues, estarts) = cpu::prims::multisplit(&ids, &values, bins);
+    let (eids, evalues, estarts) = cpu::multisplit(&ids, &values, bins);
     let got = [
         t.ctx.download::<u32>(&ids_buf, 0, n as usize)?,
         t.ctx.download::<u32>(&values_buf, 0, n as usize)?,

@@ -5,7 +5,7 @@
 
 use super::CliError;
 use canopy::accel::StructureKind;
-use canopy::accel::lbvh::LbvhParams;
+use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::bench::structures::BuildConfig;
 use canopy::bench::{BenchMesh, MeshBench, StructureReport, WorkTable};
 use canopy::vk::Context;

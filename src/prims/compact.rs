@@ -14,9 +14,10 @@
 //! thread the OS preempted gave wrong counts there now and then.
 
 use super::indirect::IndirectArgs;
-use super::{Count, Slice, WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// Push constants of `compact.comp`.

@@ -1,8 +1,9 @@
 //! Sizing dispatches from counts that live on the GPU: a one-invocation kernel
 //! (`glsl/prims/prepare_indirect.comp`) turns a u32 counter into a `VkDispatchIndirectCommand`.
 
-use super::{Count, Groups};
+use super::Groups;
 use crate::shaders;
+use crate::vk::Count;
 use crate::vk::{Buffer, Context, MemoryKind, Pipeline, Recorder, Result};
 use std::sync::Arc;
 

@@ -9,9 +9,10 @@
 
 use super::radix_sort::{KeyType, RadixSort};
 use super::scan::{Scan, ScanKind};
-use super::{Count, Slice, WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// Push constants of `bin_histogram.comp`.

@@ -8,11 +8,12 @@
 //! the second key read, but its per-digit look-back produced wrong offsets intermittently on
 //! lavapipe, so canopy keeps the variant in which workgroups never wait for each other.
 
+use super::check_count;
 use super::indirect::IndirectArgs;
 use super::scan::{Scan, ScanKind};
-use super::{Count, Slice, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// Key width.

@@ -3,9 +3,10 @@
 //! reduce tiles, and the last workgroup to finish reduces the tiles' partials.
 
 use super::indirect::IndirectArgs;
-use super::{Count, Slice, WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// The reduction operator.
@@ -26,48 +27,6 @@ pub enum ScalarType {
     U32,
     /// 32-bit float.
     F32,
-}
-
-/// An axis-aligned box as the GPU stores it (`struct Aabb` in the kernels): 32 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct Aabb {
-    /// Smallest corner.
-    pub min: [f32; 3],
-    /// Padding (16-byte alignment of `max`).
-    pub pad0: u32,
-    /// Largest corner.
-    pub max: [f32; 3],
-    /// Padding (32-byte size).
-    pub pad1: u32,
-}
-
-impl Aabb {
-    /// The empty box, identity of the union.
-    pub const EMPTY: Aabb = Aabb {
-        min: [f32::INFINITY; 3],
-        pad0: 0,
-        max: [f32::NEG_INFINITY; 3],
-        pad1: 0,
-    };
-
-    /// The box from two corners.
-    pub fn new(min: [f32; 3], max: [f32; 3]) -> Self {
-        Self {
-            min,
-            pad0: 0,
-            max,
-            pad1: 0,
-        }
-    }
-
-    /// The smallest box holding both.
-    pub fn union(&self, other: &Aabb) -> Aabb {
-        Aabb::new(
-            std::array::from_fn(|i| self.min[i].min(other.min[i])),
-            std::array::from_fn(|i| self.max[i].max(other.max[i])),
-        )
-    }
 }
 
 /// Push constants of `reduce.comp` and `reduce_aabb.comp`.
@@ -131,7 +90,7 @@ impl Reduce {
         )
     }
 
-    /// The union of [`Aabb`]s.
+    /// The union of [`Aabb`](crate::geom::Aabb)s.
     pub fn aabb_union(ctx: &Context, capacity: u32) -> Result<Self> {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_REDUCE_AABB,

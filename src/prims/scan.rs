@@ -7,9 +7,10 @@
 //! schedulers without forward-progress guarantees between workgroups, lavapipe included.
 
 use super::indirect::IndirectArgs;
-use super::{Count, Slice, WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// Exclusive or inclusive prefix sums.

@@ -17,9 +17,10 @@
 
 use super::indirect::IndirectArgs;
 use super::reduce::{ReduceOp, ScalarType};
-use super::{Count, Slice, WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// Push constants of `segmented_reduce.comp`.

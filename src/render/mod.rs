@@ -40,6 +40,7 @@
 //! One readback per frame in flight lets the CPU write one frame while the GPU renders the
 //! next.
 
+pub mod cpu;
 pub mod presets;
 pub mod scene_gpu;
 pub mod structure;
@@ -47,10 +48,13 @@ pub mod structure;
 pub use scene_gpu::{GpuLight, Light, Material, MaterialKind, SceneGpu};
 pub use structure::FrameStructure;
 
-use crate::prims::{Count, Slice, WORKGROUP_SIZE};
+use crate::prims::WORKGROUP_SIZE;
+
+use crate::geom::ray::{Hit, Query, Ray};
 use crate::shaders;
-use crate::trace::{Hit, Query, Ray, Structure, Tracer};
+use crate::trace::{Structure, Tracer};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use glam::Vec3;
 use std::sync::Arc;
 

@@ -191,10 +191,10 @@ pub struct SceneGpu {
 
 impl SceneGpu {
     /// The triangles as builders take them.
-    pub fn input(&self) -> crate::accel::lbvh::TriangleInput<'_> {
-        crate::accel::lbvh::TriangleInput {
-            positions: crate::prims::Slice::whole(&self.positions),
-            triangles: crate::prims::Slice::whole(&self.triangles),
+    pub fn input(&self) -> crate::geom::TriangleInput<'_> {
+        crate::geom::TriangleInput {
+            positions: crate::vk::Slice::whole(&self.positions),
+            triangles: crate::vk::Slice::whole(&self.triangles),
             count: self.triangle_count,
         }
     }

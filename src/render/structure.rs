@@ -3,9 +3,10 @@
 
 use crate::accel::StructureKind;
 use crate::accel::bvh::Bvh;
+use crate::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use crate::accel::kdtree::KdTreeGpu;
-use crate::accel::kdtree_build::{KdBuildParams, KdStatusReadback, KdTreeBuilder};
-use crate::accel::lbvh::{LbvhBuilder, LbvhParams, TriangleInput};
+use crate::accel::kdtree::build::{KdBuildParams, KdStatusReadback, KdTreeBuilder};
+use crate::geom::TriangleInput;
 use crate::trace::Structure;
 use crate::vk::{Context, Error, Recorder, Result};
 

@@ -9,6 +9,7 @@ mod error;
 mod pipeline;
 mod profiler;
 mod recorder;
+mod slice;
 
 pub use ash::vk as raw;
 pub use buffer::{Buffer, MemoryKind};
@@ -21,3 +22,4 @@ pub use error::{Error, Result};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};
 pub use profiler::Profiler;
 pub use recorder::{Instruments, Recorder, SUBMIT_TIMEOUT, Submission, grid_for};
+pub use slice::{Count, Slice};

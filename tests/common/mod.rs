@@ -44,7 +44,7 @@ pub fn assert_valid(ctx: &Context) {
 }
 
 #[allow(unused_imports)] // not every test crate draws random input
-pub use canopy::cpu::rng::Rng;
+pub use canopy::rng::Rng;
 
 /// The sizes each primitive is checked at: 1, 2, subgroup±1, workgroup±1, `tile`±1, 10^5, 10^6.
 pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
@@ -72,15 +72,15 @@ pub fn sizes(ctx: &Context, tile: u32) -> Vec<u32> {
 
 /// `n` as a count: read by the GPU from `buffer` (which holds `n`) when `indirect`, else
 /// passed from the host. Direct and indirect runs of a primitive must agree.
-pub fn count_of(buffer: &canopy::vk::Buffer, n: u32, indirect: bool) -> canopy::prims::Count<'_> {
+pub fn count_of(buffer: &canopy::vk::Buffer, n: u32, indirect: bool) -> canopy::vk::Count<'_> {
     if indirect {
-        canopy::prims::Count::Device {
+        canopy::vk::Count::Device {
             buffer,
             offset: 0,
             max: n,
         }
     } else {
-        canopy::prims::Count::Host(n)
+        canopy::vk::Count::Host(n)
     }
 }
 
@@ -108,7 +108,7 @@ pub fn random_rays(
     rng: &mut Rng,
     mesh: &canopy::scene::Mesh,
     count: usize,
-) -> Vec<canopy::trace::Ray> {
+) -> Vec<canopy::geom::ray::Ray> {
     let (lo, hi) = mesh.bounds().unwrap();
     let point = |rng: &mut Rng, grow: f32| -> [f32; 3] {
         std::array::from_fn(|a| {
@@ -131,7 +131,7 @@ pub fn random_rays(
                 std::array::from_fn(|a| target[a] - origin[a])
             };
             let tmax = if i % 7 == 6 { 0.5 } else { f32::INFINITY };
-            canopy::trace::Ray {
+            canopy::geom::ray::Ray {
                 origin,
                 tmin: 0.0,
                 direction,
@@ -145,12 +145,12 @@ pub fn random_rays(
 pub fn trace<'a>(
     ctx: &Context,
     structure: impl Into<canopy::trace::Structure<'a>>,
-    rays: &[canopy::trace::Ray],
-    query: canopy::trace::Query,
-) -> Vec<canopy::trace::Hit> {
+    rays: &[canopy::geom::ray::Ray],
+    query: canopy::geom::ray::Query,
+) -> Vec<canopy::geom::ray::Hit> {
     let tracer = canopy::trace::Tracer::new(ctx).unwrap();
     let ray_buffer = ctx.create_buffer_with("rays", rays).unwrap();
-    let bytes = (rays.len() * std::mem::size_of::<canopy::trace::Hit>()) as u64;
+    let bytes = (rays.len() * std::mem::size_of::<canopy::geom::ray::Hit>()) as u64;
     let hits = ctx
         .create_buffer("hits", bytes, canopy::vk::MemoryKind::Device)
         .unwrap();
@@ -160,9 +160,9 @@ pub fn trace<'a>(
             rec,
             structure,
             query,
-            canopy::prims::Slice::whole(&ray_buffer),
-            canopy::prims::Slice::whole(&hits),
-            canopy::prims::Count::Host(rays.len() as u32),
+            canopy::vk::Slice::whole(&ray_buffer),
+            canopy::vk::Slice::whole(&hits),
+            canopy::vk::Count::Host(rays.len() as u32),
         )
     })
     .unwrap();
@@ -173,7 +173,7 @@ pub fn trace<'a>(
 /// Whether two distances along `ray` name the same point up to float rounding, which scales
 /// with the coordinates' magnitude: within 1e-5 relative to the distance travelled or 1e-6 of
 /// the mesh's extent.
-fn same_distance(ray: &canopy::trace::Ray, a: f32, b: f32, extent: f32) -> bool {
+fn same_distance(ray: &canopy::geom::ray::Ray, a: f32, b: f32, extent: f32) -> bool {
     let length = ray.direction.iter().map(|d| d * d).sum::<f32>().sqrt();
     (a - b).abs() * length <= 1e-5 * (a.abs() * length) + 1e-6 * extent
 }
@@ -182,8 +182,8 @@ fn same_distance(ray: &canopy::trace::Ray, a: f32, b: f32, extent: f32) -> bool 
 /// tests on different devices may decide differently): in double precision, the ray's point in
 /// the triangle's plane lies within 4e-6 of the coordinates' magnitude of the triangle's
 /// boundary. Not for MISS.
-fn grazes(mesh: &canopy::scene::Mesh, ray: &canopy::trace::Ray, triangle: u32) -> bool {
-    if triangle == canopy::trace::MISS {
+fn grazes(mesh: &canopy::scene::Mesh, ray: &canopy::geom::ray::Ray, triangle: u32) -> bool {
+    if triangle == canopy::geom::ray::MISS {
         return false;
     }
     let v = |i: u32| mesh.positions[i as usize].map(f64::from);
@@ -220,18 +220,18 @@ fn grazes(mesh: &canopy::scene::Mesh, ray: &canopy::trace::Ray, triangle: u32) -
 /// GPU any-hit queries agree on occlusion; at least a quarter of the rays must hit.
 pub fn assert_hits_match_brute_force(
     mesh: &canopy::scene::Mesh,
-    rays: &[canopy::trace::Ray],
-    closest: &[canopy::trace::Hit],
-    any: &[canopy::trace::Hit],
+    rays: &[canopy::geom::ray::Ray],
+    closest: &[canopy::geom::ray::Hit],
+    any: &[canopy::geom::ray::Hit],
     label: &str,
 ) {
-    use canopy::cpu::raycast;
-    use canopy::trace::MISS;
+    use canopy::geom::ray::MISS;
+    use canopy::geom::ray::{any_hit_brute_force, closest_hit_brute_force};
     let (lo, hi) = mesh.bounds().unwrap();
     let extent = (0..3).map(|a| hi[a] - lo[a]).fold(0.0, f32::max);
     let mut hit_count = 0;
     for (i, ray) in rays.iter().enumerate() {
-        let expected = raycast::closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        let expected = closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
         let got = closest[i];
         hit_count += (expected.triangle != MISS) as usize;
         let same = got.triangle == expected.triangle
@@ -257,7 +257,7 @@ pub fn assert_hits_match_brute_force(
             // 0.02 across moved its hit point by 2.5e-4 on an H200).
             let [a, b, c] =
                 mesh.triangles[got.triangle as usize].map(|i| mesh.positions[i as usize]);
-            let point = |h: &canopy::trace::Hit| -> [f32; 3] {
+            let point = |h: &canopy::geom::ray::Hit| -> [f32; 3] {
                 std::array::from_fn(|k| (1.0 - h.u - h.v) * a[k] + h.u * b[k] + h.v * c[k])
             };
             let (p, q) = (point(&got), point(&expected));
@@ -275,7 +275,7 @@ pub fn assert_hits_match_brute_force(
                 "{label}: ray {i} hit points {p:?} vs {q:?}: GPU {got:?}, CPU {expected:?}"
             );
         }
-        let occluded = raycast::any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        let occluded = any_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
         // Occlusion agrees, unless the deciding triangle is grazed.
         let any_hit = any[i].triangle != MISS;
         assert!(
@@ -294,11 +294,11 @@ pub fn assert_hits_match_brute_force(
 
 /// `count` rays lying in the plane z = 0, from a circle of radius 5 towards its centre (in a
 /// flat scene they graze every triangle's plane and every box's flat face).
-pub fn rays_in_plane_z0(count: usize) -> Vec<canopy::trace::Ray> {
+pub fn rays_in_plane_z0(count: usize) -> Vec<canopy::geom::ray::Ray> {
     (0..count)
         .map(|i| {
             let a = i as f32 * 0.031;
-            canopy::trace::Ray {
+            canopy::geom::ray::Ray {
                 origin: [-5.0 * a.cos(), -5.0 * a.sin(), 0.0],
                 tmin: 0.0,
                 direction: [a.cos(), a.sin(), 0.0],
@@ -310,7 +310,7 @@ pub fn rays_in_plane_z0(count: usize) -> Vec<canopy::trace::Ray> {
 
 /// 27 unit cubes on a 3x3x3 grid of spacing 2, and rays along +x lying in their faces and
 /// between them: every box and split plane is met edge-on.
-pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
+pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::geom::ray::Ray>) {
     let mut cubes = canopy::scene::Mesh::default();
     for i in 0..27 {
         let corner = [
@@ -323,7 +323,7 @@ pub fn cube_grid() -> (canopy::scene::Mesh, Vec<canopy::trace::Ray>) {
     let rays = (0..300)
         .map(|i| {
             let (y, z) = ((i % 6) as f32, (i / 6 % 6) as f32 + 0.5 * (i % 2) as f32);
-            canopy::trace::Ray {
+            canopy::geom::ray::Ray {
                 origin: [-1.0, y, z],
                 tmin: 0.0,
                 direction: [1.0, 0.0, 0.0],
@@ -376,10 +376,10 @@ impl DeviceMesh {
         }
     }
 
-    pub fn input(&self) -> canopy::accel::lbvh::TriangleInput<'_> {
-        canopy::accel::lbvh::TriangleInput {
-            positions: canopy::prims::Slice::whole(&self.positions),
-            triangles: canopy::prims::Slice::whole(&self.triangles),
+    pub fn input(&self) -> canopy::geom::TriangleInput<'_> {
+        canopy::geom::TriangleInput {
+            positions: canopy::vk::Slice::whole(&self.positions),
+            triangles: canopy::vk::Slice::whole(&self.triangles),
             count: self.count,
         }
     }

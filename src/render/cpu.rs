@@ -7,9 +7,10 @@
 //! [`BounceStats`](crate::render::BounceStats) report no dropped rays. Render tests compare the
 //! GPU image with this one.
 
-use crate::cpu::lbvh::{Lbvh, build_lbvh};
-use crate::cpu::morton::MortonBits;
-use crate::cpu::raycast::{Ray, any_hit_bvh, closest_hit_bvh};
+use crate::accel::bvh::cpu::{Lbvh, build_lbvh};
+use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
+use crate::geom::morton::MortonBits;
+use crate::geom::ray::Ray;
 use crate::render::{
     Camera, Light, Material, MaterialKind, RADIANCE_SCALE, ShadingParams, radiance_units,
 };

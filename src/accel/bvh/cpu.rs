@@ -8,9 +8,10 @@
 //! thread does.
 
 use crate::accel::bvh::{BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
-use crate::cpu::morton::{
-    Bounds, EMPTY_BOUNDS, MortonBits, centroid, contains, surface_area, triangle_bounds, union,
+use crate::geom::aabb::{
+    Bounds, EMPTY_BOUNDS, centroid, contains, surface_area, triangle_bounds, union,
 };
+use crate::geom::morton::MortonBits;
 
 /// SAH cost of traversing an internal node.
 pub const SAH_TRAVERSAL_COST: f64 = 1.0;
@@ -475,7 +476,7 @@ pub fn check_invariants(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::cpu::rng::Rng;
+    use crate::rng::Rng;
 
     /// A triangle mesh with separate vertices.
     pub(crate) struct Soup {

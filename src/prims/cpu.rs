@@ -1,6 +1,8 @@
 //! CPU references of the GPU primitives, written for clarity over speed.
 
-use crate::prims::reduce::{Aabb, ReduceOp};
+use crate::prims::reduce::ReduceOp;
+
+use crate::geom::aabb::Aabb;
 
 /// Reduction of u32 values (sums wrap modulo 2^32).
 pub fn reduce_u32(values: &[u32], op: ReduceOp) -> u32 {

@@ -1,226 +1,10 @@
-//! Ray casting references: the ray and hit formats shared with the GPU, the watertight
-//! ray/triangle test, brute-force queries and BVH traversal ([`trace_bvh`], which counts its
-//! work as the GPU kernel does).
-//!
-//! The triangle test is Woop, Benthin and Wald's watertight test ("Watertight Ray/Triangle
-//! Intersection", JCGT 2(1), 2013): rays that pass exactly through a shared edge or vertex
-//! hit at least one of the triangles sharing it, so closed meshes never let a ray through.
-//! GPU kernels (`glsl/common/ray.glsl`) mirror [`intersect_triangle`] operation for operation,
-//! in the same order, with the arithmetic marked `precise` so that the shader compiler neither
-//! fuses nor reorders it; they skip the f64 fallback (shaderFloat64 is optional) and their
-//! divisions may round differently (SPIR-V allows 2.5 ulp), so hits agree up to rounding.
-//!
-//! Closest-hit queries break ties in `t` by the smallest triangle index, so a BVH traversal
-//! returns exactly the brute-force [`Hit`].
+//! The CPU reference of BVH traversal: [`trace_bvh`] walks a BVH as
+//! `glsl/trace/trace_bvh.comp` does and counts its work the same way; closest-hit queries
+//! return exactly the brute-force hit of [`crate::geom::ray`].
 
-use crate::accel::bvh::{INVALID_CHILD, LEAF_BIT};
-use crate::cpu::lbvh::Lbvh;
-use crate::cpu::morton::Bounds;
-use crate::trace::Query;
-pub use crate::trace::{Hit, MISS, Ray, RayWork};
-
-impl Hit {
-    /// The miss of `ray`.
-    pub fn miss(ray: &Ray) -> Self {
-        Self {
-            t: ray.tmax,
-            triangle: MISS,
-            u: 0.0,
-            v: 0.0,
-        }
-    }
-
-    /// Whether a triangle was hit.
-    pub fn is_hit(&self) -> bool {
-        self.triangle != MISS
-    }
-
-    /// Whether `self` comes before `other`: smaller `t`, then smaller triangle index.
-    pub(crate) fn precedes(&self, other: &Hit) -> bool {
-        self.t < other.t || (self.t == other.t && self.triangle < other.triangle)
-    }
-}
-
-/// The watertight test of `ray` against triangle `(a, b, c)`: `Some((t, u, v))` with
-/// `tmin < t < tmax`, `u` and `v` the weights of `b` and `c`.
-///
-/// The vertices are translated by `-origin` and sheared so that the ray runs along +z: `kz`
-/// is the axis of largest `|direction|` (ties to the later axis: z over y over x),
-/// `kx = (kz + 1) % 3`, `ky = (kx + 1) % 3`, `kx` and `ky` swapped if `direction[kz] < 0`;
-/// `Sx = d[kx] / d[kz]`, `Sy = d[ky] / d[kz]`, `Sz = 1 / d[kz]`. With `A = a - origin`,
-/// `Ax = A[kx] - Sx · A[kz]`, `Ay = A[ky] - Sy · A[kz]` (likewise `B`, `C`), the edge functions
-/// are `U = Cx · By - Cy · Bx` (edge b-c, opposite a), `V = Ax · Cy - Ay · Cx` (edge c-a,
-/// opposite b) and `W = Bx · Ay - By · Ax` (edge a-b, opposite c). If any of them is exactly
-/// 0, all three are recomputed from the same f32 inputs in f64 and rounded to f32. The ray
-/// misses if they have mixed signs (some < 0 and some > 0) or if `det = U + V + W` is 0
-/// (degenerate triangles are never hit). Otherwise, with `Az = Sz · A[kz]` (likewise `Bz`,
-/// `Cz`), `T = U · Az + V · Bz + W · Cz` (left to right), `t = T / det`, `u = V / det`,
-/// `v = W / det`.
-pub fn intersect_triangle(
-    ray: &Ray,
-    a: [f32; 3],
-    b: [f32; 3],
-    c: [f32; 3],
-) -> Option<(f32, f32, f32)> {
-    Shear::new(ray).intersect(ray, a, b, c)
-}
-
-/// The per-ray constants of the watertight test.
-struct Shear {
-    /// The axes that become x, y and z.
-    kx: usize,
-    ky: usize,
-    kz: usize,
-    /// `d[kx] / d[kz]`, `d[ky] / d[kz]` and `1 / d[kz]`.
-    sx: f32,
-    sy: f32,
-    sz: f32,
-}
-
-impl Shear {
-    /// The constants of `ray`.
-    fn new(ray: &Ray) -> Self {
-        let d = ray.direction;
-        let m = d.map(f32::abs);
-        let kz = if m[0] > m[1] {
-            if m[0] > m[2] { 0 } else { 2 }
-        } else if m[1] > m[2] {
-            1
-        } else {
-            2
-        };
-        let (mut kx, mut ky) = ((kz + 1) % 3, (kz + 2) % 3);
-        if d[kz] < 0.0 {
-            std::mem::swap(&mut kx, &mut ky);
-        }
-        Self {
-            kx,
-            ky,
-            kz,
-            sx: d[kx] / d[kz],
-            sy: d[ky] / d[kz],
-            sz: 1.0 / d[kz],
-        }
-    }
-
-    /// [`intersect_triangle`] with these constants.
-    fn intersect(
-        &self,
-        ray: &Ray,
-        a: [f32; 3],
-        b: [f32; 3],
-        c: [f32; 3],
-    ) -> Option<(f32, f32, f32)> {
-        let (kx, ky, kz) = (self.kx, self.ky, self.kz);
-        let [a, b, c] =
-            [a, b, c].map(|p| -> [f32; 3] { std::array::from_fn(|k| p[k] - ray.origin[k]) });
-        let sheared = |p: [f32; 3]| (p[kx] - self.sx * p[kz], p[ky] - self.sy * p[kz]);
-        let ((ax, ay), (bx, by), (cx, cy)) = (sheared(a), sheared(b), sheared(c));
-        let mut u = cx * by - cy * bx;
-        let mut v = ax * cy - ay * cx;
-        let mut w = bx * ay - by * ax;
-        if u == 0.0 || v == 0.0 || w == 0.0 {
-            let edge = |px: f32, py: f32, qx: f32, qy: f32| {
-                (px as f64 * qy as f64 - py as f64 * qx as f64) as f32
-            };
-            u = edge(cx, cy, bx, by);
-            v = edge(ax, ay, cx, cy);
-            w = edge(bx, by, ax, ay);
-        }
-        if (u < 0.0 || v < 0.0 || w < 0.0) && (u > 0.0 || v > 0.0 || w > 0.0) {
-            return None;
-        }
-        let det = u + v + w;
-        if det == 0.0 {
-            return None;
-        }
-        let (az, bz, cz) = (self.sz * a[kz], self.sz * b[kz], self.sz * c[kz]);
-        let t = (u * az + v * bz + w * cz) / det;
-        (t > ray.tmin && t < ray.tmax).then(|| (t, v / det, w / det))
-    }
-}
-
-/// The hit of `ray` with triangle `index` of the mesh, if any.
-fn hit_triangle(
-    shear: &Shear,
-    ray: &Ray,
-    positions: &[[f32; 3]],
-    triangle: [u32; 3],
-    index: u32,
-) -> Option<Hit> {
-    let [a, b, c] = triangle.map(|v| positions[v as usize]);
-    shear.intersect(ray, a, b, c).map(|(t, u, v)| Hit {
-        t,
-        triangle: index,
-        u,
-        v,
-    })
-}
-
-/// Closest hit (or with `any`, the first hit found) over all triangles, one after another.
-fn brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray, any: bool) -> Hit {
-    let shear = Shear::new(ray);
-    let mut best = Hit::miss(ray);
-    for (tri, index) in triangles.iter().zip(0..) {
-        if let Some(hit) = hit_triangle(&shear, ray, positions, *tri, index) {
-            if any {
-                return hit;
-            }
-            if hit.precedes(&best) {
-                best = hit;
-            }
-        }
-    }
-    best
-}
-
-/// The closest hit of `ray` among all triangles (ties: the smallest triangle index).
-pub fn closest_hit_brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray) -> Hit {
-    brute_force(positions, triangles, ray, false)
-}
-
-/// Whether `ray` hits any triangle.
-pub fn any_hit_brute_force(positions: &[[f32; 3]], triangles: &[[u32; 3]], ray: &Ray) -> bool {
-    brute_force(positions, triangles, ray, true).is_hit()
-}
-
-/// Relative widening of a box's `[near, far]` interval, so that rounding in the slab test
-/// and in the triangle test's `t` never culls a box holding a triangle the ray hits.
-pub const BOX_T_SLACK: f32 = 1.0 / 65536.0;
-
-/// The slab test of a ray (`inv_dir` = `1 / direction`) against a box, widened by
-/// [`BOX_T_SLACK`]: `[near, far]`, empty (`near > far`) on a miss. Along each axis the near
-/// plane is `min` (`max` when `inv_dir` is negative, including `1 / -0 = -inf`), so an
-/// inverted (empty) box is never entered. A NaN plane distance (`0 · inf`: the origin on a
-/// plane the ray runs in) does not bound the interval: the running max and min keep their
-/// value when compared with NaN (`t > near ? t : near` on the GPU).
-pub(crate) fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32) {
-    let mut near = f32::NEG_INFINITY;
-    let mut far = f32::INFINITY;
-    for k in 0..3 {
-        let (lo, hi) = if inv_dir[k].is_sign_negative() {
-            (b.1[k], b.0[k])
-        } else {
-            (b.0[k], b.1[k])
-        };
-        let t_near = (lo - origin[k]) * inv_dir[k];
-        let t_far = (hi - origin[k]) * inv_dir[k];
-        if t_near > near {
-            near = t_near;
-        }
-        if t_far < far {
-            far = t_far;
-        }
-    }
-    let widen = |t: f32, up: bool| {
-        t * if (t > 0.0) == up {
-            1.0 + BOX_T_SLACK
-        } else {
-            1.0 - BOX_T_SLACK
-        }
-    };
-    (widen(near, false), widen(far, true))
-}
+use super::cpu::Lbvh;
+use super::{INVALID_CHILD, LEAF_BIT};
+use crate::geom::ray::{Hit, Query, Ray, RayWork, Shear, hit_triangle, slab};
 
 /// The hit of `query` for `ray` by traversing `bvh` (built over `triangles`), and the
 /// traversal's work counted as `glsl/trace/trace_bvh.comp` counts it (see [`RayWork`]).
@@ -230,10 +14,10 @@ pub(crate) fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32
 /// then right), and of two inner children entered the nearer is visited next (by entry
 /// distance clipped to `tmin`, the left one on ties) while the other is pushed with its entry
 /// distance, to be popped only if that is no farther than the closest hit then. Closest-hit queries return exactly
-/// [`closest_hit_brute_force`]; any-hit queries return the first hit found.
+/// [`closest_hit_brute_force`](crate::geom::ray::closest_hit_brute_force); any-hit queries return the first hit found.
 ///
 /// The counts equal the kernel's unless a decision falls within rounding: boxes here are
-/// widened by [`BOX_T_SLACK`] and nodes at the closest hit's distance are kept (for ties of
+/// widened by [`BOX_T_SLACK`](crate::geom::ray::BOX_T_SLACK) and nodes at the closest hit's distance are kept (for ties of
 /// smaller index), where the kernel widens a box's exit by 2 ulp and drops them, so a ray
 /// that grazes a box may visit more here.
 pub fn trace_bvh(
@@ -296,7 +80,7 @@ pub fn trace_bvh(
 }
 
 /// The closest hit of `ray` by traversing `bvh` (built over `triangles`): exactly
-/// [`closest_hit_brute_force`].
+/// [`closest_hit_brute_force`](crate::geom::ray::closest_hit_brute_force).
 pub fn closest_hit_bvh(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],
@@ -306,7 +90,7 @@ pub fn closest_hit_bvh(
     trace_bvh(positions, triangles, bvh, ray, Query::Closest).0
 }
 
-/// Whether `ray` hits any triangle, by traversing `bvh`: exactly [`any_hit_brute_force`].
+/// Whether `ray` hits any triangle, by traversing `bvh`: exactly [`any_hit_brute_force`](crate::geom::ray::any_hit_brute_force).
 pub fn any_hit_bvh(positions: &[[f32; 3]], triangles: &[[u32; 3]], bvh: &Lbvh, ray: &Ray) -> bool {
     trace_bvh(positions, triangles, bvh, ray, Query::Any)
         .0
@@ -316,11 +100,15 @@ pub fn any_hit_bvh(positions: &[[f32; 3]], triangles: &[[u32; 3]], bvh: &Lbvh, r
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::lbvh::build_lbvh;
-    use crate::cpu::lbvh::tests::Soup;
-    use crate::cpu::morton::MortonBits;
-    use crate::cpu::rng::Rng;
-    use crate::cpu::sah_bvh::build_sah_bvh;
+    use crate::accel::bvh::cpu::build_lbvh;
+    use crate::accel::bvh::cpu::tests::Soup;
+    use crate::accel::bvh::sah::build_sah_bvh;
+    use crate::geom::aabb::Bounds;
+    use crate::geom::morton::MortonBits;
+    use crate::geom::ray::{
+        MISS, any_hit_brute_force, closest_hit_brute_force, intersect_triangle, slab,
+    };
+    use crate::rng::Rng;
 
     fn ray(origin: [f32; 3], direction: [f32; 3]) -> Ray {
         Ray {
@@ -601,7 +389,7 @@ mod tests {
         let (near, far) = slab(
             [0.5; 3],
             inv([1.0, -2.0, 0.5]),
-            &crate::cpu::morton::EMPTY_BOUNDS,
+            &crate::geom::aabb::EMPTY_BOUNDS,
         );
         assert_eq!((near, far), (f32::INFINITY, f32::NEG_INFINITY));
     }

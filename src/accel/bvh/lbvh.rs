@@ -14,15 +14,17 @@
 //! the capacity: the keys, the sort's own, and an arena for the leaf parents and visit
 //! counters of steps 4-5.
 
-use super::bvh::Bvh;
+use super::Bvh;
+use crate::geom::TriangleInput;
 use crate::prims::indirect::IndirectArgs;
 use crate::prims::radix_sort::{KeyType, RadixSort};
-use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
+use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
-pub use crate::cpu::morton::MortonBits;
+pub use crate::geom::morton::MortonBits;
 
 fn key_type(bits: MortonBits) -> KeyType {
     match bits {
@@ -50,19 +52,6 @@ impl Default for LbvhParams {
             climb_workgroup_size: 256,
         }
     }
-}
-
-/// Triangles on the device: `count` triangles of vertex indices into `positions`. Indices
-/// must be below the vertex count (checked when meshes are loaded; an embedding app
-/// guarantees it for its own buffers).
-#[derive(Clone, Copy, Debug)]
-pub struct TriangleInput<'a> {
-    /// Vertex positions, 12 bytes each.
-    pub positions: Slice<'a, [f32; 3]>,
-    /// Triangles, three u32 vertex indices each.
-    pub triangles: Slice<'a, [u32; 3]>,
-    /// Number of triangles.
-    pub count: u32,
 }
 
 /// Push constants of `primitive_bounds.comp`.

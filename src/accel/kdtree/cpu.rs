@@ -1,12 +1,6 @@
 //! The SAH k-d tree reference: the offline builder that canopy's GPU k-d tree builder is to be
-//! measured against, its ray traversal, and the checker for any tree in this format.
-//!
-//! # Format
-//!
-//! A [`KdTree`] holds [`KdNode`]s in preorder (depth first, left subtree first): the root is
-//! node 0, an internal node's left child is the node right after it, and the node stores the
-//! index of its right child. A leaf references a run of [`KdTree::leaf_triangles`]. The root's
-//! box is the scene box; a child's box is its parent's cut at the split plane.
+//! measured against, its ray traversal, and the checker for any tree in the format of
+//! [`super`] ([`KdTree`]).
 //!
 //! # Build
 //!
@@ -40,166 +34,13 @@
 //! the origin is on the plane. Decisions are widened by the slab test's rounding slack, so
 //! that no node holding the closest hit (or a tie of smaller index) is skipped: the results
 //! are those of
-//! [`closest_hit_brute_force`](crate::cpu::raycast::closest_hit_brute_force) and
-//! [`any_hit_brute_force`](crate::cpu::raycast::any_hit_brute_force).
+//! [`closest_hit_brute_force`](crate::geom::ray::closest_hit_brute_force) and
+//! [`any_hit_brute_force`](crate::geom::ray::any_hit_brute_force).
 
-use crate::cpu::morton::{Bounds, EMPTY_BOUNDS, surface_area, triangle_bounds, union};
-use crate::cpu::raycast::{BOX_T_SLACK, Hit, Ray, RayWork, intersect_triangle, slab};
-use crate::trace::Query;
-
-/// The `word0` axis bits of a leaf.
-const LEAF_AXIS: u32 = 3;
-
-/// A k-d tree node as the GPU reads it. 8 bytes.
-///
-/// - internal: `word0 = axis | right_child << 2` (axis 0, 1 or 2 for x, y, z), `word1` the
-///   split position's bits ([`f32::to_bits`]); the left child is the next node;
-/// - leaf: `word0 = 3 | triangle_count << 2`, `word1` the index in
-///   [`KdTree::leaf_triangles`] of its first triangle.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdNode {
-    /// Axis (3 for a leaf) in bits 0..2, right child index or triangle count above.
-    pub word0: u32,
-    /// Split position bits, or the leaf's first entry in [`KdTree::leaf_triangles`].
-    pub word1: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<KdNode>() == 8);
-
-impl KdNode {
-    /// The largest right child index and leaf triangle count (30 bits).
-    pub const MAX_INDEX: u32 = (1 << 30) - 1;
-
-    /// An internal node splitting along `axis` (0, 1 or 2) at `split`, its right child at
-    /// node `right`.
-    ///
-    /// # Panics
-    ///
-    /// If `axis > 2` or `right` > [`Self::MAX_INDEX`].
-    pub fn internal(axis: usize, split: f32, right: u32) -> Self {
-        assert!(axis < 3, "axis {axis}");
-        assert!(right <= Self::MAX_INDEX, "right child {right}");
-        Self {
-            word0: axis as u32 | right << 2,
-            word1: split.to_bits(),
-        }
-    }
-
-    /// A leaf of `count` triangles, the first at `leaf_triangles[first]`.
-    ///
-    /// # Panics
-    ///
-    /// If `count` > [`Self::MAX_INDEX`].
-    pub fn leaf(first: u32, count: u32) -> Self {
-        assert!(count <= Self::MAX_INDEX, "{count} triangles in a leaf");
-        Self {
-            word0: LEAF_AXIS | count << 2,
-            word1: first,
-        }
-    }
-
-    /// Whether the node is a leaf.
-    pub fn is_leaf(&self) -> bool {
-        self.word0 & 3 == LEAF_AXIS
-    }
-
-    /// The split axis of an internal node (0, 1 or 2; 3 for a leaf).
-    pub fn axis(&self) -> usize {
-        (self.word0 & 3) as usize
-    }
-
-    /// The split position of an internal node.
-    pub fn split(&self) -> f32 {
-        f32::from_bits(self.word1)
-    }
-
-    /// The index of an internal node's right child.
-    pub fn right_child(&self) -> u32 {
-        self.word0 >> 2
-    }
-
-    /// The number of triangles of a leaf.
-    pub fn triangle_count(&self) -> u32 {
-        self.word0 >> 2
-    }
-
-    /// The index in [`KdTree::leaf_triangles`] of a leaf's first triangle.
-    pub fn first_triangle(&self) -> u32 {
-        self.word1
-    }
-}
-
-/// A k-d tree over a triangle mesh.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KdTree {
-    /// The scene box, the root's box: the union of the triangles' boxes ([`EMPTY_BOUNDS`]
-    /// without triangles).
-    pub bounds: Bounds,
-    /// The nodes in preorder, root at 0.
-    pub nodes: Vec<KdNode>,
-    /// The triangles of the leaves, each leaf's a contiguous run. [`build_sah_kdtree`] lays
-    /// the runs out in preorder, each in ascending order.
-    pub leaf_triangles: Vec<u32>,
-}
-
-/// The cost model and depth limit of [`build_sah_kdtree`].
-///
-/// Splitting a node of area `SA` into children of areas `SA_L`, `SA_R` holding `N_L`, `N_R`
-/// triangles costs `Ct + Ci · (SA_L/SA · N_L + SA_R/SA · N_R)`, times `empty_bonus` when a
-/// child with volume is empty; the node stays a leaf unless some split costs less than
-/// `Ci · N`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct KdParams {
-    /// `Ct`, the cost of one traversal step; 1 by default, the unit of all costs.
-    pub traversal_cost: f32,
-    /// `Ci`, the cost of one ray/triangle test; 1.5 by default: the watertight test costs a
-    /// little more than a traversal step, and a higher `Ci` gives smaller leaves.
-    pub intersection_cost: f32,
-    /// The factor on the cost of a split that leaves one child empty; 0.8 by default, so that
-    /// empty space is cut off, which rays then skip at the price of one step. It does not apply
-    /// when the empty child is flat (the plane on the node's face): such a split gains nothing.
-    pub empty_bonus: f32,
-    /// The depth (root 0) at which every node becomes a leaf. `None`, the default, is
-    /// `round(8 + 1.3 · log2 n)` for `n` triangles (see [`Self::depth_limit`]): deep enough for
-    /// leaves of a few triangles, while bounding the traversal stack and the duplication of
-    /// straddling triangles.
-    pub max_depth: Option<u32>,
-}
-
-impl Default for KdParams {
-    fn default() -> Self {
-        Self {
-            traversal_cost: 1.0,
-            intersection_cost: 1.5,
-            empty_bonus: 0.8,
-            max_depth: None,
-        }
-    }
-}
-
-impl KdParams {
-    /// The depth limit for `triangles` triangles: [`Self::max_depth`], or by default
-    /// `round(8 + 1.3 · log2 max(n, 1))`.
-    pub fn depth_limit(&self, triangles: usize) -> u32 {
-        self.max_depth
-            .unwrap_or_else(|| (8.0 + 1.3 * (triangles.max(1) as f64).log2()).round() as u32)
-    }
-
-    /// The cost of splitting a node into children whose areas are `ratios` of the node's,
-    /// holding `counts` triangles; `volume[c]` says whether child `c` has volume (the plane is
-    /// not on its face).
-    fn split_cost(&self, ratios: [f64; 2], counts: [usize; 2], volume: [bool; 2]) -> f64 {
-        let cost = self.traversal_cost as f64
-            + self.intersection_cost as f64
-                * (ratios[0] * counts[0] as f64 + ratios[1] * counts[1] as f64);
-        if (0..2).any(|c| counts[c] == 0 && volume[c]) {
-            cost * self.empty_bonus as f64
-        } else {
-            cost
-        }
-    }
-}
+use super::{KdNode, KdParams, KdTree};
+use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, surface_area, triangle_bounds, union};
+use crate::geom::ray::Query;
+use crate::geom::ray::{BOX_T_SLACK, Hit, Ray, RayWork, intersect_triangle, slab};
 
 /// The two halves of `b` cut at `pos` along `axis`: `[left, right]`.
 fn split_box(b: &Bounds, axis: usize, pos: f32) -> [Bounds; 2] {
@@ -748,7 +589,7 @@ pub fn trace_kdtree(
 }
 
 /// The closest hit of `ray` by traversing `tree` (built over `triangles`): that of
-/// [`closest_hit_brute_force`](crate::cpu::raycast::closest_hit_brute_force) (ties in `t` to
+/// [`closest_hit_brute_force`](crate::geom::ray::closest_hit_brute_force) (ties in `t` to
 /// the smallest triangle index). Exit distances are rounded, so a different triangle at a `t`
 /// within rounding of the brute-force one is possible in principle; the tests allow a
 /// relative 1e-5 for it and have not met it.
@@ -762,7 +603,7 @@ pub fn closest_hit_kdtree(
 }
 
 /// Whether `ray` hits any triangle, by traversing `tree`: exactly
-/// [`any_hit_brute_force`](crate::cpu::raycast::any_hit_brute_force).
+/// [`any_hit_brute_force`](crate::geom::ray::any_hit_brute_force).
 pub fn any_hit_kdtree(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],
@@ -1063,9 +904,9 @@ fn contains_point(b: &Box64, p: &[f64; 3]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::lbvh::tests::Soup;
-    use crate::cpu::raycast::{any_hit_brute_force, closest_hit_brute_force};
-    use crate::cpu::rng::Rng;
+    use crate::accel::bvh::cpu::tests::Soup;
+    use crate::geom::ray::{any_hit_brute_force, closest_hit_brute_force};
+    use crate::rng::Rng;
 
     type Mesh = (Vec<[f32; 3]>, Vec<[u32; 3]>);
 

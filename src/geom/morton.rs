@@ -1,5 +1,5 @@
-//! Triangle boxes and centroids, the Morton frame and Morton codes: the first steps of every
-//! Morton-ordered build (LBVH, octree, k-d tree).
+//! The Morton frame and Morton codes: the first steps of every Morton-ordered build (LBVH,
+//! octree, k-d tree).
 //!
 //! A point is quantized in a [`MortonFrame`] to `bits` bits per axis and its three coordinates
 //! are bit-interleaved with x in the most significant position of each triple: bit `k` of x,
@@ -9,53 +9,7 @@
 //! scale may round differently (SPIR-V allows 2.5 ulp), moving points that lie within that of
 //! a cell boundary into the next cell.
 
-/// An axis-aligned box as `(min, max)`.
-pub type Bounds = ([f32; 3], [f32; 3]);
-
-/// The empty box (`min = +inf`, `max = -inf`), identity of [`union`].
-pub const EMPTY_BOUNDS: Bounds = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
-
-/// Componentwise union of two boxes (`f32::min` / `f32::max`).
-pub fn union(a: &Bounds, b: &Bounds) -> Bounds {
-    (
-        std::array::from_fn(|k| a.0[k].min(b.0[k])),
-        std::array::from_fn(|k| a.1[k].max(b.1[k])),
-    )
-}
-
-/// Surface area `2(xy + yz + zx)` in f64; 0 for an empty box (any `max < min`).
-pub fn surface_area(b: &Bounds) -> f64 {
-    let e: [f64; 3] = std::array::from_fn(|k| b.1[k] as f64 - b.0[k] as f64);
-    if e.iter().any(|&x| x < 0.0) {
-        0.0
-    } else {
-        2.0 * (e[0] * e[1] + e[1] * e[2] + e[2] * e[0])
-    }
-}
-
-/// Whether `outer` contains `inner` (closed boxes, exact comparisons; false with NaNs).
-pub fn contains(outer: &Bounds, inner: &Bounds) -> bool {
-    (0..3).all(|k| outer.0[k] <= inner.0[k] && inner.1[k] <= outer.1[k])
-}
-
-/// Per-triangle boxes: the componentwise min and max of the three vertices.
-pub fn triangle_bounds(positions: &[[f32; 3]], triangles: &[[u32; 3]]) -> Vec<Bounds> {
-    triangles
-        .iter()
-        .map(|t| {
-            let [a, b, c] = t.map(|v| positions[v as usize]);
-            (
-                std::array::from_fn(|k| a[k].min(b[k]).min(c[k])),
-                std::array::from_fn(|k| a[k].max(b[k]).max(c[k])),
-            )
-        })
-        .collect()
-}
-
-/// The centroid of a box, `(min + max) * 0.5` per component.
-pub fn centroid(b: &Bounds) -> [f32; 3] {
-    std::array::from_fn(|k| (b.0[k] + b.1[k]) * 0.5)
-}
+use super::aabb::{EMPTY_BOUNDS, union};
 
 /// Maps points into the integer grid of a Morton code: `q = floor((p - origin) * scale)`,
 /// clamped to `[0, 2^bits - 1]`.
@@ -190,7 +144,8 @@ pub(crate) fn encode_points<K>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::rng::Rng;
+    use crate::geom::aabb::{centroid, triangle_bounds};
+    use crate::rng::Rng;
 
     /// Bit `k` of axis `a` to bit `3k + 2 - a`, one bit at a time.
     fn naive_morton(q: [u32; 3], bits: u32) -> u64 {

@@ -1,6 +1,6 @@
 //! Octrees and point k-d trees over points from the binary radix tree (Karras 2012 §4).
 //!
-//! The points' Morton codes are sorted as for the LBVH ([`super::lbvh`]); points sharing a
+//! The points' Morton codes are sorted as for the LBVH ([`crate::accel::bvh::lbvh`]); points sharing a
 //! cell are merged (`glsl/octree/unique_flags.comp`, [`Compact`] of the first of each run,
 //! `glsl/octree/gather_keys.comp`); the radix tree is built over the distinct codes; each
 //! radix-tree edge carries `floor(δ/3) - floor(δparent/3)` octree nodes
@@ -9,13 +9,18 @@
 //! internal node on axis `δ mod 3` at the boundary of the two half-cells of its first
 //! differing bit ([`KdSplit`]). Everything stays on the GPU; counts are device counts.
 
-use super::lbvh::{CodeBuffers, MortonBits, RadixTreeBuffers, RadixTreeSteps};
+pub mod cpu;
+
+use crate::accel::bvh::lbvh::{CodeBuffers, RadixTreeBuffers, RadixTreeSteps};
+
 use crate::accel::bvh::BvhNode;
+use crate::geom::morton::MortonBits;
 use crate::prims::compact::Compact;
 use crate::prims::scan::{Scan, ScanKind};
-use crate::prims::{Count, Slice, WORKGROUP_SIZE, check_count};
+use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
 /// An octree node (`OctreeNode` in `glsl/common/octree.glsl`). 16 bytes.

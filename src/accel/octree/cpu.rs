@@ -8,9 +8,9 @@
 //! The k-d tree is that radix tree itself: each internal node splits its points by the bit
 //! after their common prefix, that is by an axis-aligned plane, see [`point_kd_splits`].
 
+use crate::accel::bvh::cpu::radix_node;
 pub use crate::accel::octree::KdSplit;
-use crate::cpu::lbvh::radix_node;
-use crate::cpu::morton::{MortonFrame, encode_points, morton_decode, morton63};
+use crate::geom::morton::{MortonFrame, encode_points, morton_decode, morton63};
 
 /// The `parent_prefix` of the root.
 pub const NO_PARENT_PREFIX: u64 = u64::MAX;
@@ -122,8 +122,8 @@ pub fn point_kd_splits(unique_codes: &[u64], levels: u32, frame: &MortonFrame) -
 mod tests {
     use super::*;
     use crate::accel::bvh::LEAF_BIT;
-    use crate::cpu::lbvh::build_radix_tree;
-    use crate::cpu::rng::Rng;
+    use crate::accel::bvh::cpu::build_radix_tree;
+    use crate::rng::Rng;
 
     /// Random points, a quarter of them duplicates and a dense cluster near the origin.
     fn points(n: usize, seed: u64) -> Vec<[f32; 3]> {

@@ -9,6 +9,11 @@
 //! A tree over one primitive is one node whose right child is [`INVALID_CHILD`] with an empty
 //! (inverted) box, so that it is never entered.
 
+pub mod cpu;
+pub mod lbvh;
+pub mod sah;
+pub mod traverse;
+
 use crate::vk::{Buffer, Context, MemoryKind, Result};
 
 /// Set in a child reference that names a leaf.

@@ -3,15 +3,15 @@
 //! Top-down, each node evaluates every split position along every axis of its primitives
 //! sorted by centroid, with prefix and suffix boxes, and takes the one of least
 //! `SA(left)·N(left) + SA(right)·N(right)` (the greedy SAH with the cost constants of
-//! [`crate::cpu::lbvh`]; ties go to the lower axis, then the earlier position). A node whose
+//! [`crate::accel::bvh::cpu`]; ties go to the lower axis, then the earlier position). A node whose
 //! centroids all coincide is split in the middle. Splitting goes down to one primitive per
 //! leaf, so the tree is in the LBVH's [`BvhNode`] format and comparable with
-//! [`tree_stats`](crate::cpu::lbvh::tree_stats). The primitives are sorted along each axis once
+//! [`tree_stats`](crate::accel::bvh::cpu::tree_stats). The primitives are sorted along each axis once
 //! and every split partitions the three orders stably, so a build is O(n · depth).
 
+use crate::accel::bvh::cpu::{Lbvh, build_radix_tree, fit_boxes};
 use crate::accel::bvh::{BvhNode, LEAF_BIT, NO_PARENT};
-use crate::cpu::lbvh::{Lbvh, build_radix_tree, fit_boxes};
-use crate::cpu::morton::{Bounds, EMPTY_BOUNDS, centroid, surface_area, triangle_bounds, union};
+use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, centroid, surface_area, triangle_bounds, union};
 
 /// A primitive in one of the per-axis orders.
 #[derive(Clone, Copy)]
@@ -208,9 +208,9 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::lbvh::tests::Soup;
-    use crate::cpu::lbvh::{TreeStats, build_lbvh, check_invariants};
-    use crate::cpu::morton::MortonBits;
+    use crate::accel::bvh::cpu::tests::Soup;
+    use crate::accel::bvh::cpu::{TreeStats, build_lbvh, check_invariants};
+    use crate::geom::morton::MortonBits;
 
     fn check_sah(soup: &Soup) -> TreeStats {
         let bvh = build_sah_bvh(&soup.positions, &soup.triangles);

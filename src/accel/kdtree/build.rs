@@ -20,7 +20,7 @@
 //!    small root's records (up to 384), their left/right sets 64-bit masks made once per root,
 //!    and the exact SAH of each candidate two popcounts (`small_split`).
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
-//!    its [`KdNode`](super::kdtree::KdNode) (`write_nodes`): the format of
+//!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
 //!    [`crate::accel::kdtree`], which the ray caster reads.
 //!
 //! # Memory and overflow
@@ -33,9 +33,9 @@
 //! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
 //! ([`KdTreeBuilder::build`] does both).
 
-use super::kdtree::{KdTreeGpu, MAX_DEPTH};
-use super::lbvh::TriangleInput;
-use crate::cpu::kdtree::KdParams;
+use super::KdParams;
+use super::{KdTreeGpu, MAX_DEPTH};
+use crate::geom::TriangleInput;
 use crate::prims::indirect::IndirectArgs;
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
