@@ -31,7 +31,9 @@ fn sources(folder: &Path, found: &mut Vec<PathBuf>) {
 /// The top-level modules a `use crate::...;` statement names: `crate::a::b` names `a`, and
 /// `crate::{a::x, b}` names `a` and `b`.
 fn imported_modules(statement: &str) -> Vec<String> {
-    let rest = statement.trim_start_matches("pub ").trim_start_matches("use crate::");
+    let rest = statement
+        .trim_start_matches("pub ")
+        .trim_start_matches("use crate::");
     let rest = rest.trim_end_matches(';');
     match rest.strip_prefix('{') {
         Some(group) => {
@@ -101,7 +103,10 @@ fn no_floor_imports_from_a_floor_above_it() {
                 let theirs = floor(&module)
                     .unwrap_or_else(|| panic!("{}: imports unknown {module}", file.display()));
                 if theirs > own {
-                    upward.push(format!("{} ({top}) -> {module}: {statement}", relative.display()));
+                    upward.push(format!(
+                        "{} ({top}) -> {module}: {statement}",
+                        relative.display()
+                    ));
                 }
             }
         }
@@ -120,5 +125,8 @@ fn grouped_imports_are_read() {
         imported_modules("use crate::{geom::ray::{Hit, Ray}, vk};"),
         ["geom", "vk"]
     );
-    assert_eq!(imported_modules("pub use crate::render::Material;"), ["render"]);
+    assert_eq!(
+        imported_modules("pub use crate::render::Material;"),
+        ["render"]
+    );
 }

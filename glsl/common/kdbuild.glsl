@@ -1,4 +1,4 @@
-// The GPU SAH kd-tree builder's data (src/accel/kdtree_build.rs mirrors every struct here) and
+// The GPU SAH kd-tree builder's data (src/accel/kdtree/build.rs mirrors every struct here) and
 // the steps its kernels share.
 //
 // The build (Zhou et al. 2008 §3, with Chang et al. 2013's atomics) keeps:
@@ -249,7 +249,7 @@ float box_area(vec3 d) {
 }
 
 // The SAH cost of splitting a cell of extent `d` on `axis` at `left_extent` from its low
-// face, with n_left and n_right records on the sides (KdParams in src/cpu/kdtree.rs).
+// face, with n_left and n_right records on the sides (KdParams in src/accel/kdtree/mod.rs).
 float split_cost(BuildRefs b, vec3 d, uint axis, float left_extent, uint n_left, uint n_right) {
     vec3 dl = d;
     vec3 dr = d;

@@ -1,5 +1,5 @@
 // Morton codes: quantized coordinates interleaved with x in the most significant bit of each
-// triple (cpu/morton.rs computes the same codes). 30-bit codes take 10 bits per axis, 63-bit
+// triple (src/geom/morton.rs computes the same codes). 30-bit codes take 10 bits per axis, 63-bit
 // codes 21.
 #ifndef CANOPY_MORTON
 #define CANOPY_MORTON

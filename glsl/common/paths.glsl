@@ -13,7 +13,7 @@
 // - Radiance is summed per pixel in 64-bit fixed point (RADIANCE_SCALE units per unit of
 //   linear radiance, 2^-24 resolution) with integer atomicAdd: integer addition is associative,
 //   so the sum does not depend on the order the GPU adds contributions in, and the CPU
-//   reference (src/cpu/render.rs) adds the same integers to the same total. Each contribution
+//   reference (src/render/cpu.rs) adds the same integers to the same total. Each contribution
 //   is clamped per channel to [0, RADIANCE_MAX] (NaN to 0) before conversion; the image clamps
 //   to 1 anyway, so the clamp never changes a pixel, and it bounds a pixel's sum: 2^64 units
 //   hold 2^32 contributions of RADIANCE_MAX, far more than a pixel's paths can make.

@@ -1,6 +1,6 @@
 // Rays, hits and per-ray work counts as the GPU stores them (Ray, Hit and RayWork in
 // src/trace.rs), the ray/box slab test and the watertight ray/triangle test (Woop, Benthin and
-// Wald 2013) that every tracer shares. cpu/raycast.rs is the reference.
+// Wald 2013) that every tracer shares. src/geom/ray.rs is the reference.
 #ifndef CANOPY_RAY
 #define CANOPY_RAY
 #include "prelude.glsl"
@@ -94,7 +94,7 @@ float box_entry(RayQuery q, vec3 lo, vec3 hi, float tmax) {
 // of the three edge functions U, V, W (weights of a, b, c) decide inside or outside exactly
 // as on the neighbouring triangle, so no ray passes between triangles sharing an edge.
 // Degenerate triangles (U + V + W = 0) are never hit. On a hit in (tmin, t) it updates t and
-// the weights u (of b) and v (of c). cpu/raycast.rs recomputes U, V, W in double precision
+// the weights u (of b) and v (of c). src/geom/ray.rs recomputes U, V, W in double precision
 // when one is exactly zero; the GPU keeps single precision (shaderFloat64 is optional), which
 // stays watertight: a zero edge function counts as inside for both triangles of the edge.
 bool intersect_triangle(RayQuery q, vec3 a, vec3 b, vec3 c, inout float t, out vec2 uv) {

@@ -1,7 +1,7 @@
 // What the renderer's kernels share about surfaces: the scene's buffers (positions, normals,
 // triangles, a material per triangle), materials (diffuse, mirror, glass), lights, the sky,
 // the surface point a hit describes, and the mirror and glass (Fresnel) scattering rules.
-// Mirrors src/render/scene_gpu.rs (Material, GpuLight) and src/cpu/render.rs.
+// Mirrors src/render/scene_gpu.rs (Material, GpuLight) and src/render/cpu.rs.
 #ifndef CANOPY_SHADING
 #define CANOPY_SHADING
 #include "prelude.glsl"

@@ -2,7 +2,7 @@
 // Morton code of every primitive's centroid (the centre of its box) on a grid of 2^10 or
 // 2^21 cells per axis spanning the centroid bounds (Karras 2012 §3), written as sort keys
 // (u32 for 30-bit codes, u64 for 63-bit) with the primitive's index as the value. A flat axis
-// (zero extent) quantizes to cell 0. cpu/morton.rs is the reference.
+// (zero extent) quantizes to cell 0. src/geom/morton.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/morton.glsl"

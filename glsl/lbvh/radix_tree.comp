@@ -12,7 +12,7 @@
 // splits by index into leaves 4 and 5.
 //
 // One primitive: node 0 gets leaf 0 on the left and no right child (INVALID_CHILD, empty box).
-// cpu/lbvh.rs is the reference.
+// src/accel/bvh/cpu.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/bvh.glsl"
 #include "../common/geometry.glsl"

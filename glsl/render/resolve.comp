@@ -1,7 +1,7 @@
 #version 460
 // The frame's image: each pixel's fixed-point radiance sum (common/paths.glsl) back to linear
 // RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (gamma 2.2 approximation), opaque.
-// cpu/render.rs packs the same way.
+// src/render/cpu.rs packs the same way.
 #include "../common/prelude.glsl"
 #include "../common/paths.glsl"
 

@@ -15,7 +15,7 @@
 // no rays are appended: a specular hit ends its path by adding the sky seen along each
 // scattered direction, times that ray's weight, without tracing it. Reflected and shadow rays
 // start off the surface on the ray's side, refracted rays on the far side (offset_origin:
-// robust at any distance from the origin); rays of zero weight are not appended. cpu/render.rs is the reference.
+// robust at any distance from the origin); rays of zero weight are not appended. src/render/cpu.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/shading.glsl"
 #include "../common/paths.glsl"

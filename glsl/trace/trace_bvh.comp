@@ -13,7 +13,7 @@
 // ray/triangle tests run (one per leaf whose box was entered). Example: a ray that enters
 // only the root's left box, whose node has leaves 3 and 4 as children, and there only leaf
 // 4's box, visits 2 nodes and tests 1 primitive. With COUNT_WORK false (the fast path) the
-// driver folds the constant and drops the counting. cpu/raycast.rs trace_bvh walks the tree
+// driver folds the constant and drops the counting. src/accel/bvh/traverse.rs trace_bvh walks the tree
 // in the same order and counts the same way.
 //
 // The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32

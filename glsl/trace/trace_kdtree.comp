@@ -15,7 +15,7 @@
 // leaves reached is tested twice). Example: a closest-hit ray that crosses the root's plane
 // and finds its hit in the near child, a leaf of 3 triangles, visits 2 nodes and tests 3
 // primitives; the far child pushed is dropped. With COUNT_WORK false (the fast path) the
-// driver folds the constant and drops the counting. cpu/kdtree.rs trace_kdtree walks the
+// driver folds the constant and drops the counting. src/accel/kdtree/cpu.rs trace_kdtree walks the
 // tree in the same order and counts the same way.
 //
 // The stack bound: a tree of depth D pushes at most D entries; KdTreeGpu::upload refuses trees

@@ -45,7 +45,8 @@ pub mod presets;
 pub mod scene_gpu;
 pub mod structure;
 
-pub use scene_gpu::{GpuLight, Light, Material, MaterialKind, SceneGpu};
+pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
+pub use scene_gpu::SceneGpu;
 pub use structure::FrameStructure;
 
 use crate::prims::WORKGROUP_SIZE;

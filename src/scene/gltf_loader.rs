@@ -23,9 +23,9 @@ use gltf::Semantic;
 use gltf::accessor::{self, DataType, Dimensions};
 use gltf::mesh::Mode;
 
+use super::material::Material;
 use super::mesh::{push_fan, push_strip};
 use super::{MaterialMesh, Mesh, SceneError};
-use crate::render::Material;
 
 /// Reads the glTF or GLB file at `path` and the buffers it refers to. The mesh is not
 /// [validated](Mesh::validate).

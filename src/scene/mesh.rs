@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use glam::{DVec3, Mat3, Mat4, Vec3};
 
+use super::material::Material;
 use super::{gltf_loader, obj, ply};
-use crate::render::Material;
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]

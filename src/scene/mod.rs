@@ -1,11 +1,13 @@
-//! Scenes: triangle meshes stored as structure of arrays, their loaders (OBJ, PLY, glTF), and
-//! the procedural default scene.
+//! Scenes: triangle meshes stored as structure of arrays, their loaders (OBJ, PLY, glTF),
+//! materials and lights, and the procedural default scene.
 
 pub mod default_scene;
 pub mod gltf_loader;
+pub mod material;
 pub mod mesh;
 pub mod obj;
 pub mod ply;
 pub mod shapes;
 
+pub use material::{GpuLight, Light, Material, MaterialKind};
 pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};

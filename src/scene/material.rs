@@ -1,0 +1,165 @@
+//! What surfaces and lights are: materials (diffuse, mirror, glass) and lights (sun, point),
+//! as the loaders read them and as the renderer's kernels read them
+//! (`glsl/common/shading.glsl`).
+
+use glam::Vec3;
+
+/// How a surface scatters light ([`Material::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum MaterialKind {
+    /// Lambertian: lit by the lights (shadow rays) and the ambient term.
+    Diffuse = 0,
+    /// A perfect mirror: the reflected ray is traced, weighted by the reflectance colour.
+    Mirror = 1,
+    /// A clear dielectric: reflected and refracted rays weighted by the Fresnel reflectance.
+    Glass = 2,
+}
+
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 32 bytes.
+///
+/// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
+/// [`Material::glass`]; [`SceneGpu::allocate`] rejects invalid ones ([`Material::validate`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Material {
+    /// Linear RGB: the diffuse albedo, the mirror's reflectance, or the glass's tint (the
+    /// fraction of each channel a refracted ray keeps at each refraction).
+    pub colour: [f32; 3],
+    /// When above zero, the colour halves on alternate squares of this size on the xz plane.
+    pub checker_scale: f32,
+    /// A [`MaterialKind`] as u32.
+    pub kind: u32,
+    /// Glass: the index of refraction inside (outside is air, 1). Unused by other kinds.
+    pub ior: f32,
+    /// Padding.
+    pub pad0: u32,
+    /// Padding.
+    pub pad1: u32,
+}
+
+impl Material {
+    /// A diffuse surface of albedo `albedo`.
+    pub fn diffuse(albedo: [f32; 3]) -> Self {
+        Self::checker(albedo, 0.0)
+    }
+
+    /// A diffuse surface whose albedo halves on alternate squares of side `square` (0: none).
+    pub fn checker(albedo: [f32; 3], square: f32) -> Self {
+        Material {
+            colour: albedo,
+            checker_scale: square,
+            kind: MaterialKind::Diffuse as u32,
+            ior: 1.0,
+            pad0: 0,
+            pad1: 0,
+        }
+    }
+
+    /// A mirror reflecting the fraction `reflectance` of each channel.
+    pub fn mirror(reflectance: [f32; 3]) -> Self {
+        Material {
+            kind: MaterialKind::Mirror as u32,
+            ..Self::diffuse(reflectance)
+        }
+    }
+
+    /// Glass of index of refraction `ior`, keeping the fraction `tint` of each channel at every
+    /// refraction (`[1.0; 3]`: clear).
+    pub fn glass(ior: f32, tint: [f32; 3]) -> Self {
+        Material {
+            kind: MaterialKind::Glass as u32,
+            ior,
+            ..Self::diffuse(tint)
+        }
+    }
+
+    /// The kind, or `None` for an unknown value.
+    pub fn kind(&self) -> Option<MaterialKind> {
+        match self.kind {
+            0 => Some(MaterialKind::Diffuse),
+            1 => Some(MaterialKind::Mirror),
+            2 => Some(MaterialKind::Glass),
+            _ => None,
+        }
+    }
+
+    /// Errors unless the colour is finite and non-negative, the checker scale finite and
+    /// non-negative, the kind known, and a glass's index of refraction finite and positive.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.colour.iter().any(|c| !c.is_finite() || *c < 0.0) {
+            return Err(format!(
+                "colour {:?} is not finite and non-negative",
+                self.colour
+            ));
+        }
+        if !self.checker_scale.is_finite() || self.checker_scale < 0.0 {
+            return Err(format!(
+                "checker scale {} is not finite and non-negative",
+                self.checker_scale
+            ));
+        }
+        match self.kind() {
+            None => Err(format!("unknown material kind {}", self.kind)),
+            Some(MaterialKind::Glass) if !(self.ior.is_finite() && self.ior > 0.0) => Err(format!(
+                "index of refraction {} is not finite and positive",
+                self.ior
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// A light.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Light {
+    /// Parallel light travelling along `direction`, e.g. the sun.
+    Directional {
+        /// Direction the light travels (need not be normalised).
+        direction: Vec3,
+        /// Irradiance (linear RGB).
+        intensity: Vec3,
+    },
+    /// Light from a point, falling off with the square of the distance.
+    Point {
+        /// Position.
+        position: Vec3,
+        /// Intensity (linear RGB): irradiance at distance 1.
+        intensity: Vec3,
+    },
+}
+
+/// A light as the GPU reads it (`Light` in `glsl/common/shading.glsl`). 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GpuLight {
+    /// Direction travelled (directional) or position (point).
+    pub vector: [f32; 3],
+    /// 0: directional, 1: point.
+    pub kind: u32,
+    /// Irradiance or intensity.
+    pub intensity: [f32; 3],
+    /// Padding.
+    pub pad: f32,
+}
+
+impl From<Light> for GpuLight {
+    fn from(light: Light) -> Self {
+        let (vector, kind, intensity) = match light {
+            Light::Directional {
+                direction,
+                intensity,
+            } => (direction, 0, intensity),
+            Light::Point {
+                position,
+                intensity,
+            } => (position, 1, intensity),
+        };
+        GpuLight {
+            vector: vector.to_array(),
+            kind,
+            intensity: intensity.to_array(),
+            pad: 0.0,
+        }
+    }
+}
