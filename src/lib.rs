@@ -20,6 +20,7 @@ pub mod prims;
 pub mod render;
 pub mod rng;
 pub mod scene;
+pub mod sequence;
 pub mod trace;
 pub mod vk;
 

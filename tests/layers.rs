@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 /// The library's top-level modules, ground floor first.
-const FLOORS: [&str; 10] = [
-    "vk", "shaders", "rng", "geom", "prims", "scene", "accel", "trace", "render", "export",
+const FLOORS: [&str; 11] = [
+    "vk", "shaders", "rng", "geom", "prims", "scene", "accel", "trace", "render", "sequence",
+    "export",
 ];
 
 /// `bench` is the top floor of the library, beside `export`.

@@ -10,12 +10,11 @@ use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::geom::morton::MortonBits;
-use canopy::render::presets::{self, MeshLook, MeshShading, Subject};
-use canopy::render::{
-    BounceStats, FrameStructure, ImageReadback, MAX_BOUNCES, RenderParams, Renderer,
-};
+use canopy::render::presets::{MeshLook, MeshShading, Subject};
+use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
 use canopy::scene::MaterialMesh;
-use canopy::vk::{Context, Profiler, Submission};
+use canopy::sequence::{FinishedFrame, Flow, FrameSequence, SequenceConfig};
+use canopy::vk::Context;
 use glam::Vec3;
 use std::io::IsTerminal;
 use std::ops::Range;
@@ -226,18 +225,22 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         None => Subject::default_scene(ctx, args.triangles)?,
     };
     let scene = &subject.scene;
-    let lbvh = LbvhParams {
-        morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
-        ..LbvhParams::default()
+    let config = SequenceConfig {
+        structure: args.structure,
+        lbvh: LbvhParams {
+            morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
+            ..LbvhParams::default()
+        },
+        kdtree: KdBuildParams::default(),
+        render: RenderParams {
+            bounces: args.bounces,
+            ..RenderParams::default()
+        },
+        width,
+        height,
+        fps: args.fps,
     };
-    let params = (lbvh, KdBuildParams::default());
-    let mut accel = FrameStructure::new(ctx, args.structure, params, scene.triangle_count, 2)?;
-    let params = RenderParams {
-        bounces: args.bounces,
-        ..RenderParams::default()
-    };
-    let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
-    let shading = presets::shading(subject.radius);
+    let mut sequence = FrameSequence::new(ctx, &subject, config)?;
     if !args.no_write {
         create_output_folder(&args.out)?;
     }
@@ -249,10 +252,6 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             std::process::exit(130);
         }
     });
-    // Two frames in flight: the CPU waits for, reads and encodes one while the GPU renders
-    // the next. Each has its own timestamps and readback memory.
-    let mut profilers = [Profiler::new(ctx, 128)?, Profiler::new(ctx, 128)?];
-    let readbacks = [renderer.readback(ctx)?, renderer.readback(ctx)?];
     let progress = indicatif::ProgressBar::new(args.frames.len() as u64).with_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
@@ -276,89 +275,38 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     );
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
-    let mut in_flight: Option<(usize, usize, Submission)> = None;
     let mut dropped_rays = 0u64;
     let frames: Vec<u32> = args.frames.clone().collect();
-    // One step past the last frame, so that the last submission is finished by the same code.
-    let mut n = 0;
-    let mut stopped = false;
-    while n <= frames.len() {
-        let slot = n % 2;
-        stopped |=
-            INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
-        if stopped {
-            // The frame in flight is dropped: wait for its GPU work, write nothing of it.
-            if let Some((_, _, submission)) = in_flight.take() {
-                submission.wait()?;
-            }
-            break;
-        }
-        let submitted = match frames.get(n) {
-            Some(&frame) => {
-                let time = frame as f32 / args.fps;
-                let camera = subject.camera(time, width as f32 / height as f32);
-                let submission = ctx.submit(Some(&mut profilers[slot]), |rec| {
-                    rec.barrier_after_earlier_work();
-                    rec.begin_stage("frame");
-                    subject.record_frame(rec, time)?;
-                    let input = scene.input();
-                    accel.record_build(rec, &input, slot)?;
-                    let structure = accel.structure(&input);
-                    renderer.record(rec, scene, structure, &camera, &shading, &readbacks[slot])?;
-                    rec.end_stage();
-                    Ok(())
-                })?;
-                Some((n, slot, submission))
-            }
-            None => None,
-        };
-        n += 1;
-        if let Some((done, done_slot, previous)) = std::mem::replace(&mut in_flight, submitted) {
-            previous.wait()?;
-            if accel.grow_if_overflowed(ctx, done_slot)? {
-                // The frame's tree lost nodes for want of space: render it, and the frame in
-                // flight after it, again with the grown lists.
-                if let Some((_, _, next)) = in_flight.take() {
-                    next.wait()?;
-                }
-                log::info!(
-                    "frame {}: kd-tree lists grown; rendering it again",
-                    frames[done]
-                );
-                n = done;
-                continue;
-            }
-            let finished = FinishedFrame {
-                frame: frames[done],
-                profiler: &profilers[done_slot],
-                image: &readbacks[done_slot],
+    sequence.render(&frames, |finished| {
+        let (ms, dropped) = output(finished, args, writers.as_mut())?;
+        gpu_ms.push(ms);
+        dropped_rays += dropped;
+        progress.inc(1);
+        if log_lines {
+            let elapsed = started.elapsed().as_secs_f64();
+            let rate = gpu_ms.len() as f64 / elapsed;
+            let left = frames.len() - gpu_ms.len();
+            let target = if args.no_write {
+                "not written".to_string()
+            } else {
+                format!(
+                    "to {}",
+                    args.out.join(frame_file_name(finished.frame)).display()
+                )
             };
-            let (ms, dropped) = finished.output(args, writers.as_mut())?;
-            gpu_ms.push(ms);
-            dropped_rays += dropped;
-            progress.inc(1);
-            if log_lines {
-                let elapsed = started.elapsed().as_secs_f64();
-                let rate = gpu_ms.len() as f64 / elapsed;
-                let left = frames.len() - gpu_ms.len();
-                let target = if args.no_write {
-                    "not written".to_string()
-                } else {
-                    format!(
-                        "to {}",
-                        args.out.join(frame_file_name(frames[done])).display()
-                    )
-                };
-                eprintln!(
-                    "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
-                    frames[done],
-                    gpu_ms.len(),
-                    frames.len(),
-                    left as f64 / rate
-                );
-            }
+            eprintln!(
+                "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
+                finished.frame,
+                gpu_ms.len(),
+                frames.len(),
+                left as f64 / rate
+            );
         }
-    }
+        // An interrupt, or a frame the writers could not write, stops the render.
+        let stop =
+            INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
+        Ok::<_, CliError>(if stop { Flow::Stop } else { Flow::Continue })
+    })?;
     progress.finish_and_clear();
     if let Some(writers) = writers {
         let folder = writers.folder().display().to_string();
@@ -403,39 +351,30 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A frame whose submission has completed.
-struct FinishedFrame<'a> {
-    frame: u32,
-    profiler: &'a Profiler,
-    image: &'a ImageReadback,
-}
-
-impl FinishedFrame<'_> {
-    /// Prints its profile (with `--profile`), hands its image to the PNG writers, and returns
-    /// its GPU time in ms and the rays dropped for want of list space.
-    fn output(
-        &self,
-        args: &RenderArgs,
-        writers: Option<&mut PngSequence>,
-    ) -> Result<(f64, u64), CliError> {
-        let stages = self.profiler.results()?;
-        let bounces = self.image.stats();
-        if args.profile {
-            print_frame_profile(self.frame, &stages, &bounces);
-        }
-        if let Some(writers) = writers {
-            writers.submit(self.frame, self.image.rgba8().to_vec());
-        }
-        let ms = stages
-            .iter()
-            .find(|(name, _)| name == "frame")
-            .map_or(0.0, |s| s.1);
-        let dropped = bounces
-            .iter()
-            .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
-            .sum();
-        Ok((ms, dropped))
+/// Prints a finished frame's profile (with `--profile`), hands its image to the PNG writers,
+/// and returns its GPU time in ms and the rays dropped for want of list space.
+fn output(
+    finished: &FinishedFrame,
+    args: &RenderArgs,
+    writers: Option<&mut PngSequence>,
+) -> Result<(f64, u64), CliError> {
+    let stages = finished.profiler.results()?;
+    let bounces = finished.image.stats();
+    if args.profile {
+        print_frame_profile(finished.frame, &stages, &bounces);
     }
+    if let Some(writers) = writers {
+        writers.submit(finished.frame, finished.image.rgba8().to_vec());
+    }
+    let ms = stages
+        .iter()
+        .find(|(name, _)| name == "frame")
+        .map_or(0.0, |s| s.1);
+    let dropped = bounces
+        .iter()
+        .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
+        .sum();
+    Ok((ms, dropped))
 }
 
 fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceStats]) {

@@ -1,0 +1,215 @@
+//! Frame sequences: the frames of a [`Subject`] rendered one after another with the
+//! acceleration structure rebuilt from scratch for each, [`FRAMES_IN_FLIGHT`] at a time, each
+//! finished frame handed to a sink (a PNG writer, a video encoder, an application's own
+//! consumer). `canopy render` and `canopy bench render` are thin callers of it.
+//!
+//! While the CPU waits for one frame and hands it on, the GPU renders the next: every frame in
+//! flight has its own slot (timestamps, image readback, the structure's build status). A
+//! kd-tree whose lists overflowed during a frame's build grows them when that frame finishes
+//! ([`FrameStructure::grow_if_overflowed`]); the frame is then rendered again, and so is the
+//! frame in flight behind it, whose build ran with the old lists. No frame reaches the sink
+//! with an incomplete tree.
+
+use crate::accel::StructureKind;
+use crate::accel::bvh::lbvh::LbvhParams;
+use crate::accel::kdtree::build::KdBuildParams;
+use crate::render::presets::{self, Subject};
+use crate::render::{FrameStructure, ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::vk::{Context, Error, Profiler, Submission};
+
+/// Frames the GPU works on while the CPU hands on the one before.
+pub const FRAMES_IN_FLIGHT: usize = 2;
+
+/// Timestamps each frame's profiler holds (its stages: the build's, the bounces').
+const STAGES_PER_FRAME: u32 = 128;
+
+/// How a sequence renders.
+#[derive(Clone, Copy, Debug)]
+pub struct SequenceConfig {
+    /// The structure rebuilt every frame (one rays can be traced through).
+    pub structure: StructureKind,
+    /// The LBVH's parameters, when `structure` is the LBVH.
+    pub lbvh: LbvhParams,
+    /// The kd-tree builder's parameters, when `structure` is the kd-tree.
+    pub kdtree: KdBuildParams,
+    /// Bounces and ray list sizes.
+    pub render: RenderParams,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// Frames per second of animation time: frame `n` shows time `n / fps`.
+    pub fps: f32,
+}
+
+impl Default for SequenceConfig {
+    /// The LBVH, two bounces, 960x540 at 24 frames per second (`canopy render`'s defaults).
+    fn default() -> Self {
+        Self {
+            structure: StructureKind::Lbvh,
+            lbvh: LbvhParams::default(),
+            kdtree: KdBuildParams::default(),
+            render: RenderParams::default(),
+            width: 960,
+            height: 540,
+            fps: 24.0,
+        }
+    }
+}
+
+/// A finished frame, as a sink receives it.
+pub struct FinishedFrame<'a> {
+    /// The frame's number.
+    pub frame: u32,
+    /// Its image and the renderer's per-bounce ray counts.
+    pub image: &'a ImageReadback,
+    /// Its GPU stage times (`frame`, then the build's and the renderer's stages).
+    pub profiler: &'a Profiler,
+}
+
+/// What a sink asks of the sequence after a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Render the next frame.
+    Continue,
+    /// Stop: the frame in flight is waited for and dropped.
+    Stop,
+}
+
+/// Renders frames of one subject, [`FRAMES_IN_FLIGHT`] at a time.
+pub struct FrameSequence<'a> {
+    ctx: &'a Context,
+    subject: &'a Subject,
+    config: SequenceConfig,
+    structure: FrameStructure,
+    renderer: Renderer,
+    shading: ShadingParams,
+    profilers: Vec<Profiler>,
+    readbacks: Vec<ImageReadback>,
+    rerendered: u32,
+}
+
+impl<'a> FrameSequence<'a> {
+    /// A sequence of `subject`'s frames rendered as `config` says; all device memory is
+    /// allocated here, once.
+    pub fn new(
+        ctx: &'a Context,
+        subject: &'a Subject,
+        config: SequenceConfig,
+    ) -> Result<Self, Error> {
+        let scene = &subject.scene;
+        let structure = FrameStructure::new(
+            ctx,
+            config.structure,
+            (config.lbvh, config.kdtree),
+            scene.triangle_count,
+            FRAMES_IN_FLIGHT,
+        )?;
+        let renderer = Renderer::new(
+            ctx,
+            config.width,
+            config.height,
+            scene.light_count,
+            config.render,
+        )?;
+        Ok(Self {
+            profilers: (0..FRAMES_IN_FLIGHT)
+                .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))
+                .collect::<Result<_, _>>()?,
+            readbacks: (0..FRAMES_IN_FLIGHT)
+                .map(|_| renderer.readback(ctx))
+                .collect::<Result<_, _>>()?,
+            ctx,
+            subject,
+            config,
+            structure,
+            renderer,
+            shading: presets::shading(subject.radius),
+            rerendered: 0,
+        })
+    }
+
+    /// Renders `frames` in order, handing each finished one to `sink`, until the last or
+    /// until `sink` answers [`Flow::Stop`]. The sink's own errors stop the sequence too (after
+    /// the frame in flight is waited for) and are returned.
+    pub fn render<E: From<Error>>(
+        &mut self,
+        frames: &[u32],
+        mut sink: impl FnMut(&FinishedFrame) -> Result<Flow, E>,
+    ) -> Result<(), E> {
+        let mut in_flight: Option<(usize, usize, Submission)> = None;
+        // One step past the last frame, so that the last submission is finished by the same
+        // code as the others.
+        let mut n = 0;
+        while n <= frames.len() {
+            let slot = n % FRAMES_IN_FLIGHT;
+            let submitted = match frames.get(n) {
+                Some(&frame) => Some((n, slot, self.submit(frame, slot)?)),
+                None => None,
+            };
+            n += 1;
+            let Some((done, done_slot, previous)) = std::mem::replace(&mut in_flight, submitted)
+            else {
+                continue;
+            };
+            previous.wait()?;
+            if self.structure.grow_if_overflowed(self.ctx, done_slot)? {
+                // The frame's tree lost nodes for want of space: render it, and the frame in
+                // flight after it, again with the grown lists.
+                if let Some((_, _, next)) = in_flight.take() {
+                    next.wait()?;
+                }
+                log::info!(
+                    "frame {}: kd-tree lists grown; rendering it again",
+                    frames[done]
+                );
+                self.rerendered += 1;
+                n = done;
+                continue;
+            }
+            let finished = FinishedFrame {
+                frame: frames[done],
+                image: &self.readbacks[done_slot],
+                profiler: &self.profilers[done_slot],
+            };
+            let flow = sink(&finished);
+            if !matches!(flow, Ok(Flow::Continue)) {
+                // Stopped: the frame in flight is dropped once its GPU work is done.
+                if let Some((_, _, next)) = in_flight.take() {
+                    next.wait()?;
+                }
+                return flow.map(drop);
+            }
+        }
+        Ok(())
+    }
+
+    /// Frames rendered again because the structure's lists grew during their build.
+    pub fn rerendered(&self) -> u32 {
+        self.rerendered
+    }
+
+    /// The structure rebuilt every frame.
+    pub fn structure(&self) -> &FrameStructure {
+        &self.structure
+    }
+
+    /// Records and submits frame `frame` into `slot`.
+    fn submit(&mut self, frame: u32, slot: usize) -> Result<Submission, Error> {
+        let (subject, structure, renderer) = (self.subject, &mut self.structure, &self.renderer);
+        let time = frame as f32 / self.config.fps;
+        let camera = subject.camera(time, self.config.width as f32 / self.config.height as f32);
+        let (shading, image) = (&self.shading, &self.readbacks[slot]);
+        self.ctx.submit(Some(&mut self.profilers[slot]), |rec| {
+            rec.barrier_after_earlier_work();
+            rec.begin_stage("frame");
+            subject.record_frame(rec, time)?;
+            let input = subject.scene.input();
+            structure.record_build(rec, &input, slot)?;
+            let traced = structure.structure(&input);
+            renderer.record(rec, &subject.scene, traced, &camera, shading, image)?;
+            rec.end_stage();
+            Ok(())
+        })
+    }
+}
