@@ -189,11 +189,6 @@ impl<'a> FrameSequence<'a> {
         self.rerendered
     }
 
-    /// The structure rebuilt every frame.
-    pub fn structure(&self) -> &FrameStructure {
-        &self.structure
-    }
-
     /// Records and submits frame `frame` into `slot`.
     fn submit(&mut self, frame: u32, slot: usize) -> Result<Submission, Error> {
         let (subject, structure, renderer) = (self.subject, &mut self.structure, &self.renderer);

@@ -2,9 +2,12 @@
 //! over a mesh file, the work counters printed and written as JSON, and clear errors for a
 //! missing file and a structure rays cannot go through.
 
+mod common;
+
+use common::files::canopy;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn data(path: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -12,19 +15,6 @@ fn data(path: &str) -> String {
         .join(path)
         .display()
         .to_string()
-}
-
-/// Runs `canopy ARGS` (the validation layer as the other tests have it).
-fn canopy(args: &[&str]) -> Output {
-    let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
-        Ok("off") => "off",
-        _ => "auto",
-    };
-    Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args(["--validation", validation])
-        .args(args)
-        .output()
-        .expect("the canopy binary runs")
 }
 
 fn stdout(output: &Output) -> String {

@@ -2,35 +2,18 @@
 //! mesh, a model renders the same far from the origin and at any scale that `f32` holds, and
 //! a mesh with no area is refused with a clear error (and `canopy build` prints no NaN).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
 
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::presets::{MESH_SCENE_ORBIT, MeshLook, MeshShading, MeshStage, orbit_camera};
 use canopy::scene::{MaterialMesh, Mesh};
+use common::files::{TempFolder, canopy, read_png};
 use glam::DVec3;
 
 const WIDTH: u32 = 64;
 const HEIGHT: u32 = 48;
-
-/// A folder of its own for one test, removed when dropped.
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(name: &str) -> Self {
-        let path =
-            std::env::temp_dir().join(format!("canopy-framing-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Writes `mesh` as OBJ text to `path`, every coordinate in the shortest form that reads back
 /// as the same `f32`.
@@ -58,13 +41,6 @@ fn mapped(mesh: &Mesh, f: impl Fn(DVec3) -> DVec3) -> Mesh {
     }
 }
 
-fn canopy(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 /// Renders frame 0 of `mesh_file` at WIDTH x HEIGHT into `out` and returns its RGBA pixels.
 fn render_frame(mesh_file: &Path, out: &Path) -> Vec<u8> {
     let size = format!("{WIDTH}x{HEIGHT}");
@@ -85,12 +61,8 @@ fn render_frame(mesh_file: &Path, out: &Path) -> Vec<u8> {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let file = std::fs::File::open(out.join("frame_0000.png")).unwrap();
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .unwrap();
-    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-    reader.next_frame(&mut pixels).unwrap();
+    let (width, height, pixels) = read_png(&out.join("frame_0000.png")).unwrap();
+    assert_eq!((width, height), (WIDTH, HEIGHT));
     pixels
 }
 
@@ -230,7 +202,7 @@ fn a_mesh_is_stood_up_and_shaded_as_asked() {
 /// origin.) `canopy build` of the scaled files reports finite costs.
 #[test]
 fn a_mesh_renders_the_same_far_from_the_origin_and_at_any_scale() {
-    let folder = Folder::new("scales");
+    let folder = TempFolder::new("scales");
     let original = suzanne();
     let render = |mesh: &Mesh, name: &str| {
         let file = folder.0.join(format!("{name}.obj"));
@@ -280,7 +252,7 @@ fn a_mesh_renders_the_same_far_from_the_origin_and_at_any_scale() {
 /// say why; nothing prints NaN.
 #[test]
 fn a_mesh_without_area_is_refused_with_the_reason() {
-    let folder = Folder::new("no-area");
+    let folder = TempFolder::new("no-area");
     let point = folder.0.join("point.obj");
     std::fs::write(&point, "v 1 2 3\nv 1 2 3\nv 1 2 3\nf 1 2 3\nf 3 2 1\n").unwrap();
     let line = folder.0.join("line.obj");

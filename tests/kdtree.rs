@@ -18,8 +18,8 @@ use canopy::trace::Structure;
 use canopy::vk::Context;
 use canopy::vk::Slice;
 use common::{
-    DeviceMesh, Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
-    rays_in_plane_z0, trace,
+    DeviceMesh, Rng, assert_hits_match_brute_force, context, cramped_kd_params, cube_grid,
+    random_mesh, random_rays, rays_in_plane_z0, trace,
 };
 
 /// Where a test's tree comes from.
@@ -186,15 +186,7 @@ fn gpu_build_overflow_grows_and_rebuilds() {
     let mesh = random_mesh(&mut Rng::new(24), 5000, 3.0, 0.8);
     let device = DeviceMesh::new(&ctx, &mesh);
     // Lists far too small for the tree: the first build overflows.
-    let tight = KdBuildParams {
-        record_factor: 0.05,
-        node_factor: 0.05,
-        leaf_factor: 0.05,
-        small_record_factor: 0.05,
-        small_node_factor: 0.05,
-        ..KdBuildParams::default()
-    };
-    let mut builder = KdTreeBuilder::new(&ctx, tight, device.count).unwrap();
+    let mut builder = KdTreeBuilder::new(&ctx, cramped_kd_params(), device.count).unwrap();
     let first = builder.capacity();
     let tree = builder.allocate_tree(&ctx).unwrap();
     let readback = builder.status_readback(&ctx).unwrap();

@@ -2,60 +2,28 @@
 //! failed write stops the render with the frame, the path and the operating system's error,
 //! and an interrupt ends it cleanly with what was written said.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::files::{TempFolder, read_png};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// An empty folder for one test, removed when dropped.
-struct Folder(PathBuf);
-
-impl Folder {
-    fn new(name: &str) -> Self {
-        let path = std::env::temp_dir().join(format!("canopy-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-
-    /// The names of the files in it, sorted.
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    /// Every frame file decodes as a whole PNG of the size rendered; none is left partial.
-    fn assert_whole_frames(&self, width: u32, height: u32) -> usize {
-        let mut frames = 0;
-        for name in self.names() {
-            assert!(!name.contains("partial"), "a partial file survived: {name}");
-            let path = self.0.join(&name);
-            if path.is_dir() {
-                continue;
-            }
-            let decoder =
-                png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
-            let mut reader = decoder
-                .read_info()
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-            reader
-                .next_frame(&mut pixels)
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!((reader.info().width, reader.info().height), (width, height));
-            frames += 1;
+/// Every frame file in `folder` decodes as a whole PNG of the size rendered; none is left
+/// partial. Returns how many there are.
+fn assert_whole_frames(folder: &TempFolder, width: u32, height: u32) -> usize {
+    let mut frames = 0;
+    for name in folder.names() {
+        assert!(!name.contains("partial"), "a partial file survived: {name}");
+        let path = folder.0.join(&name);
+        if path.is_dir() {
+            continue;
         }
-        frames
+        let (w, h, _) = read_png(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!((w, h), (width, height));
+        frames += 1;
     }
-}
-
-impl Drop for Folder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    frames
 }
 
 fn render(out: &Path, frames: &str) -> Command {
@@ -79,7 +47,7 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn a_failed_frame_stops_the_render_naming_the_frame_path_and_cause() {
-    let folder = Folder::new("blocked");
+    let folder = TempFolder::new("blocked");
     std::fs::create_dir(folder.0.join("frame_0001.png")).unwrap();
     let output = render(&folder.0, "0..40").output().unwrap();
     let text = stderr(&output);
@@ -89,7 +57,7 @@ fn a_failed_frame_stops_the_render_naming_the_frame_path_and_cause() {
         "{text}"
     );
     assert!(text.contains("frames written to"), "{text}");
-    let whole = folder.assert_whole_frames(32, 24);
+    let whole = assert_whole_frames(&folder, 32, 24);
     assert!(
         folder.0.join("frame_0000.png").is_file(),
         "{:?}",
@@ -103,7 +71,7 @@ fn a_failed_frame_stops_the_render_naming_the_frame_path_and_cause() {
 
 #[test]
 fn an_interrupt_ends_the_render_with_whole_frames_and_a_report() {
-    let folder = Folder::new("interrupted");
+    let folder = TempFolder::new("interrupted");
     let child = render(&folder.0, "0..100000")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -126,12 +94,12 @@ fn an_interrupt_ends_the_render_with_whole_frames_and_a_report() {
         text.contains("frames written to") && text.contains("error: interrupted"),
         "{text}"
     );
-    assert!(folder.assert_whole_frames(32, 24) >= 3);
+    assert!(assert_whole_frames(&folder, 32, 24) >= 3);
 }
 
 #[test]
 fn without_a_terminal_each_frame_is_a_line_on_stderr_unless_quiet() {
-    let folder = Folder::new("log-lines");
+    let folder = TempFolder::new("log-lines");
     let output = render(&folder.0, "0..3").output().unwrap();
     let text = stderr(&output);
     assert!(output.status.success(), "{text}");
@@ -153,7 +121,7 @@ fn without_a_terminal_each_frame_is_a_line_on_stderr_unless_quiet() {
 
 #[test]
 fn an_output_path_that_is_a_file_says_the_folder_cannot_be_created() {
-    let folder = Folder::new("out-is-a-file");
+    let folder = TempFolder::new("out-is-a-file");
     let file = folder.0.join("somefile");
     std::fs::write(&file, "x").unwrap();
     let output = render(&file, "0..1").output().unwrap();
@@ -178,7 +146,7 @@ fn bare_canopy_prints_its_usage() {
 
 #[test]
 fn sizes_say_what_is_accepted_and_counts_read_as_words() {
-    let folder = Folder::new("words");
+    let folder = TempFolder::new("words");
     let too_big = Command::new(env!("CARGO_BIN_EXE_canopy"))
         .args(["render", "--size", "16385x10"])
         .output()

@@ -9,7 +9,7 @@ use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::render::presets::Subject;
 use canopy::sequence::{Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, Error};
-use common::{assert_valid, context};
+use common::{assert_valid, context, cramped_kd_params};
 
 const FRAMES: [u32; 4] = [0, 5, 10, 15];
 
@@ -45,15 +45,8 @@ fn overflowing_kd_tree_lists_grow_and_frames_render_again_two_in_flight() {
     let (expected, rerendered) = render(&ctx, &subject, roomy);
     assert_eq!(rerendered, 0);
     // Lists far too small: the first frame's build overflows while the second is in flight.
-    let tight = KdBuildParams {
-        record_factor: 0.05,
-        node_factor: 0.05,
-        leaf_factor: 0.05,
-        small_record_factor: 0.05,
-        small_node_factor: 0.05,
-        ..KdBuildParams::default()
-    };
-    let (got, rerendered) = render(&ctx, &subject, config(StructureKind::KdTree, tight));
+    let cramped = config(StructureKind::KdTree, cramped_kd_params());
+    let (got, rerendered) = render(&ctx, &subject, cramped);
     assert!(rerendered > 0, "no build overflowed");
     let frames: Vec<u32> = got.iter().map(|(f, _)| *f).collect();
     assert_eq!(frames, FRAMES, "every frame once, in order");

@@ -2,6 +2,9 @@
 //! random input, and the sizes every primitive is checked at.
 #![allow(dead_code)]
 
+pub mod files;
+
+use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::vk::{Context, ContextOptions, Validation};
 
 /// A context with the Khronos validation layer required (set `CANOPY_VALIDATION=off` to run
@@ -382,5 +385,18 @@ impl DeviceMesh {
             triangles: canopy::vk::Slice::whole(&self.triangles),
             count: self.count,
         }
+    }
+}
+
+/// Kd-tree builder lists far too small for any real tree: the first build overflows and the
+/// lists grow.
+pub fn cramped_kd_params() -> KdBuildParams {
+    KdBuildParams {
+        record_factor: 0.05,
+        node_factor: 0.05,
+        leaf_factor: 0.05,
+        small_record_factor: 0.05,
+        small_node_factor: 0.05,
+        ..KdBuildParams::default()
     }
 }

@@ -1,0 +1,59 @@
+//! Helpers of the tests that run the `canopy` binary and read what it writes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// An empty folder of its own for one test, in the system's temporary folder, removed (with
+/// what is in it) when dropped.
+pub struct TempFolder(pub PathBuf);
+
+impl TempFolder {
+    /// `canopy-<pid>-<name>`, emptied if it exists.
+    pub fn new(name: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("canopy-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+
+    /// The names of the entries in it, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `canopy ARGS`, the validation layer as the other tests have it (`CANOPY_VALIDATION=off`
+/// turns it off).
+pub fn canopy(args: &[&str]) -> Output {
+    let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
+        Ok("off") => "off",
+        _ => "auto",
+    };
+    Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["--validation", validation])
+        .args(args)
+        .output()
+        .expect("the canopy binary runs")
+}
+
+/// The width, height and pixels of the PNG file at `path`, or why it does not decode.
+pub fn read_png(path: &Path) -> Result<(u32, u32, Vec<u8>), String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .map_err(|e| e.to_string())?;
+    let mut pixels = vec![0; reader.output_buffer_size().ok_or("no output size")?];
+    reader.next_frame(&mut pixels).map_err(|e| e.to_string())?;
+    Ok((reader.info().width, reader.info().height, pixels))
+}
