@@ -34,6 +34,44 @@ fn const_name(relative: &Path) -> String {
         .to_uppercase()
 }
 
+/// The kernel's own specialization constants (ids from 2; 0 and 1 are the workgroup and
+/// subgroup sizes every kernel shares) as (name, id), read from its preprocessed source's
+/// `layout(constant_id = N) const TYPE NAME` declarations, so that the host sets them by
+/// name. (Optimised SPIR-V keeps no names.)
+fn spec_constants(preprocessed: &str) -> Vec<(String, u32)> {
+    let spaced: String = preprocessed
+        .chars()
+        .flat_map(|c| match c {
+            '(' | ')' | '=' | ';' => vec![' ', c, ' '],
+            _ => vec![c],
+        })
+        .collect();
+    let tokens: Vec<&str> = spaced.split_whitespace().collect();
+    let mut constants = Vec::new();
+    for window in tokens.windows(9) {
+        if let [
+            "layout",
+            "(",
+            "constant_id",
+            "=",
+            id,
+            ")",
+            "const",
+            _type,
+            name,
+        ] = window
+        {
+            let id: u32 = id.parse().expect("a constant id");
+            if id >= 2 {
+                constants.push((name.to_string(), id));
+            }
+        }
+    }
+    constants.sort_by_key(|&(_, id)| id);
+    constants.dedup();
+    constants
+}
+
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let glsl_root = root.join("glsl");
@@ -88,6 +126,10 @@ fn main() {
         });
 
         let file_name = kernel.to_string_lossy();
+        let preprocessed = compiler
+            .preprocess(&source, &file_name, "main", Some(&options))
+            .map(|artifact| artifact.as_text())
+            .unwrap_or_else(|e| panic!("preprocessing {file_name}: {e}"));
         match compiler.compile_into_spirv(
             &source,
             shaderc::ShaderKind::Compute,
@@ -99,15 +141,20 @@ fn main() {
                 let name = const_name(relative);
                 let spv_path = out_dir.join(format!("{name}.spv"));
                 std::fs::write(&spv_path, artifact.as_binary_u8()).unwrap();
+                let constants: Vec<String> = spec_constants(&preprocessed)
+                    .iter()
+                    .map(|(name, id)| format!("(\"{name}\", {id})"))
+                    .collect();
                 let label = relative
                     .with_extension("")
                     .to_string_lossy()
                     .replace('\\', "/");
                 writeln!(
                     generated,
-                    "/// SPIR-V of `glsl/{}`.\npub const {name}: crate::vk::Kernel = crate::vk::Kernel {{ name: \"{label}\", spirv: include_bytes!(\"{}\") }};",
+                    "/// SPIR-V of `glsl/{}`.\npub const {name}: crate::vk::Kernel = crate::vk::Kernel {{ name: \"{label}\", spirv: include_bytes!(\"{}\"), constants: &[{}] }};",
                     relative.display(),
-                    spv_path.display()
+                    spv_path.display(),
+                    constants.join(", ")
                 )
                 .unwrap();
             }

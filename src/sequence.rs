@@ -6,15 +6,13 @@
 //! While the CPU waits for one frame and hands it on, the GPU renders the next: every frame in
 //! flight has its own slot (timestamps, image readback, the structure's build status). A
 //! kd-tree whose lists overflowed during a frame's build grows them when that frame finishes
-//! ([`FrameStructure::grow_if_overflowed`]); the frame is then rendered again, and so is the
+//! ([`crate::accel::Structure::grow_if_overflowed`]); the frame is then rendered again, and so is the
 //! frame in flight behind it, whose build ran with the old lists. No frame reaches the sink
 //! with an incomplete tree.
 
-use crate::accel::StructureKind;
-use crate::accel::bvh::lbvh::LbvhParams;
-use crate::accel::kdtree::build::KdBuildParams;
+use crate::accel::{BuildParams, RayStructure, StructureKind};
 use crate::render::presets::{self, Subject};
-use crate::render::{FrameStructure, ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::vk::{Context, Error, Profiler, Submission};
 
 /// Frames the GPU works on while the CPU hands on the one before.
@@ -28,10 +26,8 @@ const STAGES_PER_FRAME: u32 = 128;
 pub struct SequenceConfig {
     /// The structure rebuilt every frame (one rays can be traced through).
     pub structure: StructureKind,
-    /// The LBVH's parameters, when `structure` is the LBVH.
-    pub lbvh: LbvhParams,
-    /// The kd-tree builder's parameters, when `structure` is the kd-tree.
-    pub kdtree: KdBuildParams,
+    /// Its builder's parameters.
+    pub build: BuildParams,
     /// Bounces and ray list sizes.
     pub render: RenderParams,
     /// Image width in pixels.
@@ -47,8 +43,7 @@ impl Default for SequenceConfig {
     fn default() -> Self {
         Self {
             structure: StructureKind::Lbvh,
-            lbvh: LbvhParams::default(),
-            kdtree: KdBuildParams::default(),
+            build: BuildParams::default(),
             render: RenderParams::default(),
             width: 960,
             height: 540,
@@ -81,7 +76,7 @@ pub struct FrameSequence<'a> {
     ctx: &'a Context,
     subject: &'a Subject,
     config: SequenceConfig,
-    structure: FrameStructure,
+    structure: Box<dyn RayStructure>,
     renderer: Renderer,
     shading: ShadingParams,
     profilers: Vec<Profiler>,
@@ -98,13 +93,11 @@ impl<'a> FrameSequence<'a> {
         config: SequenceConfig,
     ) -> Result<Self, Error> {
         let scene = &subject.scene;
-        let structure = FrameStructure::new(
-            ctx,
-            config.structure,
-            (config.lbvh, config.kdtree),
-            scene.triangle_count,
-            FRAMES_IN_FLIGHT,
-        )?;
+        let size = (scene.triangle_count, scene.vertex_count);
+        let structure = config
+            .structure
+            .create(ctx, &config.build, size, FRAMES_IN_FLIGHT)?
+            .into_rays()?;
         let renderer = Renderer::new(
             ctx,
             config.width,
@@ -201,8 +194,15 @@ impl<'a> FrameSequence<'a> {
             subject.record_frame(rec, time)?;
             let input = subject.scene.input();
             structure.record_build(rec, &input, slot)?;
-            let traced = structure.structure(&input);
-            renderer.record(rec, &subject.scene, traced, &camera, shading, image)?;
+            let traced = structure.traversable(&input);
+            renderer.record(
+                rec,
+                &subject.scene,
+                traced.as_ref(),
+                &camera,
+                shading,
+                image,
+            )?;
             rec.end_stage();
             Ok(())
         })

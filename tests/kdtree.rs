@@ -1,6 +1,6 @@
 //! kd-trees from the GPU builder (`accel::kdtree_build`) and the CPU SAH builder: each tree
 //! checked by `check_kdtree` (structure, every triangle in every leaf it reaches, depth), and
-//! GPU ray casting over it (`glsl/trace/trace_kdtree.comp`) against brute force, on random
+//! GPU ray casting over it (`glsl/kdtree/trace.comp`) against brute force, on random
 //! soups, real meshes, and the adversarial scenes of a kd-tree (all triangles in one plane,
 //! duplicates, one huge triangle among tiny ones, axis-aligned cubes whose faces lie on split
 //! planes) with rays that run inside split planes. The GPU builder's overflow-and-grow path
@@ -9,14 +9,13 @@
 mod common;
 
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::kdtree::build::{KdBuildParams, KdTreeBuilder};
+use canopy::accel::kdtree::build::{KdBuildParams, KdTreeBuilder, KdTreeStructure};
 use canopy::accel::kdtree::cpu::{build_sah_kdtree, check_kdtree, kdtree_stats};
 use canopy::accel::kdtree::{KdParams, KdTree};
+use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Query, Ray};
 use canopy::scene::Mesh;
-use canopy::trace::Structure;
 use canopy::vk::Context;
-use canopy::vk::Slice;
 use common::{
     DeviceMesh, Rng, assert_hits_match_brute_force, context, cramped_kd_params, cube_grid,
     random_mesh, random_rays, rays_in_plane_z0, trace,
@@ -29,18 +28,24 @@ enum Builder {
     Gpu,
 }
 
-/// Builds `mesh`'s tree on the GPU with `params`, checks it and returns it with the host copy.
+/// Builds `mesh`'s tree on the GPU with `params` (its lists grown until they fit), checks it
+/// and returns it with the host copy.
 fn gpu_build(
     ctx: &Context,
     mesh: &Mesh,
     device: &DeviceMesh,
     params: KdBuildParams,
     label: &str,
-) -> (KdTreeGpu, KdTree) {
-    let mut builder = KdTreeBuilder::new(ctx, params, device.count).unwrap();
-    let (gpu, status) = builder.build(ctx, &device.input()).unwrap();
+) -> (KdTreeStructure, KdTree) {
+    let mut gpu = KdTreeStructure::new(ctx, params, device.count, 1).unwrap();
+    submit_until_complete(ctx, &mut gpu, |rec, gpu| {
+        gpu.record_build(rec, &device.input(), 0)
+    })
+    .unwrap();
     common::assert_valid(ctx);
+    let status = gpu.status(0);
     let tree = gpu
+        .tree()
         .download(ctx, status.nodes, status.leaf_triangles)
         .unwrap();
     check_kdtree(&mesh.positions, &mesh.triangles, &tree)
@@ -73,27 +78,29 @@ fn tree_depth(tree: &KdTree) -> u32 {
 
 fn check(ctx: &Context, mesh: &Mesh, extra_rays: &[Ray], label: &str, builder: Builder) {
     let device = DeviceMesh::new(ctx, mesh);
-    let gpu = match builder {
+    let (uploaded, built);
+    let gpu: &KdTreeGpu = match builder {
         Builder::Cpu => {
             let tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
             check_kdtree(&mesh.positions, &mesh.triangles, &tree)
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
-            KdTreeGpu::upload(ctx, &tree).unwrap()
+            uploaded = KdTreeGpu::upload(ctx, &tree).unwrap();
+            &uploaded
         }
-        Builder::Gpu => gpu_build(ctx, mesh, &device, KdBuildParams::default(), label).0,
+        Builder::Gpu => {
+            built = gpu_build(ctx, mesh, &device, KdBuildParams::default(), label).0;
+            built.tree()
+        }
     };
     if mesh.triangles.is_empty() {
         return;
     }
-    let structure = Structure::KdTree {
-        tree: &gpu,
-        positions: Slice::whole(&device.positions),
-        triangles: Slice::whole(&device.triangles),
-    };
+    let input = device.input();
+    let structure = gpu.over(&input);
     let mut rays = random_rays(&mut Rng::new(mesh.triangle_count() as u64), mesh, 3000);
     rays.extend_from_slice(extra_rays);
-    let closest = trace(ctx, structure, &rays, Query::Closest);
-    let any = trace(ctx, structure, &rays, Query::Any);
+    let closest = trace(ctx, &structure, &rays, Query::Closest);
+    let any = trace(ctx, &structure, &rays, Query::Any);
     assert_hits_match_brute_force(
         mesh,
         &rays,
@@ -186,7 +193,7 @@ fn gpu_build_overflow_grows_and_rebuilds() {
     let mesh = random_mesh(&mut Rng::new(24), 5000, 3.0, 0.8);
     let device = DeviceMesh::new(&ctx, &mesh);
     // Lists far too small for the tree: the first build overflows.
-    let mut builder = KdTreeBuilder::new(&ctx, cramped_kd_params(), device.count).unwrap();
+    let builder = KdTreeBuilder::new(&ctx, cramped_kd_params(), device.count).unwrap();
     let first = builder.capacity();
     let tree = builder.allocate_tree(&ctx).unwrap();
     let readback = builder.status_readback(&ctx).unwrap();
@@ -194,13 +201,10 @@ fn gpu_build_overflow_grows_and_rebuilds() {
         .unwrap();
     let overflow = readback.overflow().expect("the tight lists overflow");
     assert!(!overflow.lists().is_empty());
-    // build() grows until the tree fits, and the tree is right.
-    let (gpu, status) = builder.build(&ctx, &device.input()).unwrap();
-    assert_ne!(builder.capacity(), first);
-    let grown = gpu
-        .download(&ctx, status.nodes, status.leaf_triangles)
-        .unwrap();
-    check_kdtree(&mesh.positions, &mesh.triangles, &grown).unwrap();
+    // The structure grows its lists until the tree fits, and the tree is right.
+    let (grown_structure, grown) =
+        gpu_build(&ctx, &mesh, &device, cramped_kd_params(), "cramped lists");
+    assert_ne!(grown_structure.builder().capacity(), first);
     let (_, reference) = gpu_build(
         &ctx,
         &mesh,

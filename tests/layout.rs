@@ -11,16 +11,22 @@
 #[path = "common/spirv.rs"]
 mod spirv;
 
-use canopy::accel::bvh::lbvh::{BottomUpPush, MortonPush, PrimitiveBoundsPush, RadixTreePush};
+use canopy::accel::bvh::lbvh::BottomUpPush;
+use canopy::accel::bvh::trace::TracePush;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::kdtree::KdNode;
 use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
     KdSmallLevelCounters,
 };
+use canopy::accel::kdtree::scratch::{
+    KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
+};
+use canopy::accel::kdtree::trace::TraceKdPush;
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
+use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
 use canopy::prims::compact::CompactPush;
@@ -36,7 +42,6 @@ use canopy::render::{
 };
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
-use canopy::trace::{TraceKdPush, TracePush};
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
 
@@ -169,7 +174,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::LBVH_PRIMITIVE_BOUNDS,
+            shaders::RADIX_TREE_PRIMITIVE_BOUNDS,
             Rust(rust_layout!(PrimitiveBoundsPush {
                 positions_address,
                 triangles_address,
@@ -180,7 +185,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::LBVH_MORTON_CODES,
+            shaders::RADIX_TREE_MORTON_CODES,
             Rust(rust_layout!(MortonPush {
                 positions_address,
                 triangles_address,
@@ -192,7 +197,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::LBVH_RADIX_TREE,
+            shaders::RADIX_TREE_INTERNAL_NODES,
             Rust(rust_layout!(RadixTreePush {
                 keys_address,
                 nodes_address,
@@ -203,7 +208,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::LBVH_BOTTOM_UP_BOXES,
+            shaders::BVH_BOTTOM_UP_BOXES,
             Rust(rust_layout!(BottomUpPush {
                 positions_address,
                 triangles_address,
@@ -217,7 +222,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::TRACE_TRACE_BVH,
+            shaders::BVH_TRACE,
             Rust(rust_layout!(TracePush {
                 nodes_address,
                 leaf_triangles_address,
@@ -284,7 +289,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(KdLevelPush { refs_address })),
         ),
         (
-            shaders::TRACE_TRACE_KDTREE,
+            shaders::KDTREE_TRACE,
             Rust(rust_layout!(TraceKdPush {
                 nodes_address,
                 leaf_triangles_address,
@@ -457,7 +462,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_BVH,
+            kernel: shaders::BVH_TRACE,
             name: "BvhNode",
             shape: &[
                 "vec3<f32>",
@@ -482,14 +487,14 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28, 32, 44, 48, 60],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_BVH,
+            kernel: shaders::BVH_TRACE,
             name: "LeafTriangle",
             shape: &["vec4<f32>", "vec4<f32>", "vec4<f32>"],
             rust: rust_layout!(LeafTriangle { a, b, c }),
             offsets: &[0, 16, 32],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_BVH,
+            kernel: shaders::BVH_TRACE,
             name: "Ray",
             shape: &["vec3<f32>", "f32", "vec3<f32>", "f32"],
             rust: rust_layout!(Ray {
@@ -501,14 +506,14 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_BVH,
+            kernel: shaders::BVH_TRACE,
             name: "Hit",
             shape: &["f32", "u32", "f32", "f32"],
             rust: rust_layout!(Hit { t, triangle, u, v }),
             offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_KDTREE,
+            kernel: shaders::KDTREE_TRACE,
             name: "RayWork",
             shape: &["u32", "u32"],
             rust: rust_layout!(RayWork {
@@ -518,7 +523,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 4],
         },
         SharedStruct {
-            kernel: shaders::TRACE_TRACE_KDTREE,
+            kernel: shaders::KDTREE_TRACE,
             name: "KdNode",
             shape: &["u32", "u32"],
             rust: rust_layout!(KdNode { word0, word1 }),
@@ -614,6 +619,91 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 overflow
             }),
             offsets: &[0, 4, 8, 12],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LARGE_CLASSIFY,
+            name: "Record",
+            shape: &["vec3<f32>", "vec3<f32>", "u32"],
+            rust: rust_layout!(KdRecord { lo, hi, triangle }),
+            offsets: &[0, 12, 24],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LARGE_SPLIT,
+            name: "LargeNode",
+            shape: &[
+                "vec3<f32>",
+                "u32",
+                "vec3<f32>",
+                "u32",
+                "vec3<u32>",
+                "u32",
+                "vec3<u32>",
+                "u32",
+                "u32",
+                "f32",
+                "u32",
+                "u32",
+            ],
+            rust: rust_layout!(KdLargeNode {
+                cell_lo,
+                first,
+                cell_hi,
+                count,
+                tight_lo,
+                entry,
+                tight_hi,
+                depth,
+                split_axis,
+                split,
+                stalls,
+                pad
+            }),
+            offsets: &[0, 12, 16, 28, 32, 44, 48, 60, 64, 68, 72, 76],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_LARGE_CLASSIFY,
+            name: "Chunk",
+            shape: &["u32", "u32"],
+            rust: rust_layout!(KdChunk { node, first }),
+            offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_SMALL_SPLIT,
+            name: "SmallNode",
+            shape: &["vec3<f32>", "u32", "vec3<f32>", "u32", "u64", "u32", "u32"],
+            rust: rust_layout!(KdSmallNode {
+                cell_lo,
+                root_first,
+                cell_hi,
+                root_count,
+                members,
+                entry,
+                depth
+            }),
+            offsets: &[0, 12, 16, 28, 32, 40, 44],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_SMALL_SPLIT,
+            name: "SplitMasks",
+            shape: &["u64", "u64"],
+            rust: rust_layout!(KdSplitMasks { left, right }),
+            offsets: &[0, 8],
+        },
+        SharedStruct {
+            kernel: shaders::KDTREE_WRITE_NODES,
+            name: "Entry",
+            shape: &["u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32"],
+            rust: rust_layout!(KdEntry {
+                word0,
+                word1,
+                parent,
+                left_leaves,
+                right_leaves,
+                arrivals,
+                pad0,
+                pad1
+            }),
+            offsets: &[0, 4, 8, 12, 16, 20, 24, 28],
         },
         SharedStruct {
             kernel: shaders::OCTREE_EDGE_COUNTS,

@@ -13,7 +13,6 @@ use canopy::geom::morton::MortonBits;
 use canopy::geom::ray::{MISS, Query};
 use canopy::geom::{aabb, morton};
 use canopy::scene::Mesh;
-use canopy::vk::Slice;
 use canopy::vk::{Buffer, Context};
 use common::{
     Rng, assert_hits_match_brute_force, assert_valid, context, cube_grid, random_mesh, random_rays,
@@ -49,11 +48,7 @@ fn build_with(ctx: &Context, mesh: &Mesh, params: LbvhParams) -> Built {
         .create_buffer_with("triangles", &mesh.triangles)
         .unwrap();
     ctx.submit_and_wait(|rec| {
-        let input = TriangleInput {
-            positions: Slice::whole(&positions),
-            triangles: Slice::whole(&triangles),
-            count: n,
-        };
+        let input = TriangleInput::whole(&positions, &triangles, n);
         builder.record(rec, &input, &mut bvh)
     })
     .unwrap();
@@ -308,11 +303,7 @@ fn empty_tree_misses_everything() {
     let mut built = build(&ctx, &mesh, MortonBits::Bits30);
     let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), 4).unwrap();
     ctx.submit_and_wait(|rec| {
-        let input = TriangleInput {
-            positions: Slice::whole(&built._positions),
-            triangles: Slice::whole(&built._triangles),
-            count: 0,
-        };
+        let input = TriangleInput::whole(&built._positions, &built._triangles, 0);
         builder.record(rec, &input, &mut built.bvh)
     })
     .unwrap();

@@ -10,7 +10,6 @@ use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::accel::kdtree::KdParams;
 use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::kdtree::cpu::build_sah_kdtree;
-use canopy::geom::TriangleInput;
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
@@ -19,8 +18,6 @@ use canopy::render::{
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
-use canopy::trace::Structure;
-use canopy::vk::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{assert_valid, context};
 use glam::Vec3;
@@ -115,12 +112,7 @@ impl TestScene {
                 let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
                 let mut bvh = Bvh::new(ctx, n).unwrap();
                 ctx.submit_and_wait(|rec| {
-                    let input = TriangleInput {
-                        positions: Slice::whole(&scene.positions),
-                        triangles: Slice::whole(&scene.triangles),
-                        count: n,
-                    };
-                    builder.record(rec, &input, &mut bvh)?;
+                    builder.record(rec, &scene.input(), &mut bvh)?;
                     renderer.record(rec, &scene, &bvh, &self.camera, &self.shading, &image)
                 })
                 .unwrap();
@@ -132,13 +124,10 @@ impl TestScene {
                     &KdParams::default(),
                 );
                 let tree = KdTreeGpu::upload(ctx, &tree).unwrap();
-                let structure = Structure::KdTree {
-                    tree: &tree,
-                    positions: Slice::whole(&scene.positions),
-                    triangles: Slice::whole(&scene.triangles),
-                };
+                let input = scene.input();
+                let structure = tree.over(&input);
                 ctx.submit_and_wait(|rec| {
-                    renderer.record(rec, &scene, structure, &self.camera, &self.shading, &image)
+                    renderer.record(rec, &scene, &structure, &self.camera, &self.shading, &image)
                 })
                 .unwrap();
             }

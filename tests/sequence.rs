@@ -16,7 +16,10 @@ const FRAMES: [u32; 4] = [0, 5, 10, 15];
 fn config(structure: StructureKind, kdtree: KdBuildParams) -> SequenceConfig {
     SequenceConfig {
         structure,
-        kdtree,
+        build: canopy::accel::BuildParams {
+            kdtree,
+            ..Default::default()
+        },
         width: 64,
         height: 48,
         ..SequenceConfig::default()

@@ -1,5 +1,5 @@
 //! Work counters of ray casting (`Tracer::record_counted`, `COUNT_WORK` in
-//! `glsl/trace/trace_bvh.comp` and `glsl/trace/trace_kdtree.comp`): the counting kernels return
+//! `glsl/bvh/trace.comp` and `glsl/kdtree/trace.comp`): the counting kernels return
 //! exactly the hits of the fast path; their per-ray counts (nodes visited, primitives tested)
 //! keep invariants that hold on every ray (any-hit counts a prefix of closest-hit, a hit needs
 //! a test, a ray missing the kd-tree's scene box reads nothing) and equal those of the CPU
@@ -10,6 +10,7 @@
 
 mod common;
 
+use canopy::accel::Traversable;
 use canopy::accel::bvh::Bvh;
 use canopy::accel::bvh::cpu::Lbvh;
 use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
@@ -20,7 +21,7 @@ use canopy::accel::kdtree::{KdParams, KdTree};
 use canopy::geom::ray::BOX_T_SLACK;
 use canopy::geom::ray::{Hit, Query, Ray, RayWork, TraversalWork};
 use canopy::scene::Mesh;
-use canopy::trace::{Structure, Tracer};
+use canopy::trace::Tracer;
 use canopy::vk::Slice;
 use canopy::vk::{Context, MemoryKind};
 use common::{
@@ -61,15 +62,11 @@ impl Structures {
     }
 
     /// The LBVH, then the kd-tree: what the GPU traces and the CPU reference it must match.
-    fn pairs(&self) -> [(Structure<'_>, Reference<'_>); 2] {
-        let kd = Structure::KdTree {
-            tree: &self.kd_tree_gpu,
-            positions: Slice::whole(&self.device.positions),
-            triangles: Slice::whole(&self.device.triangles),
-        };
+    fn pairs(&self) -> [(Box<dyn Traversable + '_>, Reference<'_>); 2] {
+        let kd = self.kd_tree_gpu.over(&self.device.input());
         [
-            (Structure::Bvh(&self.bvh), Reference::Bvh(&self.lbvh)),
-            (kd, Reference::KdTree(&self.kd_tree)),
+            (Box::new(&self.bvh), Reference::Bvh(&self.lbvh)),
+            (Box::new(kd), Reference::KdTree(&self.kd_tree)),
         ]
     }
 }
@@ -79,7 +76,7 @@ impl Structures {
 fn trace_counted(
     ctx: &Context,
     tracer: &Tracer,
-    structure: Structure,
+    structure: &dyn Traversable,
     rays: &[Ray],
     query: Query,
     indirect: bool,
@@ -169,7 +166,7 @@ fn check(
     ctx: &Context,
     tracer: &Tracer,
     mesh: &Mesh,
-    structure: Structure,
+    structure: &dyn Traversable,
     reference: &Reference,
     rays: &[Ray],
     max_differing: usize,
@@ -285,7 +282,7 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
         &ctx,
         &tracer,
         &mesh,
-        lbvh.0,
+        lbvh.0.as_ref(),
         &lbvh.1,
         &rays,
         max_differing,
@@ -295,7 +292,7 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
         &ctx,
         &tracer,
         &mesh,
-        kd.0,
+        kd.0.as_ref(),
         &kd.1,
         &rays,
         max_differing,
@@ -334,7 +331,7 @@ fn counts_on_rays_along_box_faces_and_split_planes() {
             &ctx,
             &tracer,
             &mesh,
-            structure,
+            structure.as_ref(),
             &reference,
             &rays,
             rays.len(),
@@ -355,7 +352,7 @@ fn empty_single_and_device_counted_batches() {
     for (structure, reference) in structures.pairs() {
         for query in [Query::Closest, Query::Any] {
             // No rays: nothing written, nothing read.
-            let (hits, work) = trace_counted(&ctx, &tracer, structure, &[], query, true);
+            let (hits, work) = trace_counted(&ctx, &tracer, structure.as_ref(), &[], query, true);
             assert!(hits.is_empty() && work.is_empty());
             // One ray aimed at a triangle's centre: hit, and counted as on the CPU.
             let [a, b, c] = mesh.triangles[7].map(|v| mesh.positions[v as usize]);
@@ -366,12 +363,13 @@ fn empty_single_and_device_counted_batches() {
                 direction: std::array::from_fn(|k| target[k] - [5.0, 4.0, 3.0][k]),
                 tmax: f32::INFINITY,
             };
-            let (hits, work) = trace_counted(&ctx, &tracer, structure, &[ray], query, false);
+            let (hits, work) =
+                trace_counted(&ctx, &tracer, structure.as_ref(), &[ray], query, false);
             assert!(hits[0].is_hit());
             assert_eq!(work[0], reference.trace(&mesh, &ray, query).1, "{query:?}");
             // A device count gives what a host count gives.
-            let host = trace_counted(&ctx, &tracer, structure, &rays, query, false);
-            let indirect = trace_counted(&ctx, &tracer, structure, &rays, query, true);
+            let host = trace_counted(&ctx, &tracer, structure.as_ref(), &rays, query, false);
+            let indirect = trace_counted(&ctx, &tracer, structure.as_ref(), &rays, query, true);
             assert_eq!(host, indirect, "{query:?}");
         }
     }

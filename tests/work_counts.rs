@@ -37,11 +37,8 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
             ..Default::default()
         };
         ctx.submit_instrumented(instruments, |rec| {
-            let structure = canopy::trace::Structure::KdTree {
-                tree: &tree,
-                positions: Slice::whole(&device.positions),
-                triangles: Slice::whole(&device.triangles),
-            };
+            let input = device.input();
+            let structure = tree.over(&input);
             let count = Count::Device {
                 buffer: &count,
                 offset: 0,
@@ -49,7 +46,7 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
             };
             tracer.record(
                 rec,
-                structure,
+                &structure,
                 Query::Closest,
                 Slice::whole(&rays),
                 Slice::whole(&hits),

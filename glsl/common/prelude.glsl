@@ -28,6 +28,10 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer U64s { uint6
 layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CoherentU32s { uint v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer CoherentU64s { uint64_t v[]; };
 
+// The index that names nothing, shared by every structure: a root's parent (the BVH's and the
+// kd-tree builder's entries), and a reservation that did not fit.
+const uint NO_PARENT = 0xffffffffu;
+
 // The workgroup's index in a dispatch whose grid may be folded into 2D or 3D (x fastest; see
 // common/dispatch.glsl). Grids past the end of the work hold a few extra groups: kernels skip them.
 uint flat_workgroup_id() {

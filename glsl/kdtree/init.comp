@@ -5,7 +5,7 @@
 // counters were reset before. An empty mesh gives a root leaf without triangles and an empty
 // scene box.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;

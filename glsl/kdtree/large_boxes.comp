@@ -4,7 +4,7 @@
 // one invocation merges the chunk's box into its node's with three atomicMin and three
 // atomicMax on ordered-uint coordinates: no segmented reduction.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;

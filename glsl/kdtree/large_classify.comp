@@ -8,7 +8,7 @@
 // ballots and popcounts, and one atomic add per child and workgroup reserves the chunk's run in
 // the child's range (order among chunks does not matter).
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;

@@ -7,7 +7,7 @@
 // every record, e.g. coincident triangles) counts as a stall; after `max_stalls` stalls in a
 // row the children become leaves rather than duplicating their records further.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 #include "workgroup_steps.glsl"
 
 layout(push_constant, scalar) uniform Push {

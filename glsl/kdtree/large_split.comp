@@ -8,7 +8,7 @@
 // the depth limit (or that cannot get space) become leaves. The root's cell is unbounded: it
 // takes the records' box, which is the scene box.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 #include "workgroup_steps.glsl"
 
 layout(push_constant, scalar) uniform Push {

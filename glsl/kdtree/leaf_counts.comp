@@ -6,12 +6,12 @@
 // each parent lets the first child to arrive stop and the second continue with the sum, so
 // each entry is visited once, after both of its children.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 #include "../common/workgroup_any.glsl"
 
 // Whether the whole workgroup loops until its last invocation has stopped climbing (devices
 // that end an invocation reaching a memory barrier in divergent control flow, as in
-// glsl/lbvh/bottom_up_boxes.comp).
+// glsl/bvh/bottom_up_boxes.comp).
 layout(constant_id = 2) const bool UNIFORM_CLIMB = false;
 
 layout(push_constant, scalar) uniform Push {

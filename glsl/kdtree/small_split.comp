@@ -8,7 +8,7 @@
 // masks (no clipping in this stage), an empty child becomes an empty leaf, and the others join
 // the next small level. Otherwise the node becomes a leaf of its members.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 #include "workgroup_steps.glsl"
 
 layout(push_constant, scalar) uniform Push {

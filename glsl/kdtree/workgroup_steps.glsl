@@ -5,7 +5,7 @@
 // invocation 0 reserves space and the others learn the result through shared memory.
 #ifndef CANOPY_KDBUILD_STEPS
 #define CANOPY_KDBUILD_STEPS
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 
 shared uint shared_reserved[2];
 shared vec3 shared_lo[MAX_SMALL];

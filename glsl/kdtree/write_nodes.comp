@@ -5,7 +5,7 @@
 // node with its right child's address. The walks are independent, so one dispatch lays out the
 // whole tree.
 #include "../common/prelude.glsl"
-#include "../common/kdbuild.glsl"
+#include "kdtree/build.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;

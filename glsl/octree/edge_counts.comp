@@ -9,7 +9,7 @@
 // differing bit separates.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
-#include "../common/octree.glsl"
+#include "octree/format.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // distinct sorted keys

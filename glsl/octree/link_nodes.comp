@@ -5,7 +5,7 @@
 // the deepest octree node of the nearest ancestor edge that carries any, or under the root.
 // Each node's prefix is its code's top 3 * level bits. The last radix node writes the total.
 #include "../common/prelude.glsl"
-#include "../common/octree.glsl"
+#include "octree/format.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;         // distinct sorted keys

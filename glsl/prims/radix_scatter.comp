@@ -14,7 +14,7 @@
 // Example, digit = key & 255, one tile: keys [0x102 0x001 0x202 0x001] -> [0x001 0x001 0x102 0x202].
 #include "../common/prelude.glsl"
 #include "../common/workgroup_scan.glsl"
-#include "../common/radix.glsl"
+#include "radix_digits.glsl"
 
 layout(constant_id = 2) const uint KEY_WORDS = 1;
 layout(constant_id = 3) const uint KEYS_PER_INVOCATION = 8;

@@ -5,7 +5,7 @@
 // that digit start in the output: all keys with smaller digits, plus the keys with this digit
 // in earlier tiles. The tiles match radix_scatter.comp's, which reads the scanned table.
 #include "../common/prelude.glsl"
-#include "../common/radix.glsl"
+#include "radix_digits.glsl"
 
 layout(constant_id = 2) const uint KEY_WORDS = 1;
 layout(constant_id = 3) const uint KEYS_PER_INVOCATION = 8;

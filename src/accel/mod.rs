@@ -1,21 +1,30 @@
-//! Acceleration structures, one module per structure: the node formats ([`bvh`], [`kdtree`]),
-//! and the builders, each with parameters of documented defaults and a `record` that records
-//! the build into a command buffer ([`lbvh`], [`octree`], [`kdtree_build`]). [`native`] is the driver's own
-//! builder, run over the same buffers as a yardstick. [`StructureKind`] lists the structures.
+//! Acceleration structures, one folder per structure holding its format, GPU builder,
+//! traversal and CPU oracle ([`bvh`], [`kdtree`], [`octree`]), with the binary radix tree the
+//! LBVH and the octree share ([`radix_tree`]). [`StructureKind`] lists the structures and
+//! [`StructureKind::create`] makes one behind the traits every structure implements
+//! ([`Structure`], [`RayStructure`], [`PointStructure`], [`Traversable`]). [`native`] is the
+//! driver's own builder, run over the same buffers as a yardstick.
 
 pub mod bvh;
 pub mod kdtree;
 pub mod native;
 pub mod octree;
+pub mod radix_tree;
+mod structure;
+
+pub use structure::{
+    AnyStructure, BuildParams, HostMesh, PointStructure, RayStructure, Structure, Traversable,
+    TraversalBatch, TreeShape, submit_until_complete,
+};
 
 /// The acceleration structures canopy builds on the GPU: the one list that the command line,
 /// the benchmarks and the tests go through. A new structure is one more variant here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StructureKind {
-    /// Linear BVH over triangles (Karras 2012): [`lbvh`].
+    /// Linear BVH over triangles (Karras 2012): [`bvh::lbvh`].
     Lbvh,
-    /// SAH kd-tree over triangles (Zhou et al. 2008, Chang et al. 2013): [`kdtree_build`].
+    /// SAH kd-tree over triangles (Zhou et al. 2008, Chang et al. 2013): [`kdtree::build`].
     KdTree,
     /// Octree and point k-d tree over vertices (Karras 2012): [`octree`].
     Octree,
@@ -44,7 +53,7 @@ impl StructureKind {
         self != StructureKind::Octree
     }
 
-    /// Whether its build sorts Morton codes (whose width [`lbvh::MortonBits`] sets).
+    /// Whether its build sorts Morton codes (whose width [`crate::geom::MortonBits`] sets).
     pub fn uses_morton_codes(self) -> bool {
         self != StructureKind::KdTree
     }

@@ -4,8 +4,9 @@
 
 use super::frames::FrameReport;
 use super::prims::{PrimRow, PrimsReport, Yardsticks};
-use super::structures::{StructureReport, TreeShape};
+use super::structures::StructureReport;
 use super::traversal::TraversalReport;
+use crate::accel::TreeShape;
 use crate::vk::WorkCounts;
 use std::fmt::{Display, Formatter, Result};
 

@@ -7,12 +7,10 @@
 use super::Result;
 use super::harness::{Timing, count_work, time_runs};
 use super::traversal::{RayBatch, RayKind, TraversalReport};
-use crate::accel::StructureKind;
-use crate::accel::bvh::lbvh::LbvhParams;
-use crate::accel::kdtree::build::KdBuildParams;
+use crate::accel::{BuildParams, RayStructure, StructureKind, submit_until_complete};
 use crate::geom::ray::{Query, Ray};
 use crate::render::presets::{self, Subject};
-use crate::render::{FrameStructure, RenderParams, Renderer, rays_of_stage};
+use crate::render::{RenderParams, Renderer, traced_rays};
 use crate::trace::Tracer;
 use crate::vk::{Context, Recorder, WorkCounts};
 
@@ -27,10 +25,8 @@ pub struct FrameConfig {
     pub repeats: u32,
     /// Bounces of reflected and refracted rays.
     pub bounces: u32,
-    /// LBVH parameters.
-    pub lbvh: LbvhParams,
-    /// kd-tree parameters.
-    pub kdtree: KdBuildParams,
+    /// The builders' parameters.
+    pub build: BuildParams,
     /// The animation time the frame shows, in seconds.
     pub time: f32,
 }
@@ -43,8 +39,7 @@ impl Default for FrameConfig {
             height: 1080,
             repeats: 15,
             bounces: 2,
-            lbvh: LbvhParams::default(),
-            kdtree: KdBuildParams::default(),
+            build: BuildParams::default(),
             time: 1.0,
         }
     }
@@ -105,8 +100,8 @@ pub fn measure(
     let scene = &subject.scene;
     let base = ctx.device_memory().live;
     ctx.reset_peak_memory();
-    let params = (config.lbvh, config.kdtree);
-    let mut accel = FrameStructure::new(ctx, structure, params, scene.triangle_count, 1)?;
+    let size = (scene.triangle_count, scene.vertex_count);
+    let mut accel = structure.create(ctx, &config.build, size, 1)?.into_rays()?;
     let input = scene.input();
     let params = RenderParams {
         bounces: config.bounces,
@@ -116,33 +111,30 @@ pub fn measure(
     let readback = renderer.readback(ctx)?;
     let camera = subject.camera(config.time, width as f32 / height as f32);
     let shading = presets::shading(subject.radius);
-    let frame = |rec: &mut Recorder, accel: &mut FrameStructure| {
+    let frame = |rec: &mut Recorder, accel: &mut dyn RayStructure| {
         subject.record_frame(rec, config.time)?;
         accel.record_build(rec, &input, 0)?;
-        let structure = accel.structure(&input);
-        renderer.record(rec, scene, structure, &camera, &shading, &readback)
+        let structure = accel.traversable(&input);
+        renderer.record(rec, scene, structure.as_ref(), &camera, &shading, &readback)
     };
     // One untimed frame, rebuilt until a kd-tree's lists fit.
-    loop {
-        ctx.submit_and_wait(|rec| frame(rec, &mut accel))?;
-        if !accel.grow_if_overflowed(ctx, 0)? {
-            break;
-        }
-    }
+    submit_until_complete(ctx, accel.as_mut(), |rec, accel| frame(rec, accel))?;
     let peak_bytes = ctx.device_memory().peak - base;
     let timing = time_runs(
         ctx,
         config.repeats,
         |_| Ok(()),
-        |rec| frame(rec, &mut accel),
+        |rec| frame(rec, accel.as_mut()),
     )?;
     let bounces = readback.stats();
-    let work = count_work(ctx, |rec| frame(rec, &mut accel))?;
+    let work = count_work(ctx, |rec| frame(rec, accel.as_mut()))?;
+    let traced = traced_rays(&bounces);
     let traces = timing
         .stages
         .iter()
         .filter_map(|stage| {
-            rays_of_stage(&stage.name, &bounces).map(|rays| StageRays {
+            let &(_, rays) = traced.iter().find(|(label, _)| *label == stage.name)?;
+            Some(StageRays {
                 stage: stage.name.clone(),
                 rays,
                 ms: stage.ms,
@@ -163,8 +155,13 @@ pub fn measure(
     let camera_rays = [Query::Closest, Query::Any]
         .into_iter()
         .map(|query| {
-            let traced =
-                batch.trace(ctx, &tracer, accel.structure(&input), query, config.repeats)?;
+            let traced = batch.trace(
+                ctx,
+                &tracer,
+                accel.traversable(&input).as_ref(),
+                query,
+                config.repeats,
+            )?;
             Ok(traced.0)
         })
         .collect::<Result<_>>()?;

@@ -7,7 +7,6 @@ use crate::geom::TriangleInput;
 use crate::rng::Rng;
 use crate::scene::default_scene::DefaultScene;
 use crate::scene::{Mesh, SceneError};
-use crate::vk::Slice;
 use crate::vk::{Buffer, Context, MemoryKind};
 use std::path::Path;
 
@@ -117,11 +116,7 @@ impl BenchMesh {
 
     /// The triangles as builders take them.
     pub fn input(&self) -> TriangleInput<'_> {
-        TriangleInput {
-            positions: Slice::whole(&self.positions),
-            triangles: Slice::whole(&self.triangles),
-            count: self.triangle_count(),
-        }
+        TriangleInput::whole(&self.positions, &self.triangles, self.triangle_count())
     }
 
     /// The centre and radius of a sphere around the vertices (the unit sphere for none).

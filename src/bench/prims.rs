@@ -140,7 +140,11 @@ fn yardsticks(ctx: &Context, bytes: u64, repeats: u32) -> Result<Yardsticks> {
     let src = ctx.create_buffer("bench copy source", bytes, MemoryKind::Device)?;
     let dst = ctx.create_buffer("bench copy destination", bytes, MemoryKind::Device)?;
     let vectors_per_invocation = 4;
-    let pipeline = ctx.pipeline(&shaders::PRIMS_COPY, 256, &[vectors_per_invocation])?;
+    let pipeline = ctx.pipeline(
+        &shaders::PRIMS_COPY,
+        256,
+        &[("VECTORS_PER_INVOCATION", vectors_per_invocation)],
+    )?;
     let vectors = (bytes / 16) as u32;
     let push = CopyPush {
         src_address: src.address(),
@@ -160,7 +164,7 @@ fn yardsticks(ctx: &Context, bytes: u64, repeats: u32) -> Result<Yardsticks> {
         Ok(())
     })?;
 
-    let empty = ctx.pipeline(&shaders::PRIMS_COPY, 256, &[1])?;
+    let empty = ctx.pipeline(&shaders::PRIMS_COPY, 256, &[("VECTORS_PER_INVOCATION", 1)])?;
     let buf = ctx.create_buffer("bench empty", 16, MemoryKind::Device)?;
     let push = CopyPush {
         src_address: buf.address(),

@@ -14,23 +14,16 @@ use super::harness::{Timing, count_work, time_runs};
 use super::meshes::BenchMesh;
 use super::traversal::{RaySets, TraversalReport};
 use super::{Error, Result};
-use crate::accel::StructureKind;
-use crate::accel::bvh::cpu::{
-    SAH_INTERSECTION_COST, SAH_TRAVERSAL_COST, TreeStats, check_invariants, tree_stats,
-};
-use crate::accel::bvh::lbvh::LbvhParams;
+use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::sah;
-use crate::accel::kdtree::KdParams;
 use crate::accel::kdtree::KdTreeGpu;
-use crate::accel::kdtree::build::KdBuildParams;
-use crate::accel::kdtree::cpu::{KdStats, build_sah_kdtree, check_kdtree, kdtree_stats};
+use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
 use crate::accel::native::NativeBlasBuilder;
-use crate::accel::octree::{Octree, OctreeBuilder, OctreeHost};
-use crate::geom::aabb;
-use crate::render::FrameStructure;
-use crate::trace::{Structure, Tracer};
-use crate::vk::Slice;
-use crate::vk::{Context, Recorder, WorkCounts};
+use crate::accel::{
+    AnyStructure, BuildParams, HostMesh, Structure, StructureKind, TreeShape, submit_until_complete,
+};
+use crate::trace::Tracer;
+use crate::vk::{Context, WorkCounts};
 use std::time::Instant;
 
 /// How the builds are measured.
@@ -40,10 +33,8 @@ pub struct BuildConfig {
     pub repeats: u32,
     /// Timed runs per trace of each ray set (0: the traversals are counted, not timed).
     pub trace_repeats: u32,
-    /// LBVH and octree parameters.
-    pub lbvh: LbvhParams,
-    /// kd-tree parameters.
-    pub kdtree: KdBuildParams,
+    /// The builders' parameters.
+    pub build: BuildParams,
     /// Side of the square image of camera rays whose traversal is counted (0: none).
     pub ray_side: u32,
     /// Time the driver's own builder (`VK_KHR_acceleration_structure`) beside the LBVH, where
@@ -61,8 +52,7 @@ impl Default for BuildConfig {
         Self {
             repeats: 15,
             trace_repeats: 15,
-            lbvh: LbvhParams::default(),
-            kdtree: KdBuildParams::default(),
+            build: BuildParams::default(),
             ray_side: 256,
             native: true,
             reference_up_to: 1_000_000,
@@ -80,29 +70,6 @@ pub struct MemoryReport {
     /// The most device-local bytes alive at once while the builder was made and the first
     /// tree built, the input mesh excluded (a kd-tree's lists grown on overflow included).
     pub peak_bytes: u64,
-}
-
-/// The shape of a tree.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct TreeShape {
-    /// All nodes, leaves included (for the octree: its cells).
-    pub nodes: u64,
-    /// Leaves (for the octree: cells without children).
-    pub leaves: u64,
-    /// The most levels below the root of any leaf.
-    pub depth: u32,
-    /// Primitive references in the leaves: a kd-tree counts a triangle once per leaf it
-    /// straddles into; the octree counts its distinct points.
-    pub references: u64,
-    /// The SAH cost of the tree (areas relative to the root's) under `sah_model`; none for
-    /// the octree.
-    pub sah_cost: Option<f64>,
-    /// The cost model of `sah_cost`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sah_model: Option<String>,
-    /// Octree: nodes per level, root first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nodes_per_level: Vec<u64>,
 }
 
 /// The driver's builder over the same buffers.
@@ -158,149 +125,21 @@ pub struct StructureReport {
     pub reference: Option<ReferenceReport>,
 }
 
-/// A builder and the tree it builds: a structure rays go through (as a renderer rebuilds it)
-/// or the octree.
-enum Built {
-    Traced(FrameStructure),
-    Octree {
-        builder: Box<OctreeBuilder>,
-        octree: Octree,
-    },
-}
-
-impl Built {
-    /// Makes the builder and builds the first tree (a kd-tree's lists grown until they fit).
-    fn new(
-        ctx: &Context,
-        kind: StructureKind,
-        mesh: &BenchMesh,
-        config: &BuildConfig,
-    ) -> Result<Self> {
-        let mut built = if kind.traceable() {
-            let params = (config.lbvh, config.kdtree);
-            Built::Traced(FrameStructure::new(
-                ctx,
-                kind,
-                params,
-                mesh.triangle_count(),
-                1,
-            )?)
-        } else {
-            let builder = OctreeBuilder::new(ctx, config.lbvh.morton_bits, mesh.vertex_count())?;
-            Built::Octree {
-                octree: builder.allocate(ctx)?,
-                builder: Box::new(builder),
-            }
-        };
-        loop {
-            ctx.submit_and_wait(|rec| built.record(rec, mesh))?;
-            let grown = match &mut built {
-                Built::Traced(structure) => structure.grow_if_overflowed(ctx, 0)?,
-                Built::Octree { .. } => false,
-            };
-            if !grown {
-                return Ok(built);
-            }
-        }
-    }
-
-    /// Records one build.
-    fn record(&mut self, rec: &mut Recorder, mesh: &BenchMesh) -> crate::vk::Result<()> {
-        match self {
-            Built::Traced(structure) => structure.record_build(rec, &mesh.input(), 0),
-            Built::Octree { builder, octree } => builder.record(
-                rec,
-                Slice::whole(&mesh.positions),
-                mesh.vertex_count(),
-                octree,
-            ),
-        }
-    }
-
-    /// Bytes of the tree's buffers.
-    fn tree_bytes(&self) -> u64 {
-        match self {
-            Built::Traced(structure) => structure.tree_bytes(),
-            Built::Octree { octree, .. } => octree.bytes(),
-        }
-    }
-
-    /// Reads the tree back, checks it, and describes it.
-    fn shape(&self, ctx: &Context, mesh: &BenchMesh, config: &BuildConfig) -> Result<TreeShape> {
-        let invalid = |e: String| Error::InvalidTree(format!("{}: {e}", mesh.label));
-        let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
-        match self {
-            Built::Traced(FrameStructure::Lbvh { bvh, .. }) => {
-                let (nodes, leaves) = bvh.download(ctx)?;
-                let boxes = aabb::triangle_bounds(positions, triangles);
-                let stats = check_invariants(&nodes, &leaves, &boxes).map_err(invalid)?;
-                Ok(bvh_shape(&stats))
-            }
-            Built::Traced(FrameStructure::KdTree { tree, status, .. }) => {
-                let status = status[0].status();
-                let tree = tree.download(ctx, status.nodes, status.leaf_triangles)?;
-                let stats = check_kdtree(positions, triangles, &tree).map_err(invalid)?;
-                Ok(kd_shape(&stats, &config.kdtree.costs))
-            }
-            Built::Octree { octree, .. } => Ok(octree_shape(&octree.download(ctx)?)),
-        }
-    }
-}
-
-fn kd_structure<'a>(tree: &'a KdTreeGpu, mesh: &'a BenchMesh) -> Structure<'a> {
-    Structure::KdTree {
-        tree,
-        positions: Slice::whole(&mesh.positions),
-        triangles: Slice::whole(&mesh.triangles),
-    }
-}
-
-fn bvh_shape(stats: &TreeStats) -> TreeShape {
-    TreeShape {
-        nodes: (stats.internal_nodes + stats.leaves) as u64,
-        leaves: stats.leaves as u64,
-        depth: stats.depth,
-        references: stats.leaves as u64,
-        sah_cost: Some(stats.sah_cost),
-        sah_model: Some(format!(
-            "Ct {SAH_TRAVERSAL_COST}, Ci {SAH_INTERSECTION_COST}, one triangle per leaf"
-        )),
-        nodes_per_level: Vec::new(),
-    }
-}
-
-fn kd_shape(stats: &KdStats, costs: &KdParams) -> TreeShape {
-    TreeShape {
-        nodes: stats.nodes as u64,
-        leaves: stats.leaves as u64,
-        depth: stats.depth,
-        references: stats.triangle_references as u64,
-        sah_cost: Some(stats.sah_cost),
-        sah_model: Some(format!(
-            "Ct {}, Ci {} per triangle",
-            costs.traversal_cost, costs.intersection_cost
-        )),
-        nodes_per_level: Vec::new(),
-    }
-}
-
-fn octree_shape(host: &OctreeHost) -> TreeShape {
-    let mut has_children = vec![false; host.nodes.len()];
-    for node in &host.nodes {
-        if let Some(parent) = has_children.get_mut(node.parent as usize) {
-            *parent = true;
-        }
-    }
-    let per_level: Vec<u64> = host.nodes_per_level().iter().map(|&n| n as u64).collect();
-    TreeShape {
-        nodes: host.nodes.len() as u64,
-        leaves: has_children.iter().filter(|&&c| !c).count() as u64,
-        depth: per_level.iter().rposition(|&n| n > 0).unwrap_or(0) as u32,
-        references: host.distinct_points as u64,
-        sah_cost: None,
-        sah_model: None,
-        nodes_per_level: per_level,
-    }
+/// Makes a structure of `kind` for `mesh` and builds the first tree (a kd-tree's lists grown
+/// until they fit).
+fn build_first(
+    ctx: &Context,
+    kind: StructureKind,
+    mesh: &BenchMesh,
+    config: &BuildConfig,
+) -> Result<AnyStructure> {
+    let size = (mesh.triangle_count(), mesh.vertex_count());
+    let mut built = kind.create(ctx, &config.build, size, 1)?;
+    let (input, vertices) = (mesh.input(), mesh.vertex_count());
+    submit_until_complete(ctx, &mut built, |rec, built| {
+        built.record_build(rec, &input, vertices, 0)
+    })?;
+    Ok(built)
 }
 
 /// Measures the structures of one mesh; the mesh's rays are made once and traced through
@@ -344,7 +183,8 @@ impl<'a> MeshBench<'a> {
         }
         let base = ctx.device_memory().live;
         ctx.reset_peak_memory();
-        let mut built = Built::new(ctx, kind, mesh, config)?;
+        let mut built = build_first(ctx, kind, mesh, config)?;
+        let (input, vertices) = (mesh.input(), mesh.vertex_count());
         let after = ctx.device_memory();
         let tree_bytes = built.tree_bytes();
         let memory = MemoryReport {
@@ -356,19 +196,31 @@ impl<'a> MeshBench<'a> {
             ctx,
             config.repeats,
             |_| Ok(()),
-            |rec| built.record(rec, mesh),
+            |rec| built.record_build(rec, &input, vertices, 0),
         )?;
         let native = if kind == StructureKind::Lbvh && config.native {
             self.native()?
         } else {
             None
         };
-        let work = count_work(ctx, |rec| built.record(rec, mesh))?;
-        let tree = built.shape(ctx, mesh, config)?;
+        let work = count_work(ctx, |rec| built.record_build(rec, &input, vertices, 0))?;
+        let host = HostMesh {
+            positions: &mesh.host.positions,
+            triangles: &mesh.host.triangles,
+        };
+        let tree = built
+            .describe(ctx, 0, host)?
+            .map_err(|e| Error::InvalidTree(format!("{}: {e}", mesh.label)))?;
         let traversal = match (&built, self.rays.as_mut()) {
-            (Built::Traced(structure), Some(rays)) => {
-                let structure = structure.structure(&mesh.input());
-                rays.trace(ctx, &self.tracer, mesh, structure, config.trace_repeats)?
+            (AnyStructure::Rays(structure), Some(rays)) => {
+                let structure = structure.traversable(&input);
+                rays.trace(
+                    ctx,
+                    &self.tracer,
+                    mesh,
+                    structure.as_ref(),
+                    config.trace_repeats,
+                )?
             }
             _ => Vec::new(),
         };
@@ -425,13 +277,13 @@ impl<'a> MeshBench<'a> {
             StructureKind::Lbvh => {
                 let bvh = sah::build_sah_bvh(positions, triangles);
                 let stats = tree_stats(&bvh.nodes, triangles.len());
-                ("CPU full-sweep SAH BVH", bvh_shape(&stats), None)
+                ("CPU full-sweep SAH BVH", stats.shape(), None)
             }
             StructureKind::KdTree => {
-                let costs = self.config.kdtree.costs;
+                let costs = self.config.build.kdtree.costs;
                 let tree = build_sah_kdtree(positions, triangles, &costs);
                 let stats = kdtree_stats(&tree, &costs);
-                ("CPU full-SAH kd-tree", kd_shape(&stats, &costs), Some(tree))
+                ("CPU full-SAH kd-tree", stats.shape(&costs), Some(tree))
             }
             StructureKind::Octree => return Ok(None),
         };
@@ -439,12 +291,12 @@ impl<'a> MeshBench<'a> {
         let traversal = match (traversal, self.rays.as_mut()) {
             (Some(cpu_tree), Some(rays)) => {
                 let uploaded = KdTreeGpu::upload(ctx, &cpu_tree)?;
-                let structure = kd_structure(&uploaded, mesh);
+                let structure = uploaded.over(&mesh.input());
                 rays.trace(
                     ctx,
                     &self.tracer,
                     mesh,
-                    structure,
+                    &structure,
                     self.config.trace_repeats,
                 )?
             }

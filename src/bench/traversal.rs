@@ -19,10 +19,11 @@
 use super::Result;
 use super::harness::{Timing, time_runs};
 use super::meshes::BenchMesh;
+use crate::accel::Traversable;
 use crate::geom::ray::{Hit, MISS, Query, Ray, RayWork, TraversalWork};
 use crate::render::cpu::offset_origin;
 use crate::render::{Camera, Light, presets};
-use crate::trace::{Structure, Tracer};
+use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, MemoryKind};
 use crate::vk::{Count, Slice};
 use glam::Vec3;
@@ -118,7 +119,7 @@ impl RayBatch {
         &self,
         ctx: &Context,
         tracer: &Tracer,
-        structure: Structure,
+        structure: &dyn Traversable,
         query: Query,
         repeats: u32,
     ) -> Result<(TraversalReport, Vec<Hit>)> {
@@ -195,7 +196,7 @@ impl RaySets {
         ctx: &Context,
         tracer: &Tracer,
         mesh: &BenchMesh,
-        structure: Structure,
+        structure: &dyn Traversable,
         repeats: u32,
     ) -> Result<Vec<TraversalReport>> {
         let mut reports = Vec::new();

@@ -5,6 +5,7 @@
 
 use super::CliError;
 use super::structures::{Plan, run as run_structures};
+use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::bench::structures::BuildConfig;
@@ -58,14 +59,16 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
         config: BuildConfig {
             repeats: args.repeats,
             trace_repeats: args.repeats,
-            lbvh: LbvhParams {
-                morton_bits: super::morton_bits(args.morton_bits, &args.structure)?,
-                ..LbvhParams::default()
+            build: BuildParams {
+                lbvh: LbvhParams {
+                    morton_bits: super::morton_bits(args.morton_bits, &args.structure)?,
+                    ..LbvhParams::default()
+                },
+                ..BuildParams::default()
             },
             ray_side: args.rays,
             native: false,
             reference_up_to: args.reference_up_to,
-            ..BuildConfig::default()
         },
         json: args.json.as_deref(),
     };

@@ -5,9 +5,9 @@
 //! on worker threads while the GPU renders the next frame.
 
 use super::CliError;
+use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
-use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::geom::morton::MortonBits;
 use canopy::render::presets::{MeshLook, MeshShading, Subject};
@@ -227,11 +227,13 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let scene = &subject.scene;
     let config = SequenceConfig {
         structure: args.structure,
-        lbvh: LbvhParams {
-            morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
-            ..LbvhParams::default()
+        build: BuildParams {
+            lbvh: LbvhParams {
+                morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
+                ..LbvhParams::default()
+            },
+            ..BuildParams::default()
         },
-        kdtree: KdBuildParams::default(),
         render: RenderParams {
             bounces: args.bounces,
             ..RenderParams::default()
@@ -379,6 +381,7 @@ fn output(
 
 fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceStats]) {
     println!("frame {frame}:");
+    let traced = canopy::render::traced_rays(bounces);
     let mut sums: Vec<(String, f64)> = Vec::new();
     for (name, ms) in stages {
         match sums.iter_mut().find(|(n, _)| n == name) {
@@ -387,8 +390,10 @@ fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceSt
         }
     }
     for (name, ms) in &sums {
-        let rate = match canopy::render::rays_of_stage(name, bounces) {
-            Some(rays) => format!("  {rays:>10} rays  {:.3} G rays/s", rays as f64 / ms * 1e-6),
+        let rate = match traced.iter().find(|(stage, _)| stage == name) {
+            Some(&(_, rays)) => {
+                format!("  {rays:>10} rays  {:.3} G rays/s", rays as f64 / ms * 1e-6)
+            }
             None => String::new(),
         };
         println!("  {name:<28} {ms:>9.3} ms{rate}");

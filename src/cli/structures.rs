@@ -4,8 +4,8 @@
 //! then a table of the work counters of every run.
 
 use super::CliError;
-use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
+use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::structures::BuildConfig;
 use canopy::bench::{BenchMesh, MeshBench, StructureReport, WorkTable};
 use canopy::vk::Context;
@@ -123,9 +123,12 @@ impl MeshBenchArgs {
                 trace_repeats: self.repeats,
                 ray_side: self.rays,
                 native: !self.no_native,
-                lbvh: LbvhParams {
-                    morton_bits,
-                    ..config.lbvh
+                build: BuildParams {
+                    lbvh: LbvhParams {
+                        morton_bits,
+                        ..config.build.lbvh
+                    },
+                    ..config.build
                 },
                 ..config
             },
@@ -137,9 +140,12 @@ impl MeshBenchArgs {
 /// Runs `canopy bench lbvh`.
 pub fn run_lbvh(ctx: &Context, args: &LbvhArgs) -> Result<(), CliError> {
     let config = BuildConfig {
-        lbvh: LbvhParams {
-            climb_workgroup_size: args.climb_workgroup_size,
-            ..LbvhParams::default()
+        build: BuildParams {
+            lbvh: LbvhParams {
+                climb_workgroup_size: args.climb_workgroup_size,
+                ..LbvhParams::default()
+            },
+            ..BuildParams::default()
         },
         reference_up_to: args.reference_up_to,
         ..BuildConfig::default()

@@ -1,4 +1,4 @@
-//! What a structure is built over, as device buffers.
+//! What a structure is built over, as device buffers: triangles or points.
 
 use crate::vk::{Buffer, Slice};
 
@@ -25,4 +25,13 @@ impl<'a> TriangleInput<'a> {
             count,
         }
     }
+}
+
+/// Points on the device: the first `count` positions of `positions`.
+#[derive(Clone, Copy, Debug)]
+pub struct PointInput<'a> {
+    /// Positions, 12 bytes each.
+    pub positions: Slice<'a, [f32; 3]>,
+    /// Number of points.
+    pub count: u32,
 }

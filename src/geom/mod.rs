@@ -5,7 +5,7 @@
 //!   slab test and brute-force queries (the reference of every traversal);
 //! - [`aabb`]: boxes, as the GPU stores them and as the CPU references compute with;
 //! - [`morton`]: the Morton frame and codes of Morton-ordered builds;
-//! - [`input`]: the buffers a build reads ([`TriangleInput`]).
+//! - [`input`]: the buffers a build reads ([`TriangleInput`], [`PointInput`]).
 
 pub mod aabb;
 pub mod input;
@@ -13,6 +13,6 @@ pub mod morton;
 pub mod ray;
 
 pub use aabb::{Aabb, Bounds};
-pub use input::TriangleInput;
+pub use input::{PointInput, TriangleInput};
 pub use morton::MortonBits;
 pub use ray::{Hit, MISS, Query, Ray, RayWork};

@@ -83,7 +83,10 @@ impl Compact {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_COMPACT,
             WORKGROUP_SIZE,
-            &[ITEMS_PER_INVOCATION, spin_limit.max(1)],
+            &[
+                ("ITEMS_PER_INVOCATION", ITEMS_PER_INVOCATION),
+                ("SPIN_LIMIT", spin_limit.max(1)),
+            ],
         )?;
         let tiles = capacity.div_ceil(TILE).max(1) as u64;
         Ok(Self {

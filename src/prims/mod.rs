@@ -37,9 +37,13 @@ pub(crate) fn check_count(what: &str, count: &Count, capacity: u32) -> Result<()
     Ok(())
 }
 
-/// How a primitive's dispatch is sized.
-pub(crate) enum Groups<'a> {
+/// How a dispatch is sized: known when it is recorded, or written on the GPU by
+/// [`indirect::IndirectArgs`] from a count that lives there.
+#[derive(Clone, Copy, Debug)]
+pub enum Groups<'a> {
+    /// This many workgroups.
     Direct(u32),
+    /// A `VkDispatchIndirectCommand` in this buffer at this byte offset.
     Indirect(&'a Buffer, u64),
 }
 

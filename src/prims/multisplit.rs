@@ -60,7 +60,10 @@ impl Multisplit {
             histogram: ctx.pipeline(
                 &shaders::PRIMS_BIN_HISTOGRAM,
                 WORKGROUP_SIZE,
-                &[shared_bins, ITEMS_PER_INVOCATION],
+                &[
+                    ("SHARED_BINS", shared_bins),
+                    ("ITEMS_PER_INVOCATION", ITEMS_PER_INVOCATION),
+                ],
             )?,
             counts: ctx.create_buffer(
                 "multisplit bin counts",

@@ -150,12 +150,18 @@ impl RadixSort {
         let scatter = ctx.pipeline(
             &shaders::PRIMS_RADIX_SCATTER,
             workgroup,
-            &[key_type.words(), keys_per_invocation],
+            &[
+                ("KEY_WORDS", key_type.words()),
+                ("KEYS_PER_INVOCATION", keys_per_invocation),
+            ],
         )?;
         let upsweep = ctx.pipeline(
             &shaders::PRIMS_RADIX_UPSWEEP,
             workgroup,
-            &[key_type.words(), keys_per_invocation],
+            &[
+                ("KEY_WORDS", key_type.words()),
+                ("KEYS_PER_INVOCATION", keys_per_invocation),
+            ],
         )?;
         let tiles = capacity.div_ceil(tile);
         Ok(Self {

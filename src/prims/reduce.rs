@@ -75,9 +75,9 @@ impl Reduce {
             &shaders::PRIMS_REDUCE,
             WORKGROUP_SIZE,
             &[
-                op as u32,
-                (ty == ScalarType::F32) as u32,
-                ITEMS_PER_INVOCATION,
+                ("OP", op as u32),
+                ("FLOAT", (ty == ScalarType::F32) as u32),
+                ("ITEMS_PER_INVOCATION", ITEMS_PER_INVOCATION),
             ],
         )?;
         Self::with(
@@ -95,7 +95,7 @@ impl Reduce {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_REDUCE_AABB,
             WORKGROUP_SIZE,
-            &[AABB_ITEMS_PER_INVOCATION],
+            &[("ITEMS_PER_INVOCATION", AABB_ITEMS_PER_INVOCATION)],
         )?;
         let tile = WORKGROUP_SIZE * AABB_ITEMS_PER_INVOCATION;
         Self::with(ctx, pipeline, Kind::Aabb, tile, 32, capacity)

@@ -61,7 +61,10 @@ impl Scan {
         let pipeline = ctx.pipeline(
             &shaders::PRIMS_SCAN,
             WORKGROUP_SIZE,
-            &[VECTORS_PER_INVOCATION, (kind == ScanKind::Inclusive) as u32],
+            &[
+                ("VECTORS_PER_INVOCATION", VECTORS_PER_INVOCATION),
+                ("INCLUSIVE", (kind == ScanKind::Inclusive) as u32),
+            ],
         )?;
         let tiles = capacity.div_ceil(TILE).max(1) as u64;
         Ok(Self {

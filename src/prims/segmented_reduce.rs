@@ -110,10 +110,10 @@ impl SegmentedReduce {
     pub fn new(ctx: &Context, op: ReduceOp, ty: ScalarType, capacity: u32) -> Result<Self> {
         let constants = |mode: u32| {
             [
-                op as u32,
-                (ty == ScalarType::F32) as u32,
-                ITEMS_PER_INVOCATION,
-                mode,
+                ("OP", op as u32),
+                ("FLOAT", (ty == ScalarType::F32) as u32),
+                ("ITEMS_PER_INVOCATION", ITEMS_PER_INVOCATION),
+                ("MODE", mode),
             ]
         };
         let pipeline = ctx.pipeline(

@@ -1,5 +1,5 @@
 //! The headless renderer: a wavefront ray tracer with reflections and refractions over any
-//! [`Structure`] (an LBVH or a kd-tree) rebuilt every frame, after Zhou et al. 2008, section 4.
+//! tree rays are traced through ([`Traversable`]: an LBVH, a kd-tree) rebuilt every frame, after Zhou et al. 2008, section 4.
 //!
 //! A frame, each step one dispatch (and a profiler stage):
 //! 1. **camera rays** (`glsl/render/camera_rays.comp`): the first path list, one ray per pixel
@@ -43,17 +43,16 @@
 pub mod cpu;
 pub mod presets;
 pub mod scene_gpu;
-pub mod structure;
 
 pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
 pub use scene_gpu::SceneGpu;
-pub use structure::FrameStructure;
 
 use crate::prims::WORKGROUP_SIZE;
 
+use crate::accel::Traversable;
 use crate::geom::ray::{Hit, Query, Ray};
 use crate::shaders;
-use crate::trace::{Structure, Tracer};
+use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use glam::Vec3;
@@ -552,20 +551,35 @@ impl Renderer {
         self.params
     }
 
-    /// Records a frame of `scene` traced through `structure` (a `&Bvh` converts; its build
-    /// must be recorded before, with its barrier) seen by `camera`, copied to `output` (from
-    /// [`Renderer::readback`]).
-    pub fn record<'a>(
+    /// Records a frame of `scene` traced through `structure` (a `&Bvh`, a kd-tree over the
+    /// scene's triangles; its build must be recorded before, with its barrier) seen by
+    /// `camera`, copied to `output` (from [`Renderer::readback`]).
+    pub fn record(
         &self,
         rec: &mut Recorder,
         scene: &SceneGpu,
-        structure: impl Into<Structure<'a>>,
+        structure: &dyn Traversable,
         camera: &Camera,
         shading: &ShadingParams,
         output: &ImageReadback,
     ) -> Result<()> {
-        let structure = structure.into();
-        let image_bytes = self.width as u64 * self.height as u64 * 4;
+        self.check_frame(scene, output)?;
+        // An earlier frame recorded before this one may still read its buffers.
+        rec.barrier_after_earlier_work();
+        self.record_camera_rays(rec, camera)?;
+        for bounce in 0..=self.params.bounces {
+            let step = BounceStep::new(self, bounce);
+            self.record_trace_paths(rec, structure, &step)?;
+            self.record_shade(rec, scene, shading, &step)?;
+            self.record_trace_shadows(rec, structure, &step)?;
+            self.record_shadow_radiance(rec, &step);
+        }
+        self.record_resolve(rec, output)
+    }
+
+    /// Checks that `output` and `scene` fit what the renderer was made for.
+    fn check_frame(&self, scene: &SceneGpu, output: &ImageReadback) -> Result<()> {
+        let image_bytes = self.image_bytes();
         if output.buffer.size() < image_bytes + self.counters.size()
             || output.image_bytes as u64 != image_bytes
         {
@@ -583,14 +597,22 @@ impl Renderer {
                 scene.light_count, self.max_lights
             )));
         }
-        let pixels = self.width * self.height;
-        let groups = pixels.div_ceil(WORKGROUP_SIZE);
-        let (forward, right, up) = camera.basis(self.width, self.height);
-        let counters = self.counters.address();
-        let bounces = self.params.bounces;
-        // An earlier frame recorded before this one may still read its buffers.
-        rec.barrier_after_earlier_work();
+        Ok(())
+    }
+
+    fn pixels(&self) -> u32 {
+        self.width * self.height
+    }
+
+    fn image_bytes(&self) -> u64 {
+        self.pixels() as u64 * 4
+    }
+
+    /// `camera_rays.comp`: the first path list, one ray per pixel; radiance and counters
+    /// zeroed.
+    fn record_camera_rays(&self, rec: &mut Recorder, camera: &Camera) -> Result<()> {
         rec.begin_stage("render: camera rays");
+        let (forward, right, up) = camera.basis(self.width, self.height);
         let push = CameraRaysPush {
             list_address: self.paths[0].address(),
             origin: camera.position.to_array(),
@@ -602,117 +624,142 @@ impl Renderer {
             up: up.to_array(),
             counter_words: (self.counters.size() / 4) as u32,
             radiance_address: self.radiance.address(),
-            counters_address: counters,
+            counters_address: self.counters.address(),
         };
-        rec.dispatch(&self.camera_rays, &push, groups)?;
+        rec.dispatch(
+            &self.camera_rays,
+            &push,
+            self.pixels().div_ceil(WORKGROUP_SIZE),
+        )?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
+    }
 
-        for bounce in 0..=bounces {
-            let list = &self.paths[bounce as usize % self.paths.len()];
-            let next = &self.paths[(bounce as usize + 1) % self.paths.len()];
-            let own = bounce as u64 * COUNTER_BYTES;
-            // The length of this bounce's list: the previous bounce's `rays` counter.
-            let previous = own.wrapping_sub(COUNTER_BYTES);
-            let count = if bounce == 0 {
-                Count::Host(pixels)
-            } else {
-                Count::Device {
-                    buffer: &self.counters,
-                    offset: previous + std::mem::offset_of!(BounceCounters, rays) as u64,
-                    max: list.capacity,
-                }
-            };
-            rec.begin_stage(&format!("trace: bounce {bounce}"));
-            self.tracer.record(
-                rec,
-                structure,
-                Query::Closest,
-                list.rays(),
-                list.hits(),
-                count,
-            )?;
-            rec.barrier_compute_to_compute();
-            rec.end_stage();
+    /// The closest hits of the bounce's path list ([`Tracer`]).
+    fn record_trace_paths(
+        &self,
+        rec: &mut Recorder,
+        structure: &dyn Traversable,
+        step: &BounceStep,
+    ) -> Result<()> {
+        rec.begin_stage(&TraceStage::Bounce.label(step.bounce));
+        let (list, count) = (step.list, step.count);
+        let (rays, hits) = (list.rays(), list.hits());
+        self.tracer
+            .record(rec, structure, Query::Closest, rays, hits, count)?;
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
 
-            rec.begin_stage(&format!("render: shade {bounce}"));
-            let (count_address, host_count) = count.push();
-            let push = ShadePush {
-                scene: scene.into(),
-                list_address: list.address(),
-                count_address,
-                next_list_address: next.address(),
-                shadow_list_address: self.shadows.address(),
-                counters_address: counters + own,
-                lights_address: scene.lights.address(),
-                radiance_address: self.radiance.address(),
-                capacity: list.capacity,
-                next_capacity: next.capacity,
-                shadow_capacity: self.shadows.capacity,
-                host_count,
-                light_count: scene.light_count,
-                ambient: shading.ambient,
-                surface_offset: shading.surface_offset,
-                spawn: (bounce < bounces) as u32,
-            };
-            if bounce == 0 {
-                rec.dispatch(&self.shade, &push, groups)?;
-            } else {
+    /// `shade.comp` over the bounce's hits (sky, ambient, shadow rays, the next bounce's rays),
+    /// then `close_lists.comp` clamping the lists it appended to and sizing their dispatches.
+    fn record_shade(
+        &self,
+        rec: &mut Recorder,
+        scene: &SceneGpu,
+        shading: &ShadingParams,
+        step: &BounceStep,
+    ) -> Result<()> {
+        rec.begin_stage(&format!("render: shade {}", step.bounce));
+        let (list, next) = (step.list, step.next);
+        let counters = self.counters.address() + step.own;
+        let (count_address, host_count) = step.count.push();
+        let push = ShadePush {
+            scene: scene.into(),
+            list_address: list.address(),
+            count_address,
+            next_list_address: next.address(),
+            shadow_list_address: self.shadows.address(),
+            counters_address: counters,
+            lights_address: scene.lights.address(),
+            radiance_address: self.radiance.address(),
+            capacity: list.capacity,
+            next_capacity: next.capacity,
+            shadow_capacity: self.shadows.capacity,
+            host_count,
+            light_count: scene.light_count,
+            ambient: shading.ambient,
+            surface_offset: shading.surface_offset,
+            spawn: (step.bounce < self.params.bounces) as u32,
+        };
+        match step.previous {
+            None => rec.dispatch(&self.shade, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?,
+            Some(previous) => {
                 let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
                 rec.dispatch_indirect(&self.shade, &push, &self.counters, offset);
             }
-            rec.barrier_compute_to_compute();
-            let push = CloseListsPush {
-                counters_address: counters + own,
-                next_capacity: next.capacity,
-                shadow_capacity: self.shadows.capacity,
-                elements_per_group: WORKGROUP_SIZE,
-                max_groups_per_dim: rec.context().caps().max_workgroup_count,
-            };
-            rec.dispatch(&self.close_lists, &push, 1)?;
-            rec.barrier_compute_to_indirect();
-            rec.end_stage();
-
-            rec.begin_stage(&format!("trace: shadow {bounce}"));
-            let shadow_count = Count::Device {
-                buffer: &self.counters,
-                offset: own + std::mem::offset_of!(BounceCounters, shadow_rays) as u64,
-                max: self.shadows.capacity,
-            };
-            self.tracer.record(
-                rec,
-                structure,
-                Query::Any,
-                self.shadows.rays(),
-                self.shadows.hits(),
-                shadow_count,
-            )?;
-            rec.barrier_compute_to_compute();
-            rec.end_stage();
-
-            rec.begin_stage(&format!("render: shadow radiance {bounce}"));
-            let push = ShadowRadiancePush {
-                list_address: self.shadows.address(),
-                count_address: shadow_count.push().0,
-                radiance_address: self.radiance.address(),
-                capacity: self.shadows.capacity,
-                pad: 0,
-            };
-            let offset = own + std::mem::offset_of!(BounceCounters, shadow_groups) as u64;
-            rec.dispatch_indirect(&self.shadow_radiance, &push, &self.counters, offset);
-            rec.barrier_compute_to_compute();
-            rec.end_stage();
         }
+        rec.barrier_compute_to_compute();
+        let push = CloseListsPush {
+            counters_address: counters,
+            next_capacity: next.capacity,
+            shadow_capacity: self.shadows.capacity,
+            elements_per_group: WORKGROUP_SIZE,
+            max_groups_per_dim: rec.context().caps().max_workgroup_count,
+        };
+        rec.dispatch(&self.close_lists, &push, 1)?;
+        rec.barrier_compute_to_indirect();
+        rec.end_stage();
+        Ok(())
+    }
 
+    /// The any hits of the shadow rays the bounce's shading appended.
+    fn record_trace_shadows(
+        &self,
+        rec: &mut Recorder,
+        structure: &dyn Traversable,
+        step: &BounceStep,
+    ) -> Result<()> {
+        rec.begin_stage(&TraceStage::Shadow.label(step.bounce));
+        let (rays, hits) = (self.shadows.rays(), self.shadows.hits());
+        let count = self.shadow_count(step);
+        self.tracer
+            .record(rec, structure, Query::Any, rays, hits, count)?;
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
+
+    /// The shadow rays of `step`'s bounce: its shadow counter on the device.
+    fn shadow_count(&self, step: &BounceStep) -> Count<'_> {
+        Count::Device {
+            buffer: &self.counters,
+            offset: step.own + std::mem::offset_of!(BounceCounters, shadow_rays) as u64,
+            max: self.shadows.capacity,
+        }
+    }
+
+    /// `shadow_radiance.comp`: the light of every unoccluded shadow ray.
+    fn record_shadow_radiance(&self, rec: &mut Recorder, step: &BounceStep) {
+        rec.begin_stage(&format!("render: shadow radiance {}", step.bounce));
+        let push = ShadowRadiancePush {
+            list_address: self.shadows.address(),
+            count_address: self.shadow_count(step).push().0,
+            radiance_address: self.radiance.address(),
+            capacity: self.shadows.capacity,
+            pad: 0,
+        };
+        let offset = step.own + std::mem::offset_of!(BounceCounters, shadow_groups) as u64;
+        rec.dispatch_indirect(&self.shadow_radiance, &push, &self.counters, offset);
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+    }
+
+    /// `resolve.comp`: radiance to 8-bit pixels; the image and the counters copied to
+    /// `output`.
+    fn record_resolve(&self, rec: &mut Recorder, output: &ImageReadback) -> Result<()> {
         rec.begin_stage("render: resolve");
         let push = ResolvePush {
             radiance_address: self.radiance.address(),
             image_address: self.image.address(),
-            pixels,
+            pixels: self.pixels(),
             pad: 0,
         };
-        rec.dispatch(&self.resolve, &push, groups)?;
+        rec.dispatch(&self.resolve, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
         rec.barrier_compute_to_transfer();
+        let image_bytes = self.image_bytes();
         rec.copy_buffer(&self.image, 0, &output.buffer, 0, image_bytes);
         rec.copy_buffer(
             &self.counters,
@@ -727,13 +774,83 @@ impl Renderer {
     }
 }
 
-/// Rays traced by a profiler stage of the renderer ("trace: bounce 1", "trace: shadow 0").
-pub fn rays_of_stage(name: &str, bounces: &[BounceStats]) -> Option<u32> {
-    let (kind, bounce) = name.strip_prefix("trace: ")?.split_once(' ')?;
-    let stats = bounces.get(bounce.parse::<usize>().ok()?)?;
-    match kind {
-        "bounce" => Some(stats.rays),
-        "shadow" => Some(stats.shadow_rays),
-        _ => None,
+/// What the steps of one bounce read: its path list and the next, where its counters are,
+/// and how many paths it has.
+struct BounceStep<'a> {
+    bounce: u32,
+    list: &'a RayList,
+    next: &'a RayList,
+    /// Byte offset of this bounce's counters.
+    own: u64,
+    /// Byte offset of the previous bounce's counters (none at bounce 0).
+    previous: Option<u64>,
+    /// The list's length: every pixel at bounce 0, else the previous bounce's `rays` counter.
+    count: Count<'a>,
+}
+
+impl<'a> BounceStep<'a> {
+    fn new(renderer: &'a Renderer, bounce: u32) -> Self {
+        let paths = &renderer.paths;
+        let list = &paths[bounce as usize % paths.len()];
+        let own = bounce as u64 * COUNTER_BYTES;
+        let previous = bounce.checked_sub(1).map(|b| b as u64 * COUNTER_BYTES);
+        let count = match previous {
+            None => Count::Host(renderer.pixels()),
+            Some(previous) => Count::Device {
+                buffer: &renderer.counters,
+                offset: previous + std::mem::offset_of!(BounceCounters, rays) as u64,
+                max: list.capacity,
+            },
+        };
+        Self {
+            bounce,
+            list,
+            next: &paths[(bounce as usize + 1) % paths.len()],
+            own,
+            previous,
+            count,
+        }
     }
+}
+
+/// The renderer's stages that trace rays, one of each per bounce.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceStage {
+    /// The closest hits of a bounce's path list (`trace: bounce 1`).
+    Bounce,
+    /// The any hits of a bounce's shadow rays (`trace: shadow 1`).
+    Shadow,
+}
+
+impl TraceStage {
+    /// The profiler label of this stage at `bounce`.
+    pub fn label(self, bounce: u32) -> String {
+        match self {
+            TraceStage::Bounce => format!("trace: bounce {bounce}"),
+            TraceStage::Shadow => format!("trace: shadow {bounce}"),
+        }
+    }
+}
+
+impl BounceStats {
+    /// The rays `stage` traced at this bounce.
+    pub fn rays_of(&self, stage: TraceStage) -> u32 {
+        match stage {
+            TraceStage::Bounce => self.rays,
+            TraceStage::Shadow => self.shadow_rays,
+        }
+    }
+}
+
+/// The rays each tracing stage of a frame traced, by profiler label (as the renderer names
+/// its stages): what a profile divides each stage's time by.
+pub fn traced_rays(bounces: &[BounceStats]) -> Vec<(String, u32)> {
+    bounces
+        .iter()
+        .enumerate()
+        .flat_map(|(bounce, stats)| {
+            [TraceStage::Bounce, TraceStage::Shadow]
+                .map(|stage| (stage.label(bounce as u32), stats.rays_of(stage)))
+        })
+        .collect()
 }

@@ -32,11 +32,7 @@ pub struct SceneGpu {
 impl SceneGpu {
     /// The triangles as builders take them.
     pub fn input(&self) -> crate::geom::TriangleInput<'_> {
-        crate::geom::TriangleInput {
-            positions: crate::vk::Slice::whole(&self.positions),
-            triangles: crate::vk::Slice::whole(&self.triangles),
-            count: self.triangle_count,
-        }
+        crate::geom::TriangleInput::whole(&self.positions, &self.triangles, self.triangle_count)
     }
 
     /// Uploads a static mesh, `triangle_materials[t]` indexing `materials` for triangle `t`;

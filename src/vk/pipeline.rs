@@ -2,7 +2,9 @@
 //!
 //! Every kernel uses one pipeline layout: a 128-byte push-constant block (buffer device
 //! addresses and sizes) and no descriptor sets. Specialization constant 0 is the workgroup
-//! size, 1 the subgroup size; kernels number their own constants from 2.
+//! size, 1 the subgroup size; kernels number their own constants from 2 and the host sets
+//! them by the names the GLSL gives them ([`Kernel::constants`], read from the SPIR-V by
+//! build.rs), so a misspelt or removed constant is an error, not a silent default.
 
 use super::context::Context;
 use super::error::{Error, Result, VkContext};
@@ -20,6 +22,35 @@ pub struct Kernel {
     pub name: &'static str,
     /// SPIR-V bytes.
     pub spirv: &'static [u8],
+    /// The kernel's own specialization constants: (name in the GLSL, constant id).
+    pub constants: &'static [(&'static str, u32)],
+}
+
+impl Kernel {
+    /// The constant id of each of `values`' names, paired with its value and sorted by id; an
+    /// error naming the kernel's constants when one is not among them.
+    fn constant_ids(&self, values: &[(&str, u32)]) -> Result<Vec<(u32, u32)>> {
+        let mut ids = values
+            .iter()
+            .map(|&(name, value)| {
+                let (_, id) = self
+                    .constants
+                    .iter()
+                    .find(|(known, _)| *known == name)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> = self.constants.iter().map(|(n, _)| *n).collect();
+                        Error::InvalidInput(format!(
+                            "kernel {} has no specialization constant {name} (it has: {})",
+                            self.name,
+                            known.join(", ")
+                        ))
+                    })?;
+                Ok((*id, value))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
 }
 
 /// A compute pipeline: a kernel specialised for a workgroup size and kernel constants.
@@ -33,7 +64,7 @@ pub struct Pipeline {
     pub workgroup_size: u32,
 }
 
-type PipelineKey = (&'static str, u32, Vec<u32>);
+type PipelineKey = (&'static str, u32, Vec<(u32, u32)>);
 
 pub(crate) struct PipelineCache {
     layout: vk::PipelineLayout,
@@ -67,13 +98,14 @@ impl PipelineCache {
 }
 
 impl Context {
-    /// The pipeline of `kernel` with `workgroup_size` invocations and kernel constants
-    /// `constants` (ids 2, 3, ...), created on first use and cached.
+    /// The pipeline of `kernel` with `workgroup_size` invocations and its specialization
+    /// constants set by name (`&[("ANY_HIT", 1)]`; those not named keep the GLSL's default),
+    /// created on first use and cached.
     pub fn pipeline(
         &self,
         kernel: &Kernel,
         workgroup_size: u32,
-        constants: &[u32],
+        constants: &[(&str, u32)],
     ) -> Result<Arc<Pipeline>> {
         let caps = self.caps();
         if workgroup_size == 0 || workgroup_size > caps.max_workgroup_size {
@@ -86,7 +118,8 @@ impl Context {
             });
         }
         let cache = &self.shared.pipelines;
-        let key = (kernel.name, workgroup_size, constants.to_vec());
+        let constants = kernel.constant_ids(constants)?;
+        let key = (kernel.name, workgroup_size, constants.clone());
         if let Some(p) = cache.pipelines.lock().unwrap().get(&key) {
             return Ok(p.clone());
         }
@@ -98,12 +131,14 @@ impl Context {
         }
         .call("vkCreateShaderModule")?;
 
-        let mut values = vec![workgroup_size, caps.subgroup_size];
-        values.extend_from_slice(constants);
-        let entries: Vec<vk::SpecializationMapEntry> = (0..values.len() as u32)
+        let ids_and_values = [(0, workgroup_size), (1, caps.subgroup_size)]
+            .into_iter()
+            .chain(constants.iter().copied());
+        let (ids, values): (Vec<u32>, Vec<u32>) = ids_and_values.unzip();
+        let entries: Vec<vk::SpecializationMapEntry> = (0..ids.len() as u32)
             .map(|i| {
                 vk::SpecializationMapEntry::default()
-                    .constant_id(i)
+                    .constant_id(ids[i as usize])
                     .offset(i * 4)
                     .size(4)
             })

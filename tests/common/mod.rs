@@ -145,9 +145,9 @@ pub fn random_rays(
 }
 
 /// Traces `rays` with `query` against `structure`; one hit per ray.
-pub fn trace<'a>(
+pub fn trace(
     ctx: &Context,
-    structure: impl Into<canopy::trace::Structure<'a>>,
+    structure: &dyn canopy::accel::Traversable,
     rays: &[canopy::geom::ray::Ray],
     query: canopy::geom::ray::Query,
 ) -> Vec<canopy::geom::ray::Hit> {
@@ -157,7 +157,6 @@ pub fn trace<'a>(
     let hits = ctx
         .create_buffer("hits", bytes, canopy::vk::MemoryKind::Device)
         .unwrap();
-    let structure = structure.into();
     ctx.submit_and_wait(|rec| {
         tracer.record(
             rec,
@@ -380,11 +379,7 @@ impl DeviceMesh {
     }
 
     pub fn input(&self) -> canopy::geom::TriangleInput<'_> {
-        canopy::geom::TriangleInput {
-            positions: canopy::vk::Slice::whole(&self.positions),
-            triangles: canopy::vk::Slice::whole(&self.triangles),
-            count: self.count,
-        }
+        canopy::geom::TriangleInput::whole(&self.positions, &self.triangles, self.count)
     }
 }
 

@@ -7,6 +7,7 @@
 //! radix tree is computed independently of all others by [`radix_node`], exactly as one GPU
 //! thread does.
 
+use crate::accel::TreeShape;
 use crate::accel::bvh::{BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
 use crate::geom::aabb::{
     Bounds, EMPTY_BOUNDS, centroid, contains, surface_area, triangle_bounds, union,
@@ -272,6 +273,23 @@ pub struct TreeStats {
     /// Σ over internal nodes of SA(node)/SA(root) · [`SAH_TRAVERSAL_COST`] plus Σ over leaves
     /// of SA(leaf)/SA(root) · [`SAH_INTERSECTION_COST`] (one primitive per leaf).
     pub sah_cost: f64,
+}
+
+impl TreeStats {
+    /// The tree's shape as reports show it.
+    pub fn shape(&self) -> TreeShape {
+        TreeShape {
+            nodes: (self.internal_nodes + self.leaves) as u64,
+            leaves: self.leaves as u64,
+            depth: self.depth,
+            references: self.leaves as u64,
+            sah_cost: Some(self.sah_cost),
+            sah_model: Some(format!(
+                "Ct {SAH_TRAVERSAL_COST}, Ci {SAH_INTERSECTION_COST}, one triangle per leaf"
+            )),
+            nodes_per_level: Vec::new(),
+        }
+    }
 }
 
 /// Statistics of a valid tree over `leaf_count` leaves (see [`check_invariants`]); nodes past

@@ -1,13 +1,13 @@
 //! The LBVH builder (Karras 2012): every frame from scratch, in five GPU steps.
 //!
-//! 1. `glsl/lbvh/primitive_bounds.comp`: the bounds of the triangles' box centres, in one
+//! 1. `glsl/radix_tree/primitive_bounds.comp`: the bounds of the triangles' box centres, in one
 //!    dispatch.
-//! 2. `glsl/lbvh/morton_codes.comp`: 30- or 63-bit Morton code of each box centre (recomputed
+//! 2. `glsl/radix_tree/morton_codes.comp`: 30- or 63-bit Morton code of each box centre (recomputed
 //!    from the vertices: cheaper than storing a box per triangle).
 //! 3. [`RadixSort`] of (code, triangle) pairs: the sorted values are the leaf order.
-//! 4. `glsl/lbvh/radix_tree.comp`: the whole binary radix tree in one dispatch, with parent
+//! 4. `glsl/radix_tree/internal_nodes.comp`: the whole binary radix tree in one dispatch, with parent
 //!    links; duplicate codes are split by index.
-//! 5. `glsl/lbvh/bottom_up_boxes.comp`: boxes bottom-up, each internal node visited once (the
+//! 5. `glsl/bvh/bottom_up_boxes.comp`: boxes bottom-up, each internal node visited once (the
 //!    second child to arrive continues), and each leaf's triangle copied in leaf order.
 //!
 //! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory, sized for
@@ -15,23 +15,18 @@
 //! counters of steps 4-5.
 
 use super::Bvh;
+use super::cpu::check_invariants;
+use crate::accel::radix_tree::{CodeBuffers, RadixTreeBuffers, RadixTreeSteps};
+use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
-use crate::prims::indirect::IndirectArgs;
-use crate::prims::radix_sort::{KeyType, RadixSort};
+use crate::geom::aabb::triangle_bounds;
 use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
+use crate::vk::Count;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
-use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
-pub use crate::geom::morton::MortonBits;
-
-fn key_type(bits: MortonBits) -> KeyType {
-    match bits {
-        MortonBits::Bits30 => KeyType::U32,
-        MortonBits::Bits63 => KeyType::U64,
-    }
-}
+use crate::geom::morton::MortonBits;
 
 /// LBVH build parameters.
 #[derive(Clone, Copy, Debug)]
@@ -52,68 +47,6 @@ impl Default for LbvhParams {
             climb_workgroup_size: 256,
         }
     }
-}
-
-/// Push constants of `primitive_bounds.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct PrimitiveBoundsPush {
-    /// Vertex (or point) positions.
-    pub positions_address: u64,
-    /// Triangle indices (unused for points).
-    pub triangles_address: u64,
-    /// The centroid bounds written.
-    pub bounds_address: u64,
-    /// Done-counter and per-tile partials.
-    pub scratch_address: u64,
-    /// Device count or 0.
-    pub count_address: u64,
-    /// Host count.
-    pub host_count: u32,
-    /// Padding.
-    pub pad: u32,
-}
-
-/// Push constants of `morton_codes.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct MortonPush {
-    /// Vertex (or point) positions.
-    pub positions_address: u64,
-    /// Triangle indices (unused for points).
-    pub triangles_address: u64,
-    /// Centroid bounds.
-    pub bounds_address: u64,
-    /// Keys written.
-    pub keys_address: u64,
-    /// Values (primitive indices) written.
-    pub values_address: u64,
-    /// Device count or 0.
-    pub count_address: u64,
-    /// Host count.
-    pub host_count: u32,
-    /// Padding.
-    pub pad: u32,
-}
-
-/// Push constants of `radix_tree.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct RadixTreePush {
-    /// Sorted keys.
-    pub keys_address: u64,
-    /// Internal nodes written.
-    pub nodes_address: u64,
-    /// Leaf parents written.
-    pub leaf_parents_address: u64,
-    /// Visit counters zeroed.
-    pub counters_address: u64,
-    /// Device count or 0.
-    pub count_address: u64,
-    /// Host count.
-    pub host_count: u32,
-    /// Padding.
-    pub pad: u32,
 }
 
 /// Push constants of `bottom_up_boxes.comp`.
@@ -140,189 +73,6 @@ pub struct BottomUpPush {
     pub host_count: u32,
     /// Padding.
     pub pad: u32,
-}
-
-/// Invocations of `primitive_bounds.comp` each reduce this many primitives.
-const BOUNDS_ITEMS_PER_INVOCATION: u32 = 4;
-const BOUNDS_TILE: u32 = WORKGROUP_SIZE * BOUNDS_ITEMS_PER_INVOCATION;
-
-/// Device addresses the Morton code steps read and write.
-#[derive(Clone, Copy)]
-pub(crate) struct CodeBuffers {
-    /// Vertex (or point) positions.
-    pub(crate) positions: u64,
-    /// Triangles (0 for points).
-    pub(crate) triangles: u64,
-    /// Keys written.
-    pub(crate) keys: u64,
-    /// Values written.
-    pub(crate) values: u64,
-}
-
-/// Device addresses the radix tree step reads and writes.
-#[derive(Clone, Copy)]
-pub(crate) struct RadixTreeBuffers {
-    /// Sorted keys.
-    pub(crate) keys: u64,
-    /// Internal nodes written.
-    pub(crate) nodes: u64,
-    /// Leaf parents written (u32 per leaf).
-    pub(crate) leaf_parents: u64,
-    /// Visit counters zeroed (u32 per internal node).
-    pub(crate) counters: u64,
-}
-
-/// The steps shared by the LBVH and the octree: bounds, Morton codes, sort and radix tree.
-pub(crate) struct RadixTreeSteps {
-    pub(crate) morton_bits: MortonBits,
-    bounds: Arc<Pipeline>,
-    morton: Arc<Pipeline>,
-    radix_tree: Arc<Pipeline>,
-    pub(crate) sort: RadixSort,
-    pub(crate) indirect: IndirectArgs,
-    reduce_scratch: Buffer,
-    /// The centroid bounds (one 32-byte box, as `prims::reduce::Aabb`).
-    pub(crate) centroid_bounds: Buffer,
-}
-
-impl RadixTreeSteps {
-    pub(crate) fn new(
-        ctx: &Context,
-        morton_bits: MortonBits,
-        points: bool,
-        capacity: u32,
-    ) -> Result<Self> {
-        let codes63 = (morton_bits == MortonBits::Bits63) as u32;
-        let tiles = capacity.div_ceil(BOUNDS_TILE).max(1) as u64;
-        let reduce_scratch =
-            ctx.create_buffer("lbvh bounds partials", 32 * (tiles + 1), MemoryKind::Device)?;
-        ctx.submit_and_wait(|rec| {
-            rec.fill(&reduce_scratch, 0, 4, 0);
-            Ok(())
-        })?;
-        Ok(Self {
-            morton_bits,
-            bounds: ctx.pipeline(
-                &shaders::LBVH_PRIMITIVE_BOUNDS,
-                WORKGROUP_SIZE,
-                &[points as u32, BOUNDS_ITEMS_PER_INVOCATION],
-            )?,
-            morton: ctx.pipeline(
-                &shaders::LBVH_MORTON_CODES,
-                WORKGROUP_SIZE,
-                &[points as u32, codes63],
-            )?,
-            radix_tree: ctx.pipeline(&shaders::LBVH_RADIX_TREE, WORKGROUP_SIZE, &[codes63])?,
-            sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
-            indirect: IndirectArgs::new(ctx, "lbvh", 3)?,
-            reduce_scratch,
-            centroid_bounds: ctx.create_buffer("lbvh centroid bounds", 32, MemoryKind::Device)?,
-        })
-    }
-
-    /// Bytes of a key.
-    pub(crate) fn key_bytes(&self) -> u64 {
-        self.morton_bits.key_bits() as u64 / 8
-    }
-
-    /// Steps 1-2: centroid bounds, then (key, index) pairs.
-    pub(crate) fn record_codes(
-        &self,
-        rec: &mut Recorder,
-        buffers: &CodeBuffers,
-        count: Count,
-    ) -> Result<()> {
-        let CodeBuffers {
-            positions,
-            triangles,
-            keys,
-            values,
-        } = *buffers;
-        let (count_address, host_count) = count.push();
-        rec.begin_stage("lbvh: bounds");
-        let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1)?;
-        let push = PrimitiveBoundsPush {
-            positions_address: positions,
-            triangles_address: triangles,
-            bounds_address: self.centroid_bounds.address(),
-            scratch_address: self.reduce_scratch.address(),
-            count_address,
-            host_count,
-            pad: 0,
-        };
-        rec.dispatch_groups(&self.bounds, &push, &groups)?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
-
-        rec.begin_stage("lbvh: morton codes");
-        let groups = self
-            .indirect
-            .groups_for(rec, 1, &count, WORKGROUP_SIZE, 0)?;
-        let push = MortonPush {
-            positions_address: positions,
-            triangles_address: triangles,
-            bounds_address: self.centroid_bounds.address(),
-            keys_address: keys,
-            values_address: values,
-            count_address,
-            host_count,
-            pad: 0,
-        };
-        rec.dispatch_groups(&self.morton, &push, &groups)?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
-        Ok(())
-    }
-
-    /// Step 3: sorts the pairs.
-    pub(crate) fn record_sort(
-        &self,
-        rec: &mut Recorder,
-        keys: &Buffer,
-        values: &Buffer,
-        count: Count,
-    ) -> Result<()> {
-        rec.begin_stage("lbvh: sort");
-        let words = self.key_bytes() / 4;
-        let n = count.max() as u64;
-        self.sort.record(
-            rec,
-            Slice::new(keys, 0, n * words),
-            Slice::new(values, 0, n),
-            count,
-            self.morton_bits.key_bits(),
-        )?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
-        Ok(())
-    }
-
-    /// Step 4: the radix tree over the sorted keys.
-    pub(crate) fn record_radix_tree(
-        &self,
-        rec: &mut Recorder,
-        buffers: &RadixTreeBuffers,
-        count: Count,
-    ) -> Result<()> {
-        let (count_address, host_count) = count.push();
-        rec.begin_stage("lbvh: radix tree");
-        let groups = self
-            .indirect
-            .groups_for(rec, 2, &count, WORKGROUP_SIZE, 1)?;
-        let push = RadixTreePush {
-            keys_address: buffers.keys,
-            nodes_address: buffers.nodes,
-            leaf_parents_address: buffers.leaf_parents,
-            counters_address: buffers.counters,
-            count_address,
-            host_count,
-            pad: 0,
-        };
-        rec.dispatch_groups(&self.radix_tree, &push, &groups)?;
-        rec.barrier_compute_to_compute();
-        rec.end_stage();
-        Ok(())
-    }
 }
 
 /// Builds LBVHs over up to a fixed number of triangles; reusable every frame.
@@ -357,9 +107,12 @@ impl LbvhBuilder {
         let n = capacity as u64;
         Ok(Self {
             bottom_up: ctx.pipeline(
-                &shaders::LBVH_BOTTOM_UP_BOXES,
+                &shaders::BVH_BOTTOM_UP_BOXES,
                 params.climb_workgroup_size,
-                &[ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32],
+                &[(
+                    "UNIFORM_CLIMB",
+                    ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32,
+                )],
             )?,
             arena: ctx.create_buffer("lbvh arena", 8 * n, MemoryKind::Device)?,
             keys: ctx.create_buffer("lbvh keys", n * steps.key_bytes(), MemoryKind::Device)?,
@@ -444,5 +197,62 @@ impl LbvhBuilder {
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
+    }
+}
+
+/// An LBVH with its builder, behind [`RayStructure`].
+pub struct LbvhStructure {
+    builder: LbvhBuilder,
+    bvh: Bvh,
+}
+
+impl LbvhStructure {
+    /// An LBVH built with `params` over up to `triangles` triangles.
+    pub fn new(ctx: &Context, params: LbvhParams, triangles: u32) -> Result<Self> {
+        Ok(Self {
+            builder: LbvhBuilder::new(ctx, params, triangles)?,
+            bvh: Bvh::new(ctx, triangles)?,
+        })
+    }
+
+    /// The tree the last build wrote.
+    pub fn bvh(&self) -> &Bvh {
+        &self.bvh
+    }
+}
+
+impl Structure for LbvhStructure {
+    fn kind(&self) -> StructureKind {
+        StructureKind::Lbvh
+    }
+
+    fn tree_bytes(&self) -> u64 {
+        self.bvh.bytes()
+    }
+
+    fn describe(
+        &self,
+        ctx: &Context,
+        _slot: usize,
+        mesh: HostMesh,
+    ) -> Result<std::result::Result<TreeShape, String>> {
+        let (nodes, leaves) = self.bvh.download(ctx)?;
+        let boxes = triangle_bounds(mesh.positions, mesh.triangles);
+        Ok(check_invariants(&nodes, &leaves, &boxes).map(|stats| stats.shape()))
+    }
+}
+
+impl RayStructure for LbvhStructure {
+    fn record_build(
+        &mut self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        _slot: usize,
+    ) -> Result<()> {
+        self.builder.record(rec, input, &mut self.bvh)
+    }
+
+    fn traversable<'a>(&'a self, _input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a> {
+        Box::new(&self.bvh)
     }
 }

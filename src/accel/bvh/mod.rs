@@ -1,5 +1,5 @@
 //! The binary BVH node format shared by the LBVH builder, the CPU references and the ray
-//! casting kernels (`struct BvhNode` in `glsl/common/bvh.glsl`).
+//! casting kernels (`struct BvhNode` in `glsl/bvh/format.glsl`).
 //!
 //! A tree over `n` primitives has `n - 1` internal nodes, stored at indices `0..n-1` with the
 //! root at 0, and `n` leaves, one primitive each. A child reference is either an internal
@@ -12,6 +12,7 @@
 pub mod cpu;
 pub mod lbvh;
 pub mod sah;
+pub mod trace;
 pub mod traverse;
 
 use crate::vk::{Buffer, Context, MemoryKind, Result};
@@ -49,7 +50,7 @@ const _: () = assert!(std::mem::size_of::<BvhNode>() == 64);
 const _: () = assert!(std::mem::size_of::<LeafTriangle>() == 48);
 
 /// A leaf's triangle in leaf (Morton) order, as traversal reads it (`LeafTriangle` in
-/// `glsl/common/bvh.glsl`): three vertices, the triangle's id in the first `w`.
+/// `glsl/bvh/format.glsl`): three vertices, the triangle's id in the first `w`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct LeafTriangle {

@@ -1,5 +1,5 @@
 //! The CPU reference of BVH traversal: [`trace_bvh`] walks a BVH as
-//! `glsl/trace/trace_bvh.comp` does and counts its work the same way; closest-hit queries
+//! `glsl/bvh/trace.comp` does and counts its work the same way; closest-hit queries
 //! return exactly the brute-force hit of [`crate::geom::ray`].
 
 use super::cpu::Lbvh;
@@ -7,7 +7,7 @@ use super::{INVALID_CHILD, LEAF_BIT};
 use crate::geom::ray::{Hit, Query, Ray, RayWork, Shear, hit_triangle, slab};
 
 /// The hit of `query` for `ray` by traversing `bvh` (built over `triangles`), and the
-/// traversal's work counted as `glsl/trace/trace_bvh.comp` counts it (see [`RayWork`]).
+/// traversal's work counted as `glsl/bvh/trace.comp` counts it (see [`RayWork`]).
 ///
 /// The walk is the kernel's: at each node both children's boxes are tested against the
 /// closest hit so far, the leaves among the children entered are intersected at once (left,

@@ -2,7 +2,7 @@
 //! Hardware" (SIGGRAPH Asia 2008) §3, with the single-kernel steps of Chang et al. (GPU Pro 4,
 //! 2013, chapter 13). Every frame from scratch, with no CPU read-back inside a build.
 //!
-//! # Stages (kernels in `glsl/kdtree/`, data in `glsl/common/kdbuild.glsl`)
+//! # Stages (kernels in `glsl/kdtree/`, data in `glsl/kdtree/build.glsl`)
 //!
 //! 1. `init`: a record (box, triangle id) per triangle and the root.
 //! 2. **Large-node stage**, one level per iteration, every level recorded ahead and sized by
@@ -34,7 +34,10 @@
 //! ([`KdTreeBuilder::build`] does both).
 
 use super::KdParams;
+use super::cpu::check_kdtree;
+use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks};
 use super::{KdTreeGpu, MAX_DEPTH};
+use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
 use crate::prims::indirect::IndirectArgs;
 use crate::shaders;
@@ -49,19 +52,19 @@ pub const MAX_SMALL: u32 = 64;
 const CANDIDATES: u64 = 6;
 /// Counter levels: large and small levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
-const STATUS_BYTES: u64 = 16;
+const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
 const LEVEL_BYTES: u64 = std::mem::size_of::<KdLevelCounters>() as u64;
 const SMALL_LEVEL_BYTES: u64 = std::mem::size_of::<KdSmallLevelCounters>() as u64;
-const RECORD_BYTES: u64 = 28;
-const LARGE_NODE_BYTES: u64 = 80;
-const CHUNK_BYTES: u64 = 8;
-const SMALL_NODE_BYTES: u64 = 48;
-const MASK_BYTES: u64 = 16;
-const ENTRY_BYTES: u64 = 32;
+const RECORD_BYTES: u64 = std::mem::size_of::<KdRecord>() as u64;
+const LARGE_NODE_BYTES: u64 = std::mem::size_of::<KdLargeNode>() as u64;
+const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
+const SMALL_NODE_BYTES: u64 = std::mem::size_of::<KdSmallNode>() as u64;
+const MASK_BYTES: u64 = std::mem::size_of::<KdSplitMasks>() as u64;
+const ENTRY_BYTES: u64 = std::mem::size_of::<KdEntry>() as u64;
 /// Invocations per workgroup of the per-node kernels: one per small-root record.
 const NODE_WORKGROUP: u32 = MAX_SMALL;
 
-/// Overflow bits (`OVERFLOW_*` in `glsl/common/kdbuild.glsl`).
+/// Overflow bits (`OVERFLOW_*` in `glsl/kdtree/build.glsl`).
 const OVERFLOW_RECORDS: u32 = 1;
 const OVERFLOW_ENTRIES: u32 = 2;
 const OVERFLOW_LEAF_TRIANGLES: u32 = 4;
@@ -243,7 +246,7 @@ impl KdOverflow {
     }
 }
 
-/// The build's counters as the GPU leaves them (`BuildStatus` in `glsl/common/kdbuild.glsl`).
+/// The build's counters as the GPU leaves them (`BuildStatus` in `glsl/kdtree/build.glsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KdBuildStatus {
@@ -278,7 +281,7 @@ impl KdStatusReadback {
     }
 }
 
-/// The counters of one large level (`LevelCounters` in `glsl/common/kdbuild.glsl`): counts
+/// The counters of one large level (`LevelCounters` in `glsl/kdtree/build.glsl`): counts
 /// for the kernels to guard with and the folded indirect dispatch grids of the level's
 /// per-node and per-chunk kernels, grown on the GPU as the previous level appends.
 #[repr(C)]
@@ -300,7 +303,7 @@ pub struct KdLevelCounters {
     pub line_pad: [u32; 20],
 }
 
-/// The counters of one small level (`SmallLevelCounters` in `glsl/common/kdbuild.glsl`).
+/// The counters of one small level (`SmallLevelCounters` in `glsl/kdtree/build.glsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KdSmallLevelCounters {
@@ -314,7 +317,7 @@ pub struct KdSmallLevelCounters {
 }
 
 /// Where the build's lists live and its parameters (`BuildRefs` in
-/// `glsl/common/kdbuild.glsl`).
+/// `glsl/kdtree/build.glsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct BuildRefs {
@@ -551,7 +554,11 @@ impl KdTreeBuilder {
             large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
             large_route: ctx.pipeline(&shaders::KDTREE_LARGE_ROUTE, NODE_WORKGROUP, &[])?,
             small_split: ctx.pipeline(&shaders::KDTREE_SMALL_SPLIT, NODE_WORKGROUP, &[])?,
-            leaf_counts: ctx.pipeline(&shaders::KDTREE_LEAF_COUNTS, CHUNK, &[climb_uniformly])?,
+            leaf_counts: ctx.pipeline(
+                &shaders::KDTREE_LEAF_COUNTS,
+                CHUNK,
+                &[("UNIFORM_CLIMB", climb_uniformly)],
+            )?,
             write_nodes: ctx.pipeline(&shaders::KDTREE_WRITE_NODES, CHUNK, &[])?,
             indirect: IndirectArgs::new(ctx, "kd-tree output", 1)?,
             arena: Arena::new(ctx, capacity, &params)?,
@@ -648,16 +655,38 @@ impl KdTreeBuilder {
             ));
         }
         let max_depth = self.params.depth_limit(input.count);
-        let refs_address = self.refs.address();
-        let counters = &self.counters;
-
         rec.barrier_after_earlier_work();
+        self.record_init(rec, input, tree, max_depth)?;
+        self.record_large_levels(rec, input, max_depth);
+        self.record_small_levels(rec, max_depth);
+        self.record_output(rec, status)
+    }
+
+    /// The level push constants every per-level kernel takes.
+    fn level_push(&self, level: u32) -> KdLevelPush {
+        KdLevelPush {
+            refs_address: self.refs.address(),
+            level,
+            pad: 0,
+        }
+    }
+
+    /// `init.comp`: the build's references and counters reset, the root's records (one per
+    /// triangle) and the scene box.
+    fn record_init(
+        &self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        tree: &KdTreeGpu,
+        max_depth: u32,
+    ) -> Result<()> {
         rec.begin_stage("kd-tree: init");
+        let counters = &self.counters;
         rec.update_buffer(&self.refs, 0, &[self.refs_for(tree, max_depth)]);
         rec.copy_buffer(&self.counters_reset, 0, counters, 0, counters.size());
         rec.barrier_transfer_to_compute();
         let push = KdInitPush {
-            refs_address,
+            refs_address: self.refs.address(),
             positions_address: input.positions.address(),
             triangles_address: input.triangles.address(),
             triangle_count: input.count,
@@ -666,20 +695,23 @@ impl KdTreeBuilder {
         rec.dispatch(&self.init, &push, input.count.div_ceil(CHUNK).max(1))?;
         rec.barrier_compute_to_indirect();
         rec.end_stage();
+        Ok(())
+    }
 
+    /// The large-node stage, per level: `large_boxes.comp` (per chunk), `large_split.comp`
+    /// (per node), `large_classify.comp` (per chunk) and `large_route.comp` (per node), each
+    /// sized by the grids the level before grew on the GPU.
+    fn record_large_levels(&self, rec: &mut Recorder, input: &TriangleInput, max_depth: u32) {
         rec.begin_stage("kd-tree: large nodes");
+        let counters = &self.counters;
         let node_grid = std::mem::offset_of!(KdLevelCounters, node_grid) as u64;
         let chunk_grid = std::mem::offset_of!(KdLevelCounters, chunk_grid) as u64;
         for level in 0..=max_depth {
             let level_counters = STATUS_BYTES + level as u64 * LEVEL_BYTES;
             let (nodes, chunks) = (level_counters + node_grid, level_counters + chunk_grid);
-            let push = KdLevelPush {
-                refs_address,
-                level,
-                pad: 0,
-            };
+            let push = self.level_push(level);
             let classify = KdClassifyPush {
-                refs_address,
+                refs_address: self.refs.address(),
                 positions_address: input.positions.address(),
                 triangles_address: input.triangles.address(),
                 level,
@@ -695,31 +727,32 @@ impl KdTreeBuilder {
             rec.barrier_compute_to_indirect();
         }
         rec.end_stage();
+    }
 
+    /// The small-node stage, per level: `small_split.comp`, one workgroup per small node.
+    fn record_small_levels(&self, rec: &mut Recorder, max_depth: u32) {
         rec.begin_stage("kd-tree: small nodes");
         let small_args = STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES;
         for level in 0..=max_depth {
-            let push = KdLevelPush {
-                refs_address,
-                level,
-                pad: 0,
-            };
             let args = small_args
                 + level as u64 * SMALL_LEVEL_BYTES
                 + std::mem::offset_of!(KdSmallLevelCounters, node_grid) as u64;
-            rec.dispatch_indirect(&self.small_split, &push, counters, args);
+            let push = self.level_push(level);
+            rec.dispatch_indirect(&self.small_split, &push, &self.counters, args);
             rec.barrier_compute_to_indirect();
         }
         rec.end_stage();
+    }
 
+    /// `leaf_counts.comp` (leaves under each entry, bottom-up) and `write_nodes.comp` (the
+    /// nodes in preorder), over the entries the build made; the status copied to `status`.
+    fn record_output(&self, rec: &mut Recorder, status: &KdStatusReadback) -> Result<()> {
         rec.begin_stage("kd-tree: output");
+        let counters = &self.counters;
+        let capacity = self.arena.capacity.nodes;
         self.indirect
-            .record(rec, 0, counters.address(), capacity.nodes, CHUNK, 0)?;
-        let push = KdLevelPush {
-            refs_address,
-            level: 0,
-            pad: 0,
-        };
+            .record(rec, 0, counters.address(), capacity, CHUNK, 0)?;
+        let push = self.level_push(0);
         rec.dispatch_indirect(&self.leaf_counts, &push, self.indirect.buffer(), 0);
         rec.barrier_compute_to_compute();
         rec.dispatch_indirect(&self.write_nodes, &push, self.indirect.buffer(), 0);
@@ -809,22 +842,90 @@ impl KdTreeBuilder {
         self.arena = Arena::new(ctx, capacity, &self.params)?;
         self.check_dispatch_limits(ctx)
     }
+}
 
-    /// Builds a tree of `input` and waits for it, growing the lists and rebuilding until
-    /// nothing overflows. Returns the tree and the last build's status.
-    pub fn build(
-        &mut self,
+/// A kd-tree with its builder and one build status per slot, behind [`RayStructure`].
+pub struct KdTreeStructure {
+    builder: KdTreeBuilder,
+    tree: KdTreeGpu,
+    status: Vec<KdStatusReadback>,
+}
+
+impl KdTreeStructure {
+    /// A kd-tree built with `params` over up to `triangles` triangles, with `slots` builds in
+    /// flight.
+    pub fn new(ctx: &Context, params: KdBuildParams, triangles: u32, slots: usize) -> Result<Self> {
+        let builder = KdTreeBuilder::new(ctx, params, triangles)?;
+        Ok(Self {
+            tree: builder.allocate_tree(ctx)?,
+            status: (0..slots.max(1))
+                .map(|_| builder.status_readback(ctx))
+                .collect::<Result<_>>()?,
+            builder,
+        })
+    }
+
+    /// The tree the last build wrote.
+    pub fn tree(&self) -> &KdTreeGpu {
+        &self.tree
+    }
+
+    /// The builder (its capacities and scratch).
+    pub fn builder(&self) -> &KdTreeBuilder {
+        &self.builder
+    }
+
+    /// The status of the build in `slot`, once its submission has completed.
+    pub fn status(&self, slot: usize) -> KdBuildStatus {
+        self.status[slot].status()
+    }
+}
+
+impl Structure for KdTreeStructure {
+    fn kind(&self) -> StructureKind {
+        StructureKind::KdTree
+    }
+
+    fn grow_if_overflowed(&mut self, ctx: &Context, slot: usize) -> Result<bool> {
+        let Some(overflow) = self.status[slot].overflow() else {
+            return Ok(false);
+        };
+        self.builder.grow(ctx, overflow)?;
+        self.tree = self.builder.allocate_tree(ctx)?;
+        Ok(true)
+    }
+
+    fn tree_bytes(&self) -> u64 {
+        self.tree.bytes()
+    }
+
+    fn describe(
+        &self,
         ctx: &Context,
+        slot: usize,
+        mesh: HostMesh,
+    ) -> Result<std::result::Result<TreeShape, String>> {
+        let status = self.status(slot);
+        let tree = self
+            .tree
+            .download(ctx, status.nodes, status.leaf_triangles)?;
+        let costs = &self.builder.params().costs;
+        Ok(check_kdtree(mesh.positions, mesh.triangles, &tree).map(|stats| stats.shape(costs)))
+    }
+}
+
+impl RayStructure for KdTreeStructure {
+    fn record_build(
+        &mut self,
+        rec: &mut Recorder,
         input: &TriangleInput,
-    ) -> Result<(KdTreeGpu, KdBuildStatus)> {
-        let status = self.status_readback(ctx)?;
-        loop {
-            let tree = self.allocate_tree(ctx)?;
-            ctx.submit_and_wait(|rec| self.record(rec, input, &tree, &status))?;
-            match status.overflow() {
-                None => return Ok((tree, status.status())),
-                Some(overflow) => self.grow(ctx, overflow)?,
-            }
-        }
+        slot: usize,
+    ) -> Result<()> {
+        self.builder
+            .record(rec, input, &self.tree, &self.status[slot])
+    }
+
+    fn traversable<'a>(&'a self, input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a> {
+        Box::new(self.tree.over(input))
     }
 }

@@ -38,6 +38,7 @@
 //! [`any_hit_brute_force`](crate::geom::ray::any_hit_brute_force).
 
 use super::{KdNode, KdParams, KdTree};
+use crate::accel::TreeShape;
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, surface_area, triangle_bounds, union};
 use crate::geom::ray::Query;
 use crate::geom::ray::{BOX_T_SLACK, Hit, Ray, RayWork, intersect_triangle, slab};
@@ -493,7 +494,7 @@ impl Builder<'_> {
 
 /// The hit of `query` for `ray` by traversing `tree` (built over `triangles`; see the
 /// [module documentation](self)), and the traversal's work counted as
-/// `glsl/trace/trace_kdtree.comp` counts it (see [`RayWork`]): each node the loop reads, and
+/// `glsl/kdtree/trace.comp` counts it (see [`RayWork`]): each node the loop reads, and
 /// each ray/triangle test in a leaf.
 ///
 /// The walk is the kernel's, near child first and the far one pushed, but its decisions are
@@ -634,6 +635,24 @@ pub struct KdStats {
     /// SA(leaf)/SA(root) · `Ci` · triangles (no empty bonus: the expected cost of a ray
     /// through the tree). A root of zero area counts as area 1.
     pub sah_cost: f64,
+}
+
+impl KdStats {
+    /// The tree's shape as reports show it, its SAH cost being that of `costs`.
+    pub fn shape(&self, costs: &KdParams) -> TreeShape {
+        TreeShape {
+            nodes: self.nodes as u64,
+            leaves: self.leaves as u64,
+            depth: self.depth,
+            references: self.triangle_references as u64,
+            sah_cost: Some(self.sah_cost),
+            sah_model: Some(format!(
+                "Ct {}, Ci {} per triangle",
+                costs.traversal_cost, costs.intersection_cost
+            )),
+            nodes_per_level: Vec::new(),
+        }
+    }
 }
 
 /// The statistics of `tree` under the cost constants of `params`.

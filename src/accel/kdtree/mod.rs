@@ -1,5 +1,5 @@
 //! SAH kd-trees: the node format shared by the builders and the ray casting kernel
-//! (`glsl/common/kdtree.glsl`), and a kd-tree on the device.
+//! (`glsl/kdtree/format.glsl`), and a kd-tree on the device.
 //!
 //! A [`KdTree`] holds [`KdNode`]s (8 bytes each) in preorder (depth first, left subtree
 //! first): the root is node 0, an internal node's left child is the node right after it, and
@@ -11,6 +11,8 @@
 
 pub mod build;
 pub mod cpu;
+pub mod scratch;
+pub mod trace;
 
 use crate::geom::aabb::{Aabb, Bounds};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
@@ -175,7 +177,7 @@ impl KdParams {
 }
 
 /// The deepest tree the ray casting kernel traverses: its stack size (`STACK_SIZE` in
-/// `glsl/trace/trace_kdtree.comp`).
+/// `glsl/kdtree/trace.comp`).
 pub const MAX_DEPTH: u32 = 64;
 
 /// A kd-tree on the device.

@@ -1,6 +1,7 @@
 //! Octrees and point k-d trees over points from the binary radix tree (Karras 2012 §4).
 //!
-//! The points' Morton codes are sorted as for the LBVH ([`crate::accel::bvh::lbvh`]); points sharing a
+//! The points' Morton codes are sorted into a radix tree as for the LBVH
+//! ([`crate::accel::radix_tree`]); points sharing a
 //! cell are merged (`glsl/octree/unique_flags.comp`, [`Compact`] of the first of each run,
 //! `glsl/octree/gather_keys.comp`); the radix tree is built over the distinct codes; each
 //! radix-tree edge carries `floor(δ/3) - floor(δparent/3)` octree nodes
@@ -11,9 +12,10 @@
 
 pub mod cpu;
 
-use crate::accel::bvh::lbvh::{CodeBuffers, RadixTreeBuffers, RadixTreeSteps};
-
 use crate::accel::bvh::BvhNode;
+use crate::accel::radix_tree::{CodeBuffers, RadixTreeBuffers, RadixTreeSteps};
+use crate::accel::{HostMesh, PointStructure, Structure, StructureKind, TreeShape};
+use crate::geom::PointInput;
 use crate::geom::morton::MortonBits;
 use crate::prims::compact::Compact;
 use crate::prims::scan::{Scan, ScanKind};
@@ -23,7 +25,7 @@ use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
-/// An octree node (`OctreeNode` in `glsl/common/octree.glsl`). 16 bytes.
+/// An octree node (`OctreeNode` in `glsl/octree/format.glsl`). 16 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct OctreeNode {
@@ -161,6 +163,26 @@ impl OctreeHost {
         }
         counts
     }
+
+    /// The octree's shape as reports show it: its cells, those without children as leaves.
+    pub fn shape(&self) -> TreeShape {
+        let mut has_children = vec![false; self.nodes.len()];
+        for node in &self.nodes {
+            if let Some(parent) = has_children.get_mut(node.parent as usize) {
+                *parent = true;
+            }
+        }
+        let per_level: Vec<u64> = self.nodes_per_level().iter().map(|&n| n as u64).collect();
+        TreeShape {
+            nodes: self.nodes.len() as u64,
+            leaves: has_children.iter().filter(|&&c| !c).count() as u64,
+            depth: per_level.iter().rposition(|&n| n > 0).unwrap_or(0) as u32,
+            references: self.distinct_points as u64,
+            sah_cost: None,
+            sah_model: None,
+            nodes_per_level: per_level,
+        }
+    }
 }
 
 impl Octree {
@@ -221,10 +243,26 @@ impl OctreeBuilder {
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
         let entries = 2 * n;
         Ok(Self {
-            unique_flags: ctx.pipeline(&shaders::OCTREE_UNIQUE_FLAGS, WORKGROUP_SIZE, &[keys64])?,
-            gather_keys: ctx.pipeline(&shaders::OCTREE_GATHER_KEYS, WORKGROUP_SIZE, &[keys64])?,
-            edge_counts: ctx.pipeline(&shaders::OCTREE_EDGE_COUNTS, WORKGROUP_SIZE, &[keys64])?,
-            link_nodes: ctx.pipeline(&shaders::OCTREE_LINK_NODES, WORKGROUP_SIZE, &[keys64])?,
+            unique_flags: ctx.pipeline(
+                &shaders::OCTREE_UNIQUE_FLAGS,
+                WORKGROUP_SIZE,
+                &[("KEYS64", keys64)],
+            )?,
+            gather_keys: ctx.pipeline(
+                &shaders::OCTREE_GATHER_KEYS,
+                WORKGROUP_SIZE,
+                &[("KEYS64", keys64)],
+            )?,
+            edge_counts: ctx.pipeline(
+                &shaders::OCTREE_EDGE_COUNTS,
+                WORKGROUP_SIZE,
+                &[("KEYS64", keys64)],
+            )?,
+            link_nodes: ctx.pipeline(
+                &shaders::OCTREE_LINK_NODES,
+                WORKGROUP_SIZE,
+                &[("KEYS64", keys64)],
+            )?,
             compact: Compact::new(ctx, capacity)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, entries as u32)?,
             capacity,
@@ -293,7 +331,27 @@ impl OctreeBuilder {
         };
         steps.record_codes(rec, &buffers, host)?;
         steps.record_sort(rec, &self.keys, &self.values, host)?;
+        self.record_distinct_codes(rec, count, output)?;
+        // The visit counters are not used (the octree needs no boxes): they go to a buffer
+        // written later.
+        let tree = RadixTreeBuffers {
+            keys: self.unique_keys.address(),
+            nodes: output.radix_nodes.address(),
+            leaf_parents: self.leaf_parents.address(),
+            counters: self.edge_counts_buffer.address(),
+        };
+        let distinct = Count::Device {
+            buffer: &output.counts,
+            offset: 0,
+            max: count,
+        };
+        steps.record_radix_tree(rec, &tree, distinct)?;
+        self.record_nodes(rec, count, output)
+    }
 
+    /// `unique_flags.comp`, a compaction and `gather_keys.comp`: the distinct sorted codes
+    /// (points sharing a cell merged), their count in `output.counts[0]`.
+    fn record_distinct_codes(&self, rec: &mut Recorder, count: u32, output: &Octree) -> Result<()> {
         rec.begin_stage("octree: distinct codes");
         let groups = count.div_ceil(WORKGROUP_SIZE);
         let push = UniqueFlagsPush {
@@ -311,7 +369,7 @@ impl OctreeBuilder {
             Slice::new(&self.flags, 0, count as u64),
             Slice::new(&self.kept, 0, count as u64),
             distinct,
-            host,
+            Count::Host(count),
         )?;
         rec.barrier_compute_to_compute();
         let push = GatherKeysPush {
@@ -323,31 +381,22 @@ impl OctreeBuilder {
         rec.dispatch(&self.gather_keys, &push, groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
+    }
 
-        let distinct_count = Count::Device {
-            buffer: &output.counts,
-            offset: 0,
-            max: count,
-        };
-        // The visit counters are not used (the octree needs no boxes): they go to a buffer
-        // written later.
-        let tree = RadixTreeBuffers {
-            keys: self.unique_keys.address(),
-            nodes: output.radix_nodes.address(),
-            leaf_parents: self.leaf_parents.address(),
-            counters: self.edge_counts_buffer.address(),
-        };
-        steps.record_radix_tree(rec, &tree, distinct_count)?;
-
+    /// `edge_counts.comp` (octree nodes per radix-tree edge, and the k-d splits), a scan
+    /// allocating them, and `link_nodes.comp` writing them with their parents.
+    fn record_nodes(&self, rec: &mut Recorder, count: u32, output: &Octree) -> Result<()> {
         rec.begin_stage("octree: nodes");
         let entries = 2 * count - 1;
         let entry_groups = entries.div_ceil(WORKGROUP_SIZE);
+        let distinct_address = output.counts.address();
         let push = EdgeCountsPush {
             keys_address: self.unique_keys.address(),
             nodes_address: output.radix_nodes.address(),
             leaf_parents_address: self.leaf_parents.address(),
-            bounds_address: steps.centroid_bounds.address(),
-            count_address: distinct.address(),
+            bounds_address: self.steps.centroid_bounds.address(),
+            count_address: distinct_address,
             edge_counts_address: self.edge_counts_buffer.address(),
             splits_address: output.splits.address(),
             entries,
@@ -366,7 +415,7 @@ impl OctreeBuilder {
             keys_address: self.unique_keys.address(),
             nodes_address: output.radix_nodes.address(),
             leaf_parents_address: self.leaf_parents.address(),
-            count_address: distinct.address(),
+            count_address: distinct_address,
             edge_counts_address: self.edge_counts_buffer.address(),
             offsets_address: self.offsets.address(),
             octree_address: output.nodes.address(),
@@ -378,5 +427,53 @@ impl OctreeBuilder {
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
+    }
+}
+
+/// An octree with its builder, behind [`PointStructure`].
+pub struct OctreeStructure {
+    builder: OctreeBuilder,
+    octree: Octree,
+}
+
+impl OctreeStructure {
+    /// An octree of `bits`-bit Morton cells over up to `capacity` points.
+    pub fn new(ctx: &Context, bits: MortonBits, capacity: u32) -> Result<Self> {
+        let builder = OctreeBuilder::new(ctx, bits, capacity)?;
+        Ok(Self {
+            octree: builder.allocate(ctx)?,
+            builder,
+        })
+    }
+
+    /// The octree the last build wrote.
+    pub fn octree(&self) -> &Octree {
+        &self.octree
+    }
+}
+
+impl Structure for OctreeStructure {
+    fn kind(&self) -> StructureKind {
+        StructureKind::Octree
+    }
+
+    fn tree_bytes(&self) -> u64 {
+        self.octree.bytes()
+    }
+
+    fn describe(
+        &self,
+        ctx: &Context,
+        _slot: usize,
+        _mesh: HostMesh,
+    ) -> Result<std::result::Result<TreeShape, String>> {
+        Ok(Ok(self.octree.download(ctx)?.shape()))
+    }
+}
+
+impl PointStructure for OctreeStructure {
+    fn record_build(&mut self, rec: &mut Recorder, input: &PointInput, _slot: usize) -> Result<()> {
+        self.builder
+            .record(rec, input.positions, input.count, &self.octree)
     }
 }

@@ -1,5 +1,5 @@
 #version 460
-// Closest-hit or any-hit queries of a batch of rays against a kd-tree (common/kdtree.glsl),
+// Closest-hit or any-hit queries of a batch of rays against a kd-tree (kdtree/format.glsl),
 // stack-based as in Zhou et al. 2008 §4: the ray is clipped to the scene box, then at each
 // internal node the distance to the split plane decides whether only the near child, only the
 // far child, or both are visited (near first, the far child pushed with the rest of the
@@ -19,10 +19,10 @@
 // tree in the same order and counts the same way.
 //
 // The stack bound: a tree of depth D pushes at most D entries; KdTreeGpu::upload refuses trees
-// deeper than STACK_SIZE (MAX_DEPTH in src/accel/kdtree.rs).
+// deeper than STACK_SIZE (MAX_DEPTH in src/accel/kdtree/mod.rs).
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
-#include "../common/kdtree.glsl"
+#include "kdtree/format.glsl"
 #include "../common/ray.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;

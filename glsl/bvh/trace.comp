@@ -1,5 +1,5 @@
 #version 460
-// Closest-hit or any-hit queries of a batch of rays against a binary BVH (common/bvh.glsl).
+// Closest-hit or any-hit queries of a batch of rays against a binary BVH (bvh/format.glsl).
 // One invocation per ray walks the tree with a per-ray stack: at each node both child boxes
 // are tested, leaves hit are intersected at once (watertight test, common/ray.glsl), and of
 // two inner children the nearer is entered first while the farther is pushed with its entry
@@ -19,7 +19,7 @@
 // The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32
 // levels deep, and a ray holds at most one pushed node per level (96 covers 63-bit codes).
 #include "../common/prelude.glsl"
-#include "../common/bvh.glsl"
+#include "bvh/format.glsl"
 #include "../common/ray.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;

@@ -4,10 +4,10 @@
 // (whose prefix is the whole code).
 #ifndef CANOPY_OCTREE
 #define CANOPY_OCTREE
-#include "prelude.glsl"
-#include "bvh.glsl"
-#include "morton.glsl"
-#include "keys.glsl"
+#include "common/prelude.glsl"
+#include "bvh/format.glsl"
+#include "common/morton.glsl"
+#include "common/keys.glsl"
 
 const int LEVELS = KEYS64 ? 21 : 10;
 const int CODE_BITS = 3 * LEVELS;

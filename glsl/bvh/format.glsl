@@ -1,14 +1,13 @@
-// The binary BVH node (BvhNode in src/accel/bvh.rs): both children's boxes and references,
+// The binary BVH node (BvhNode in src/accel/bvh/mod.rs): both children's boxes and references,
 // the parent and the leaf count, 64 bytes. Internal nodes are 0..n-2 with the root at 0; a
 // child reference with LEAF_BIT set names leaf k, whose triangle is stored in Morton order
 // as a LeafTriangle (three vertices, the original triangle id in a.w).
 #ifndef CANOPY_BVH
 #define CANOPY_BVH
-#include "prelude.glsl"
+#include "common/prelude.glsl"
 
 const uint LEAF_BIT = 0x80000000u;
 const uint INVALID_CHILD = 0xffffffffu;
-const uint NO_PARENT = 0xffffffffu;
 
 struct BvhNode {
     vec3 left_lo;

@@ -19,15 +19,14 @@
 // a leaf where it can, so the tree stays usable, and the host grows the arena and rebuilds.
 #ifndef CANOPY_KDBUILD
 #define CANOPY_KDBUILD
-#include "prelude.glsl"
-#include "geometry.glsl"
-#include "kdtree.glsl"
-#include "dispatch.glsl"
+#include "common/prelude.glsl"
+#include "common/geometry.glsl"
+#include "kdtree/format.glsl"
+#include "common/dispatch.glsl"
 
 const uint CHUNK = 256;           // records per chunk (Zhou's N)
 const uint MAX_SMALL = 64;        // records a small root holds at most (its masks' width)
 const uint CANDIDATES = 6;        // split candidates per small-root record: its box faces
-const uint NO_PARENT = 0xffffffffu;
 const uint RIGHT_SIDE = 0x80000000u; // in an entry's parent link: it is its parent's right child
 const uint NOT_SPLIT = 3u;        // a large node's split_axis when it was not split
 

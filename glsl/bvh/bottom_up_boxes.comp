@@ -7,7 +7,7 @@
 // arrival stop and the second continue with the union of both children, so every internal
 // node is processed exactly once, after both of its children.
 #include "../common/prelude.glsl"
-#include "../common/bvh.glsl"
+#include "bvh/format.glsl"
 #include "../common/geometry.glsl"
 #include "../common/workgroup_any.glsl"
 

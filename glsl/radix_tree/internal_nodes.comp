@@ -14,7 +14,7 @@
 // One primitive: node 0 gets leaf 0 on the left and no right child (INVALID_CHILD, empty box).
 // src/accel/bvh/cpu.rs is the reference.
 #include "../common/prelude.glsl"
-#include "../common/bvh.glsl"
+#include "bvh/format.glsl"
 #include "../common/geometry.glsl"
 #include "../common/morton.glsl"
 #include "../common/keys.glsl"

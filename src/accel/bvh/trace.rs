@@ -1,0 +1,54 @@
+//! Rays through a [`Bvh`]: `glsl/bvh/trace.comp`, one invocation per ray with a per-ray stack
+//! and the watertight ray/triangle test; [`super::traverse`] is its CPU mirror, counting the
+//! same work.
+
+use super::Bvh;
+use crate::accel::{Traversable, TraversalBatch};
+use crate::prims::Groups;
+use crate::shaders;
+use crate::vk::{Recorder, Result};
+
+/// Push constants of `trace.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TracePush {
+    /// Internal nodes.
+    pub nodes_address: u64,
+    /// Leaf triangles.
+    pub leaf_triangles_address: u64,
+    /// Rays.
+    pub rays_address: u64,
+    /// Hits written.
+    pub hits_address: u64,
+    /// Device ray count or 0.
+    pub count_address: u64,
+    /// Host ray count.
+    pub host_count: u32,
+    /// Primitives in the tree.
+    pub primitive_count: u32,
+    /// [`crate::geom::RayWork`] written per ray by the counting kernel, 0 otherwise.
+    pub work_address: u64,
+}
+
+impl Traversable for Bvh {
+    fn record_traversal(
+        &self,
+        rec: &mut Recorder,
+        batch: &TraversalBatch,
+        groups: &Groups,
+    ) -> Result<()> {
+        let pipeline = batch.pipeline(rec.context(), &shaders::BVH_TRACE)?;
+        let (count_address, host_count) = batch.count.push();
+        let push = TracePush {
+            nodes_address: self.nodes.address(),
+            leaf_triangles_address: self.leaf_triangles.address(),
+            rays_address: batch.rays.address(),
+            hits_address: batch.hits.address(),
+            count_address,
+            host_count,
+            primitive_count: self.primitive_count(),
+            work_address: batch.work_address(),
+        };
+        rec.dispatch_groups(&pipeline, &push, groups)
+    }
+}
