@@ -5,11 +5,7 @@
 
 mod common;
 
-use canopy::accel::bvh::Bvh;
-use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
-use canopy::accel::kdtree::KdParams;
-use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::kdtree::cpu::build_sah_kdtree;
+use canopy::accel::{BuildParams, StructureKind, submit_until_complete};
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
@@ -37,11 +33,11 @@ struct TestScene {
     height: u32,
 }
 
-/// What traces the GPU's rays.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Through {
-    Lbvh,
-    KdTree,
+/// Every structure rays can be traced through.
+fn traceable() -> impl Iterator<Item = StructureKind> {
+    StructureKind::ALL
+        .into_iter()
+        .filter(|kind| kind.traceable())
 }
 
 impl TestScene {
@@ -82,7 +78,7 @@ impl TestScene {
     fn render_gpu(
         &self,
         ctx: &Context,
-        through: Through,
+        through: StructureKind,
         bounces: u32,
     ) -> (Vec<u8>, Vec<BounceStats>) {
         let scene = SceneGpu::from_mesh(
@@ -107,31 +103,27 @@ impl TestScene {
         )
         .unwrap();
         let image = renderer.readback(ctx).unwrap();
-        match through {
-            Through::Lbvh => {
-                let builder = LbvhBuilder::new(ctx, LbvhParams::default(), n).unwrap();
-                let mut bvh = Bvh::new(ctx, n).unwrap();
-                ctx.submit_and_wait(|rec| {
-                    builder.record(rec, &scene.input(), &mut bvh)?;
-                    renderer.record(rec, &scene, &bvh, &self.camera, &self.shading, &image)
-                })
-                .unwrap();
-            }
-            Through::KdTree => {
-                let tree = build_sah_kdtree(
-                    &self.mesh.positions,
-                    &self.mesh.triangles,
-                    &KdParams::default(),
-                );
-                let tree = KdTreeGpu::upload(ctx, &tree).unwrap();
-                let input = scene.input();
-                let structure = tree.over(&input);
-                ctx.submit_and_wait(|rec| {
-                    renderer.record(rec, &scene, &structure, &self.camera, &self.shading, &image)
-                })
-                .unwrap();
-            }
-        }
+        // Built on the GPU through the same calls `canopy render` makes.
+        let size = (n, scene.vertex_count);
+        let mut structure = through
+            .create(ctx, &BuildParams::default(), size, 1)
+            .unwrap()
+            .into_rays()
+            .unwrap();
+        let input = scene.input();
+        submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
+            structure.record_build(rec, &input, 0)?;
+            let tree = structure.traversable(&input);
+            renderer.record(
+                rec,
+                &scene,
+                tree.as_ref(),
+                &self.camera,
+                &self.shading,
+                &image,
+            )
+        })
+        .unwrap();
         assert_valid(ctx);
         (image.rgba8().to_vec(), image.stats())
     }
@@ -209,7 +201,7 @@ fn sphere_over_ground_matches_cpu_render() {
             Material::diffuse([0.9, 0.3, 0.2]),
         ],
     );
-    let (gpu, stats) = scene.render_gpu(&ctx, Through::Lbvh, 2);
+    let (gpu, stats) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
     assert_close(&gpu, &scene.render_cpu(2), "diffuse sphere");
     let pixels = WIDTH * HEIGHT;
     assert_eq!(stats.len(), 3);
@@ -263,7 +255,7 @@ fn mirror_and_glass_match_cpu_render_through_lbvh_and_kdtree() {
     let scene = mirror_and_glass();
     for bounces in [0, 3] {
         let cpu = scene.render_cpu(bounces);
-        for through in [Through::Lbvh, Through::KdTree] {
+        for through in traceable() {
             let (gpu, stats) = scene.render_gpu(&ctx, through, bounces);
             assert_close(&gpu, &cpu, &format!("{through:?}, {bounces} bounces"));
             assert_eq!(stats.len(), bounces as usize + 1);
@@ -287,8 +279,8 @@ fn mirror_and_glass_match_cpu_render_through_lbvh_and_kdtree() {
 fn mirror_reflects_and_glass_refracts() {
     let ctx = context();
     let scene = mirror_and_glass();
-    let (bounced, _) = scene.render_gpu(&ctx, Through::Lbvh, 2);
-    let (unbounced, _) = scene.render_gpu(&ctx, Through::Lbvh, 0);
+    let (bounced, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    let (unbounced, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 0);
     let on = scene.primary_materials();
     let pixels_of = |material: u32| -> Vec<usize> {
         (0..on.len()).filter(|&i| on[i] == Some(material)).collect()
@@ -461,7 +453,7 @@ fn folded_grids_render_the_same_frame() {
     (scene.width, scene.height) = (640, 480);
     let limit = common::FOLDING_LIMIT;
     assert!(scene.width * scene.height / 64 > limit * limit);
-    for through in [Through::Lbvh, Through::KdTree] {
+    for through in traceable() {
         let (expected, expected_stats) = scene.render_gpu(&plain, through, 2);
         let (got, stats) = scene.render_gpu(&folded, through, 2);
         assert!(
@@ -504,7 +496,7 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             width: WIDTH,
             height: HEIGHT,
         };
-        let (gpu, _) = scene.render_gpu(&ctx, Through::Lbvh, 1);
+        let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
         let cpu = scene.render_cpu(1);
         for (image, label) in [(&gpu, "GPU"), (&cpu, "CPU")] {
             // The plane is grey; what is not grey is the sky beyond its far edge.
@@ -539,9 +531,9 @@ fn zero_normals_shade_flat_as_on_the_cpu() {
     let smooth = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials.clone());
     let mut flat = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials);
     flat.mesh.flatten_normals();
-    let (gpu, _) = flat.render_gpu(&ctx, Through::Lbvh, 1);
+    let (gpu, _) = flat.render_gpu(&ctx, StructureKind::Lbvh, 1);
     assert_close(&gpu, &flat.render_cpu(1), "flat sphere");
-    let (smooth_gpu, _) = smooth.render_gpu(&ctx, Through::Lbvh, 1);
+    let (smooth_gpu, _) = smooth.render_gpu(&ctx, StructureKind::Lbvh, 1);
     let differ = gpu
         .chunks(4)
         .zip(smooth_gpu.chunks(4))
