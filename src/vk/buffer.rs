@@ -23,10 +23,13 @@ pub enum MemoryKind {
     AccelerationStructure,
 }
 
-/// A Vulkan buffer with its memory and device address. Freed on drop.
+/// A Vulkan buffer with its memory and device address. Freed on drop, unless it is an
+/// application's buffer wrapped by [`Context::wrap_buffer`], which canopy never frees.
 pub struct Buffer {
     shared: Arc<Shared>,
     raw: vk::Buffer,
+    /// Whether canopy created the buffer (and destroys it).
+    owned: bool,
     allocation: Option<Allocation>,
     size: u64,
     address: u64,
@@ -76,7 +79,9 @@ impl Drop for Buffer {
                 self.shared.device_memory.release(self.size);
             }
         }
-        unsafe { self.shared.device.destroy_buffer(self.raw, None) };
+        if self.owned {
+            unsafe { self.shared.device.destroy_buffer(self.raw, None) };
+        }
     }
 }
 
@@ -191,11 +196,63 @@ impl Context {
         Ok(Buffer {
             shared: shared.clone(),
             raw,
+            owned: true,
             allocation: Some(allocation),
             size,
             address,
             name: name.into(),
             device_local,
+        })
+    }
+
+    /// A view of the application's buffer `raw` (`size` bytes, created with `usage` on this
+    /// context's device and bound to memory), for canopy's kernels to read and write through
+    /// its device address. canopy never frees it: the application keeps it alive while
+    /// canopy's work that uses it is recorded or running, and destroys it. Refused, with the
+    /// flags named, unless `usage` has what canopy's kernels need (`STORAGE_BUFFER` and
+    /// `SHADER_DEVICE_ADDRESS`; `TRANSFER_SRC`/`TRANSFER_DST` for [`Context::download`] and
+    /// [`Context::upload`]).
+    pub fn wrap_buffer(
+        &self,
+        name: &str,
+        raw: vk::Buffer,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<Buffer> {
+        let needed = [
+            (vk::BufferUsageFlags::STORAGE_BUFFER, "STORAGE_BUFFER"),
+            (
+                vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
+                "SHADER_DEVICE_ADDRESS",
+            ),
+        ];
+        let missing: Vec<&str> = needed
+            .iter()
+            .filter(|(flag, _)| !usage.contains(*flag))
+            .map(|(_, name)| *name)
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "buffer '{name}' lacks the usage flags {} that canopy's kernels need",
+                missing.join(", ")
+            )));
+        }
+        if size == 0 || raw == vk::Buffer::null() {
+            return Err(Error::InvalidInput(format!(
+                "buffer '{name}' is null or has zero length"
+            )));
+        }
+        let info = vk::BufferDeviceAddressInfo::default().buffer(raw);
+        let address = unsafe { self.shared.device.get_buffer_device_address(&info) };
+        Ok(Buffer {
+            shared: self.shared.clone(),
+            raw,
+            owned: false,
+            allocation: None,
+            size,
+            address,
+            name: name.into(),
+            device_local: false,
         })
     }
 

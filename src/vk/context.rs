@@ -2,6 +2,7 @@
 //! application's own instance, device and queue wrapped without taking ownership.
 
 use super::error::{Error, Result, VkContext};
+use super::features::{FeatureSupport, RequiredFeatures};
 use super::pipeline::PipelineCache;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
@@ -524,19 +525,7 @@ impl Context {
         let queue_info = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
-            .buffer_device_address(true)
-            .shader_buffer_int64_atomics(true)
-            .scalar_block_layout(true)
-            .host_query_reset(true)
-            .timeline_semaphore(true)
-            .vulkan_memory_model(true)
-            .vulkan_memory_model_device_scope(true);
-        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
-            .synchronization2(true)
-            .maintenance4(true)
-            .subgroup_size_control(caps.full_subgroups)
-            .compute_full_subgroups(caps.full_subgroups);
+        let mut required = RequiredFeatures::with_full_subgroups(caps.full_subgroups);
         let mut float_atomics = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default()
             .shader_buffer_float32_atomic_add(caps.float_atomic_add);
         let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default()
@@ -544,7 +533,6 @@ impl Context {
         let mut query_features = vk::PhysicalDeviceRayQueryFeaturesKHR::default().ray_query(true);
         let mut pipeline_features =
             vk::PhysicalDeviceRayTracingPipelineFeaturesKHR::default().ray_tracing_pipeline(true);
-        let features = vk::PhysicalDeviceFeatures::default().shader_int64(true);
         let mut device_extensions = Vec::new();
         if caps.float_atomic_add {
             device_extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
@@ -554,12 +542,11 @@ impl Context {
             device_extensions.extend(ACCELERATION_STRUCTURE_EXTENSIONS.map(CStr::as_ptr));
             device_extensions.push(feature.extension().as_ptr());
         }
-        let mut device_info = vk::DeviceCreateInfo::default()
-            .queue_create_infos(&queue_info)
-            .enabled_features(&features)
-            .enabled_extension_names(&device_extensions)
-            .push_next(&mut f12)
-            .push_next(&mut f13);
+        let mut device_info = required.chain(
+            vk::DeviceCreateInfo::default()
+                .queue_create_infos(&queue_info)
+                .enabled_extension_names(&device_extensions),
+        );
         if caps.float_atomic_add {
             device_info = device_info.push_next(&mut float_atomics);
         }
@@ -592,10 +579,16 @@ impl Context {
     }
 
     /// Wraps an application's device. canopy records into command buffers the application
-    /// passes it and never destroys the application's objects.
+    /// passes it and never destroys the application's objects. The device must have been
+    /// created with [`RequiredFeatures`] chained in (Vulkan does not let canopy read which
+    /// features were enabled: it checks that the physical device supports them, and names
+    /// those it lacks). canopy uses no extension on such a device: the driver's own builder
+    /// ([`crate::accel::native`]) and float atomics are off.
     pub fn from_external(external: ExternalDevice) -> Result<Self> {
         let (mut caps, _) = read_caps(&external.instance, external.physical_device);
         check_caps(&caps)?;
+        FeatureSupport::of(&external.instance, external.physical_device).check(&caps.name)?;
+        caps.float_atomic_add = false;
         if let Some(limit) = workgroup_count_from_env()? {
             caps.max_workgroup_count = caps
                 .max_workgroup_count
@@ -616,14 +609,6 @@ impl Context {
             log_handle: Arc::default(),
             owned: false,
         })
-    }
-
-    /// The device features an application must enable on a device it hands to
-    /// [`Context::from_external`].
-    pub fn required_features_text() -> &'static str {
-        "Vulkan 1.3 with bufferDeviceAddress, shaderBufferInt64Atomics, scalarBlockLayout, \
-         hostQueryReset, vulkanMemoryModel, synchronization2, maintenance4, shaderInt64; \
-         subgroupSizeControl and computeFullSubgroups where supported"
     }
 
     fn finish(parts: Parts) -> Result<Self> {
@@ -713,6 +698,16 @@ impl Context {
     /// The entry points (for applications and tests that call Vulkan directly).
     pub fn entry(&self) -> &ash::Entry {
         &self.shared.entry
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> &ash::Instance {
+        &self.shared.instance
+    }
+
+    /// The physical device.
+    pub fn physical_device(&self) -> vk::PhysicalDevice {
+        self.shared.physical_device
     }
 }
 

@@ -6,6 +6,7 @@ mod buffer;
 mod census;
 mod context;
 mod error;
+mod features;
 mod pipeline;
 mod profiler;
 mod recorder;
@@ -19,6 +20,7 @@ pub use context::{
     MIN_WORKGROUP_COUNT_OVERRIDE, Validation, WORKGROUP_COUNT_CEILING, list_devices, load_entry,
 };
 pub use error::{Error, Result};
+pub use features::{FeatureSupport, RequiredFeatures};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};
 pub use profiler::Profiler;
 pub use recorder::{Instruments, Recorder, SUBMIT_TIMEOUT, Submission, grid_for};
