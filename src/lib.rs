@@ -1,19 +1,93 @@
 //! canopy: a portable Vulkan compute engine that rebuilds acceleration structures on the GPU
-//! every frame and uses them to render and query dynamic scenes headless.
+//! from scratch every frame and uses them to render and query dynamic scenes headless, on any
+//! Vulkan 1.3 device (NVIDIA, AMD, Intel, and the CPU through Mesa's lavapipe).
+//!
+//! # Structures
+//!
+//! | [`accel::StructureKind`] | what | paper |
+//! |---|---|---|
+//! | `Lbvh` | linear BVH over triangles ([`accel::bvh`]) | Karras 2012, *Maximizing parallelism in the construction of BVHs, octrees, and k-d trees* |
+//! | `KdTree` | SAH kd-tree over triangles, built breadth-first ([`accel::kdtree`]) | Zhou et al. 2008, *Real-time kd-tree construction on graphics hardware*; Chang et al. 2013 |
+//! | `Octree` | octree and point k-d tree over points ([`accel::octree`]) | Karras 2012 |
+//!
+//! Every structure implements the traits of [`accel`] ([`accel::Structure`],
+//! [`accel::RayStructure`] or [`accel::PointStructure`]); those rays go through are
+//! [`accel::Traversable`] by [`trace::Tracer`].
+//!
+//! # Three ways to use it
+//!
+//! - **Headless batch rendering**: [`render::Renderer`] and [`sequence::FrameSequence`];
+//!   `examples/batch.rs`.
+//! - **Offline animation export**: a deforming mesh rebuilt every frame, two frames in flight,
+//!   each frame to a sink ([`sequence::FrameSequence`], `export` with the `png` feature);
+//!   `examples/sequence.rs`.
+//! - **Embedded in a Vulkan application**: the application's device
+//!   ([`vk::Context::from_external`], [`vk::RequiredFeatures`]), its buffers
+//!   ([`vk::Context::wrap_buffer`]) and its command buffer ([`vk::Recorder::new`]);
+//!   `examples/embed.rs`. In short:
+//!
+//! ```no_run
+//! use canopy::accel::bvh::Bvh;
+//! use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+//! use canopy::geom::{Query, TriangleInput};
+//! use canopy::trace::Tracer;
+//! use canopy::vk::{Buffer, Context, Count, ExternalDevice, Recorder, Slice, raw};
+//!
+//! /// Records an LBVH build over the application's triangles and a closest-hit trace of its
+//! /// rays into the application's command buffer `cmd` (in the recording state). The
+//! /// application orders its writes of the buffers before, and its reads of `hits` after.
+//! fn record_frame(
+//!     ctx: &Context,
+//!     cmd: raw::CommandBuffer,
+//!     (builder, bvh, tracer): (&LbvhBuilder, &mut Bvh, &Tracer),
+//!     [positions, triangles, rays, hits]: [&Buffer; 4],
+//!     (triangle_count, ray_count): (u32, u32),
+//! ) -> canopy::vk::Result<()> {
+//!     let mut rec = Recorder::new(ctx, cmd);
+//!     let input = TriangleInput::whole(positions, triangles, triangle_count);
+//!     builder.record(&mut rec, &input, bvh)?;
+//!     let (rays, hits) = (Slice::whole(rays), Slice::whole(hits));
+//!     tracer.record(&mut rec, bvh, Query::Closest, rays, hits, Count::Host(ray_count))
+//! }
+//!
+//! fn embed(device: ExternalDevice, max_triangles: u32) -> canopy::vk::Result<()> {
+//!     let ctx = Context::from_external(device)?;
+//!     let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), max_triangles)?;
+//!     let mut bvh = Bvh::new(&ctx, max_triangles)?;
+//!     let tracer = Tracer::new(&ctx)?;
+//!     // Each frame: wrap the application's buffers with ctx.wrap_buffer(...) once, then
+//!     // record_frame(&ctx, cmd, (&builder, &mut bvh, &tracer), buffers, counts).
+//!     # let _ = (builder, bvh, tracer);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Modules, from the ground up
 //!
 //! - [`vk`]: the Vulkan layer (context, buffers, pipelines, recording, timestamps).
+//! - [`geom`]: rays, hits, boxes, Morton codes and build inputs, shared with the GPU.
 //! - [`prims`]: GPU primitives (reduce, scan, segmented reduce, compaction, radix sort,
-//!   multi-split, indirect-argument preparation), each with a CPU reference in [`cpu`].
+//!   multi-split, indirect-argument preparation), each with a CPU reference in [`prims::cpu`].
 //! - [`scene`]: meshes, loaders and the procedural default scene.
 //! - [`accel`]: acceleration structures built on the GPU.
-//! - [`trace`]: ray casting against them.
+//! - [`trace`]: ray casting through them.
 //! - [`render`]: the headless renderer.
-//! - [`export`]: frame sinks (PNG sequences written atomically).
+//! - [`sequence`]: frame sequences, frames in flight.
+//! - `export` (feature `png`): frame sinks (PNG sequences written atomically).
 //! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
 //!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
+//!
+//! # Features
+//!
+//! `cli` (default): the `canopy` command line and what it needs (clap, indicatif,
+//! env_logger, ctrlc, png). `png`: `export`'s PNG sequences. With
+//! `default-features = false` the crate is the engine alone.
+
+#![warn(missing_docs)]
 
 pub mod accel;
 pub mod bench;
+#[cfg(feature = "png")]
 pub mod export;
 pub mod geom;
 pub mod prims;

@@ -254,8 +254,8 @@ pub struct TraversalBatch<'a> {
     pub count: Count<'a>,
 }
 
-/// A tree rays are traced through, by one kernel whose specialization constants are those
-/// of [`TraversalBatch::pipeline`].
+/// A tree rays are traced through, by one kernel whose specialization constants include
+/// `ANY_HIT` (id 2) and `COUNT_WORK` (id 3).
 pub trait Traversable {
     /// Records the traversal kernel over `groups` workgroups of [`WORKGROUP_SIZE`] rays.
     fn record_traversal(

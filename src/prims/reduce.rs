@@ -131,7 +131,7 @@ impl Reduce {
     }
 
     /// Records the reduction of `count` elements of `input` into the first element of `output`
-    /// (`T` is u32 or f32 for scalar reductions, [`Aabb`] for unions). Zero device counts give
+    /// (`T` is u32 or f32 for scalar reductions, [`crate::geom::Aabb`] for unions). Zero device counts give
     /// the identity.
     pub fn record<T: bytemuck::Pod>(
         &self,

@@ -19,7 +19,7 @@ pub enum MaterialKind {
 /// A surface's material (`Material` in `glsl/common/shading.glsl`). 32 bytes.
 ///
 /// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
-/// [`Material::glass`]; [`SceneGpu::allocate`] rejects invalid ones ([`Material::validate`]).
+/// [`Material::glass`]; [`crate::render::SceneGpu`] rejects invalid ones ([`Material::validate`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Material {

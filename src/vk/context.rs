@@ -51,7 +51,7 @@ pub const WORKGROUP_COUNT_CEILING: u32 = 65535;
 /// An application's Vulkan objects for canopy to record into (the embedding path).
 ///
 /// The device must have been created with Vulkan 1.3 (or the extensions promoted into it) and
-/// the features in [`Context::required_features_text`]. canopy never destroys these objects.
+/// the features of [`super::RequiredFeatures`] enabled. canopy never destroys these objects.
 pub struct ExternalDevice {
     /// The application's loader entry points.
     pub entry: ash::Entry,

@@ -4,7 +4,7 @@
 //!    dispatch.
 //! 2. `glsl/radix_tree/morton_codes.comp`: 30- or 63-bit Morton code of each box centre (recomputed
 //!    from the vertices: cheaper than storing a box per triangle).
-//! 3. [`RadixSort`] of (code, triangle) pairs: the sorted values are the leaf order.
+//! 3. [`crate::prims::radix_sort::RadixSort`] of (code, triangle) pairs: the sorted values are the leaf order.
 //! 4. `glsl/radix_tree/internal_nodes.comp`: the whole binary radix tree in one dispatch, with parent
 //!    links; duplicate codes are split by index.
 //! 5. `glsl/bvh/bottom_up_boxes.comp`: boxes bottom-up, each internal node visited once (the

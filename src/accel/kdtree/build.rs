@@ -31,7 +31,7 @@
 //! sets a flag on the GPU and the node that wanted the space becomes a leaf where that keeps
 //! the tree correct; after the submission [`KdStatusReadback::overflow`] reports it, and
 //! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
-//! ([`KdTreeBuilder::build`] does both).
+//! ([`KdTreeStructure`] does both, as [`crate::accel::Structure::grow_if_overflowed`]).
 
 use super::KdParams;
 use super::cpu::check_kdtree;
