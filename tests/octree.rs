@@ -8,8 +8,8 @@ mod common;
 use canopy::accel::bvh::cpu as cpu_lbvh;
 use canopy::accel::octree::cpu as cpu_octree;
 use canopy::accel::octree::{OctreeBuilder, OctreeHost};
-use canopy::geom::MortonBits;
 use canopy::geom::morton::MortonFrame;
+use canopy::geom::{MortonBits, PointInput};
 use canopy::scene::Mesh;
 use canopy::vk::Context;
 use canopy::vk::Slice;
@@ -20,8 +20,17 @@ fn gpu_octree(ctx: &Context, points: &[[f32; 3]], bits: MortonBits) -> OctreeHos
     let builder = OctreeBuilder::new(ctx, bits, n).unwrap();
     let octree = builder.allocate(ctx).unwrap();
     let buffer = ctx.create_buffer_with("points", points).unwrap();
-    ctx.submit_and_wait(|rec| builder.record(rec, Slice::whole(&buffer), n, &octree))
-        .unwrap();
+    ctx.submit_and_wait(|rec| {
+        builder.record(
+            rec,
+            &PointInput {
+                positions: Slice::whole(&buffer),
+                count: n,
+            },
+            &octree,
+        )
+    })
+    .unwrap();
     assert_valid(ctx);
     octree.download(ctx).unwrap()
 }

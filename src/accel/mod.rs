@@ -4,6 +4,14 @@
 //! [`StructureKind::create`] makes one behind the traits every structure implements
 //! ([`Structure`], [`RayStructure`], [`PointStructure`], [`Traversable`]). [`native`] is the
 //! driver's own builder, run over the same buffers as a yardstick.
+//!
+//! Every builder follows one pattern, and the next structures follow it too: a `Params`
+//! struct with documented defaults; `new(&ctx, params, capacity)`, where all device memory is
+//! sized once for inputs of up to `capacity` primitives; and `record(&mut rec, &input, &mut
+//! tree)` (the kd-tree's also takes the slot its status is read back from), which records
+//! the build into a [`crate::vk::Recorder`] with the synchronisation its rustdoc states. A
+//! capacity exceeded at record time is an error, never a GPU fault. `<Name>Structure` pairs a
+//! builder with its tree behind the traits.
 
 pub mod bvh;
 pub mod kdtree;

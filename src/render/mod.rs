@@ -554,6 +554,10 @@ impl Renderer {
     /// Records a frame of `scene` traced through `structure` (a `&Bvh`, a kd-tree over the
     /// scene's triangles; its build must be recorded before, with its barrier) seen by
     /// `camera`, copied to `output` (from [`Renderer::readback`]).
+    ///
+    /// Synchronisation: waits for all earlier work in the command buffer (a full barrier),
+    /// so the build and the scene's vertices recorded before are ordered; ends with a
+    /// transfer → host barrier, so `output` is readable once the submission has completed.
     pub fn record(
         &self,
         rec: &mut Recorder,

@@ -136,6 +136,13 @@ impl LbvhBuilder {
     /// Records the build of `output` over `input`: steps as in the module documentation,
     /// each a profiler stage ("lbvh: bounds", ...). The tree is complete once the command
     /// buffer has executed; an empty input gives an empty tree (every ray misses).
+    ///
+    /// Synchronisation: records no wait for earlier work: the caller orders its writes of the
+    /// input before (a transfer or compute → compute barrier) and keeps earlier readers of
+    /// the tree from overlapping (one build per tree in flight). Ends with a compute →
+    /// compute barrier, so compute work recorded after it reads the finished tree; readers
+    /// in other stages need their own barrier. Runs on the queue family `rec`'s command buffer
+    /// is submitted to (compute).
     pub fn record(
         &self,
         rec: &mut Recorder,

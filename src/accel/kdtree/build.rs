@@ -627,8 +627,14 @@ impl KdTreeBuilder {
     /// Records a build of `input`'s triangles into `tree` (from [`Self::allocate_tree`] since
     /// the last [`Self::grow`]). Every dispatch is recorded ahead: the large and small stages
     /// record one pass per level up to the depth limit, sized on the GPU. The build's status
-    /// is copied to `status`, to be checked for overflow once the submission has completed. A
-    /// barrier after the build makes the tree visible to later compute work.
+    /// is copied to `status`, to be checked for overflow once the submission has completed.
+    ///
+    /// Synchronisation: waits for all earlier work in the command buffer before it resets
+    /// its lists (a full barrier), so the caller's writes of the input are ordered; keep
+    /// earlier readers of the tree from overlapping (one build per tree in flight). Ends
+    /// with a compute → compute barrier (the tree visible to later compute work) and a
+    /// transfer → host barrier (the status readable once the submission completed). Runs on
+    /// the queue family `rec`'s command buffer is submitted to (compute).
     pub fn record(
         &self,
         rec: &mut Recorder,

@@ -301,15 +301,17 @@ impl OctreeBuilder {
         })
     }
 
-    /// Records the build over `count` points of `points` into `output` (from
+    /// Records the build over the points of `input` into `output` (from
     /// [`OctreeBuilder::allocate`]).
-    pub fn record(
-        &self,
-        rec: &mut Recorder,
-        points: Slice<[f32; 3]>,
-        count: u32,
-        output: &Octree,
-    ) -> Result<()> {
+    ///
+    /// Synchronisation: records no wait for earlier work: the caller orders its writes of the
+    /// input before (a transfer or compute → compute barrier) and keeps earlier readers of
+    /// the tree from overlapping (one build per tree in flight). Ends with a compute →
+    /// compute barrier, so compute work recorded after it reads the finished tree; readers
+    /// in other stages need their own barrier. Runs on the queue family `rec`'s command buffer
+    /// is submitted to (compute).
+    pub fn record(&self, rec: &mut Recorder, input: &PointInput, output: &Octree) -> Result<()> {
+        let (points, count) = (input.positions, input.count);
         check_count("octree build", &Count::Host(count), self.capacity)?;
         if output.capacity < count || output.levels != self.levels() {
             return Err(Error::InvalidInput(format!(
@@ -473,7 +475,6 @@ impl Structure for OctreeStructure {
 
 impl PointStructure for OctreeStructure {
     fn record_build(&mut self, rec: &mut Recorder, input: &PointInput, _slot: usize) -> Result<()> {
-        self.builder
-            .record(rec, input.positions, input.count, &self.octree)
+        self.builder.record(rec, input, &self.octree)
     }
 }
