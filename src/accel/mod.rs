@@ -13,6 +13,7 @@
 //! capacity exceeded at record time is an error, never a GPU fault. `<Name>Structure` pairs a
 //! builder with its tree behind the traits.
 
+pub mod bih;
 pub mod bvh;
 pub mod kdtree;
 pub mod native;

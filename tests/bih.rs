@@ -1,0 +1,148 @@
+//! The bounding interval hierarchy's CPU reference (the oracle the GPU builder will be checked
+//! against): the binned-SAH builder's invariants, its traversal against brute force on random
+//! soups, a real mesh and the adversarial scenes of the kd-tree tests, the leaf-size bound,
+//! and that the traversal does a small part of brute force's work.
+
+mod common;
+
+use canopy::accel::bih::cpu::{build_bih, check_bih, trace_bih};
+use canopy::accel::bih::{BihParams, BihTree};
+use canopy::geom::ray::{Hit, Query, Ray, RayWork};
+use canopy::scene::Mesh;
+use common::{
+    Rng, assert_hits_match_brute_force, cube_grid, random_mesh, random_rays, rays_in_plane_z0,
+};
+
+/// Builds `mesh`'s BIH with `params`, checks it, traces random rays and `extra_rays` through it
+/// against brute force, and returns the tree and the work of the closest-hit traces.
+fn check(mesh: &Mesh, extra_rays: &[Ray], params: &BihParams, label: &str) -> (BihTree, RayWork) {
+    let tree = build_bih(&mesh.positions, &mesh.triangles, params);
+    let stats = check_bih(&mesh.positions, &mesh.triangles, &tree, params)
+        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert!(stats.depth < 64, "{label}: depth {}", stats.depth);
+    if mesh.triangles.is_empty() {
+        return (tree, RayWork::default());
+    }
+    let mut rays = random_rays(&mut Rng::new(mesh.triangle_count() as u64), mesh, 2000);
+    rays.extend_from_slice(extra_rays);
+    let trace = |query| -> (Vec<Hit>, RayWork) {
+        let mut total = RayWork::default();
+        let hits = rays
+            .iter()
+            .map(|ray| {
+                let (hit, work) = trace_bih(&mesh.positions, &mesh.triangles, &tree, ray, query);
+                total.nodes_visited += work.nodes_visited;
+                total.primitives_tested += work.primitives_tested;
+                hit
+            })
+            .collect();
+        (hits, total)
+    };
+    let (closest, work) = trace(Query::Closest);
+    let (any, _) = trace(Query::Any);
+    assert_hits_match_brute_force(mesh, &rays, &closest, &any, label);
+    (tree, work)
+}
+
+#[test]
+fn random_and_real_meshes() {
+    let mut rng = Rng::new(41);
+    let params = BihParams::default();
+    for n in [1, 2, 3, 10, 1000, 20_000] {
+        let mesh = random_mesh(&mut rng, n, 3.0, 0.05);
+        let (tree, work) = check(&mesh, &[], &params, &format!("random {n}"));
+        if n == 20_000 {
+            // 2,000+ rays: brute force would test 20,000 triangles per ray.
+            let per_ray = work.primitives_tested as f64 / 2000.0;
+            assert!(per_ray < 200.0, "{per_ray} triangles tested per ray");
+            assert!(tree.nodes.len() > 2 * n / params.max_leaf as usize / 2);
+        }
+    }
+    let path = common::test_data("meshes/bunny_small.obj");
+    check(&Mesh::load(&path).unwrap(), &[], &params, "bunny_small");
+}
+
+#[test]
+fn adversarial_scenes() {
+    let mut rng = Rng::new(42);
+    let params = BihParams::default();
+    // All triangles in the plane z = 0, with rays lying in that plane.
+    let mut flat = random_mesh(&mut rng, 2000, 3.0, 0.5);
+    flat.positions.iter_mut().for_each(|p| p[2] = 0.0);
+    check(&flat, &rays_in_plane_z0(200), &params, "one plane");
+    // Every triangle twice: coincident centroids.
+    let mut doubled = random_mesh(&mut rng, 500, 2.0, 0.5);
+    let copies = doubled.triangles.clone();
+    doubled.triangles.extend(copies);
+    check(&doubled, &[], &params, "coincident triangles");
+    // One huge triangle among tiny ones.
+    let mut huge = random_mesh(&mut rng, 1000, 1.0, 0.01);
+    huge.positions[0] = [-100.0, -100.0, 0.3];
+    huge.positions[1] = [100.0, -100.0, -0.3];
+    huge.positions[2] = [0.0, 100.0, 0.0];
+    check(&huge, &[], &params, "one huge among tiny");
+    // Axis-aligned cubes on a grid: faces on every candidate plane, rays along the faces.
+    let (cubes, along_faces) = cube_grid();
+    check(&cubes, &along_faces, &params, "cubes");
+}
+
+#[test]
+fn equal_centroids_make_one_leaf_and_leaves_respect_the_size_bound() {
+    // 300 copies of one triangle: no plane separates them, so the root stays a leaf.
+    let mut rng = Rng::new(43);
+    let one = random_mesh(&mut rng, 1, 1.0, 0.5);
+    let mut copies = one.clone();
+    copies.triangles = vec![one.triangles[0]; 300];
+    let (tree, _) = check(&copies, &[], &BihParams::default(), "equal centroids");
+    assert_eq!(tree.nodes.len(), 1);
+    assert_eq!(tree.nodes[0].primitive_count(), 300);
+    // Elsewhere no leaf is larger than max_leaf unless the SAH chose it; with costly
+    // traversal steps leaves grow, with cheap ones they stay at the bound.
+    let mesh = random_mesh(&mut rng, 5000, 3.0, 0.05);
+    for max_leaf in [1, 4, 16] {
+        let cheap = BihParams {
+            max_leaf,
+            traversal_cost: 0.01,
+            ..BihParams::default()
+        };
+        let tree = build_bih(&mesh.positions, &mesh.triangles, &cheap);
+        let stats = check_bih(&mesh.positions, &mesh.triangles, &tree, &cheap).unwrap();
+        assert!(
+            stats.max_leaf_size <= max_leaf as usize,
+            "max_leaf {max_leaf}: a leaf of {}",
+            stats.max_leaf_size
+        );
+    }
+}
+
+#[test]
+fn sah_cost_falls_with_more_bins() {
+    let mesh = random_mesh(&mut Rng::new(44), 20_000, 3.0, 0.05);
+    let cost = |bins| {
+        let params = BihParams {
+            bins,
+            ..BihParams::default()
+        };
+        let tree = build_bih(&mesh.positions, &mesh.triangles, &params);
+        check_bih(&mesh.positions, &mesh.triangles, &tree, &params)
+            .unwrap()
+            .sah_cost
+    };
+    let (two, thirty_two) = (cost(2), cost(32));
+    assert!(thirty_two < two, "32 bins {thirty_two}, 2 bins {two}");
+}
+
+#[test]
+fn bad_parameters_are_named() {
+    let bins = BihParams {
+        bins: 1,
+        ..BihParams::default()
+    };
+    assert!(bins.check().unwrap_err().contains("bins"));
+    let leaf = BihParams {
+        max_leaf: 0,
+        ..BihParams::default()
+    };
+    assert!(leaf.check().unwrap_err().contains("leaf size"));
+    assert!(BihParams::default().check().is_ok());
+}
