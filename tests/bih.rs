@@ -1,21 +1,33 @@
-//! The bounding interval hierarchy's CPU reference (the oracle the GPU builder will be checked
-//! against): the binned-SAH builder's invariants, its traversal against brute force on random
-//! soups, a real mesh and the adversarial scenes of the kd-tree tests, the leaf-size bound,
-//! and that the traversal does a small part of brute force's work.
+//! The bounding interval hierarchy: the CPU reference (the oracle the GPU builder will be
+//! checked against) and the GPU traversal of its trees. The binned-SAH builder's invariants,
+//! the CPU and the GPU traversals against brute force on random soups, a real mesh and the
+//! adversarial scenes of the kd-tree tests, the leaf-size bound, and that the traversal does
+//! a small part of brute force's work. tests/trace_work.rs compares the GPU's work counts
+//! with the CPU traversal's.
 
 mod common;
 
 use canopy::accel::bih::cpu::{build_bih, check_bih, trace_bih};
+use canopy::accel::bih::trace::BihTreeGpu;
 use canopy::accel::bih::{BihParams, BihTree};
 use canopy::geom::ray::{Hit, Query, Ray, RayWork};
 use canopy::scene::Mesh;
+use canopy::vk::Context;
 use common::{
-    Rng, assert_hits_match_brute_force, cube_grid, random_mesh, random_rays, rays_in_plane_z0,
+    DeviceMesh, Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
+    rays_in_plane_z0, trace,
 };
 
 /// Builds `mesh`'s BIH with `params`, checks it, traces random rays and `extra_rays` through it
-/// against brute force, and returns the tree and the work of the closest-hit traces.
-fn check(mesh: &Mesh, extra_rays: &[Ray], params: &BihParams, label: &str) -> (BihTree, RayWork) {
+/// on the CPU and (uploaded) on the GPU against brute force, and returns the tree and the work
+/// of the CPU's closest-hit traces.
+fn check(
+    ctx: &Context,
+    mesh: &Mesh,
+    extra_rays: &[Ray],
+    params: &BihParams,
+    label: &str,
+) -> (BihTree, RayWork) {
     let tree = build_bih(&mesh.positions, &mesh.triangles, params);
     let stats = check_bih(&mesh.positions, &mesh.triangles, &tree, params)
         .unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -25,7 +37,7 @@ fn check(mesh: &Mesh, extra_rays: &[Ray], params: &BihParams, label: &str) -> (B
     }
     let mut rays = random_rays(&mut Rng::new(mesh.triangle_count() as u64), mesh, 2000);
     rays.extend_from_slice(extra_rays);
-    let trace = |query| -> (Vec<Hit>, RayWork) {
+    let trace_cpu = |query| -> (Vec<Hit>, RayWork) {
         let mut total = RayWork::default();
         let hits = rays
             .iter()
@@ -38,19 +50,26 @@ fn check(mesh: &Mesh, extra_rays: &[Ray], params: &BihParams, label: &str) -> (B
             .collect();
         (hits, total)
     };
-    let (closest, work) = trace(Query::Closest);
-    let (any, _) = trace(Query::Any);
+    let (closest, work) = trace_cpu(Query::Closest);
+    let (any, _) = trace_cpu(Query::Any);
     assert_hits_match_brute_force(mesh, &rays, &closest, &any, label);
+    let device = DeviceMesh::new(ctx, mesh);
+    let gpu = BihTreeGpu::upload(ctx, &tree).unwrap();
+    let input = device.input();
+    let over = gpu.over(&input);
+    let [closest, any] = [Query::Closest, Query::Any].map(|query| trace(ctx, &over, &rays, query));
+    assert_hits_match_brute_force(mesh, &rays, &closest, &any, &format!("{label} (GPU)"));
     (tree, work)
 }
 
 #[test]
 fn random_and_real_meshes() {
+    let ctx = context();
     let mut rng = Rng::new(41);
     let params = BihParams::default();
     for n in [1, 2, 3, 10, 1000, 20_000] {
         let mesh = random_mesh(&mut rng, n, 3.0, 0.05);
-        let (tree, work) = check(&mesh, &[], &params, &format!("random {n}"));
+        let (tree, work) = check(&ctx, &mesh, &[], &params, &format!("random {n}"));
         if n == 20_000 {
             // 2,000+ rays: brute force would test 20,000 triangles per ray.
             let per_ray = work.primitives_tested as f64 / 2000.0;
@@ -59,41 +78,49 @@ fn random_and_real_meshes() {
         }
     }
     let path = common::test_data("meshes/bunny_small.obj");
-    check(&Mesh::load(&path).unwrap(), &[], &params, "bunny_small");
+    check(
+        &ctx,
+        &Mesh::load(&path).unwrap(),
+        &[],
+        &params,
+        "bunny_small",
+    );
 }
 
 #[test]
 fn adversarial_scenes() {
+    let ctx = context();
     let mut rng = Rng::new(42);
     let params = BihParams::default();
     // All triangles in the plane z = 0, with rays lying in that plane.
     let mut flat = random_mesh(&mut rng, 2000, 3.0, 0.5);
     flat.positions.iter_mut().for_each(|p| p[2] = 0.0);
-    check(&flat, &rays_in_plane_z0(200), &params, "one plane");
+    check(&ctx, &flat, &rays_in_plane_z0(200), &params, "one plane");
     // Every triangle twice: coincident centroids.
     let mut doubled = random_mesh(&mut rng, 500, 2.0, 0.5);
     let copies = doubled.triangles.clone();
     doubled.triangles.extend(copies);
-    check(&doubled, &[], &params, "coincident triangles");
+    check(&ctx, &doubled, &[], &params, "coincident triangles");
     // One huge triangle among tiny ones.
     let mut huge = random_mesh(&mut rng, 1000, 1.0, 0.01);
     huge.positions[0] = [-100.0, -100.0, 0.3];
     huge.positions[1] = [100.0, -100.0, -0.3];
     huge.positions[2] = [0.0, 100.0, 0.0];
-    check(&huge, &[], &params, "one huge among tiny");
+    check(&ctx, &huge, &[], &params, "one huge among tiny");
     // Axis-aligned cubes on a grid: faces on every candidate plane, rays along the faces.
     let (cubes, along_faces) = cube_grid();
-    check(&cubes, &along_faces, &params, "cubes");
+    check(&ctx, &cubes, &along_faces, &params, "cubes");
 }
 
 #[test]
 fn equal_centroids_make_one_leaf_and_leaves_respect_the_size_bound() {
+    let ctx = context();
     // 300 copies of one triangle: no plane separates them, so the root stays a leaf.
     let mut rng = Rng::new(43);
     let one = random_mesh(&mut rng, 1, 1.0, 0.5);
     let mut copies = one.clone();
     copies.triangles = vec![one.triangles[0]; 300];
-    let (tree, _) = check(&copies, &[], &BihParams::default(), "equal centroids");
+    let (tree, _) = check(&ctx, &copies, &[], &BihParams::default(), "equal centroids");
     assert_eq!(tree.nodes.len(), 1);
     assert_eq!(tree.nodes[0].primitive_count(), 300);
     // Elsewhere no leaf is larger than max_leaf unless the SAH chose it; with costly

@@ -11,6 +11,8 @@
 #[path = "common/spirv.rs"]
 mod spirv;
 
+use canopy::accel::bih::BihNode;
+use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::BottomUpPush;
 use canopy::accel::bvh::trace::TracePush;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
@@ -304,6 +306,22 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::BIH_TRACE,
+            Rust(rust_layout!(TraceBihPush {
+                nodes_address,
+                leaf_primitives_address,
+                positions_address,
+                triangles_address,
+                rays_address,
+                hits_address,
+                bounds_address,
+                count_address,
+                host_count,
+                primitive_count,
+                work_address
+            })),
+        ),
+        (
             shaders::SCENE_DEFAULT_SURFACE,
             Rust(rust_layout!(DefaultSurfacePush {
                 positions_address,
@@ -521,6 +539,13 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 primitives_tested
             }),
             offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::BIH_TRACE,
+            name: "BihNode",
+            shape: &["u32", "u32", "vec2<f32>"],
+            rust: rust_layout!(BihNode { word0, word1, clip }),
+            offsets: &[0, 4, 8],
         },
         SharedStruct {
             kernel: shaders::KDTREE_TRACE,

@@ -11,6 +11,9 @@
 mod common;
 
 use canopy::accel::Traversable;
+use canopy::accel::bih::cpu::{build_bih, trace_bih};
+use canopy::accel::bih::trace::BihTreeGpu;
+use canopy::accel::bih::{BihParams, BihTree};
 use canopy::accel::bvh::Bvh;
 use canopy::accel::bvh::cpu::Lbvh;
 use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
@@ -28,14 +31,17 @@ use common::{
     DeviceMesh, Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace,
 };
 
-/// Both structures over one mesh, each on the device and on the host: the GPU LBVH and the
-/// same tree read back, the CPU SAH kd-tree and the same tree uploaded.
+/// The structures over one mesh, each on the device and on the host: the GPU LBVH and the
+/// same tree read back, the CPU SAH kd-tree and the CPU binned-SAH BIH and the same trees
+/// uploaded.
 struct Structures {
     device: DeviceMesh,
     bvh: Bvh,
     lbvh: Lbvh,
     kd_tree: KdTree,
     kd_tree_gpu: KdTreeGpu,
+    bih: BihTree,
+    bih_gpu: BihTreeGpu,
 }
 
 impl Structures {
@@ -49,6 +55,8 @@ impl Structures {
         assert_valid(ctx);
         let kd_tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
         let kd_tree_gpu = KdTreeGpu::upload(ctx, &kd_tree).unwrap();
+        let bih = build_bih(&mesh.positions, &mesh.triangles, &BihParams::default());
+        let bih_gpu = BihTreeGpu::upload(ctx, &bih).unwrap();
         Self {
             device,
             bvh,
@@ -58,15 +66,20 @@ impl Structures {
             },
             kd_tree,
             kd_tree_gpu,
+            bih,
+            bih_gpu,
         }
     }
 
-    /// The LBVH, then the kd-tree: what the GPU traces and the CPU reference it must match.
-    fn pairs(&self) -> [(Box<dyn Traversable + '_>, Reference<'_>); 2] {
-        let kd = self.kd_tree_gpu.over(&self.device.input());
+    /// The LBVH, the kd-tree, the BIH: what the GPU traces and the CPU reference it must
+    /// match.
+    fn pairs(&self) -> [(Box<dyn Traversable + '_>, Reference<'_>); 3] {
+        let input = self.device.input();
+        let (kd, bih) = (self.kd_tree_gpu.over(&input), self.bih_gpu.over(&input));
         [
             (Box::new(&self.bvh), Reference::Bvh(&self.lbvh)),
             (Box::new(kd), Reference::KdTree(&self.kd_tree)),
+            (Box::new(bih), Reference::Bih(&self.bih)),
         ]
     }
 }
@@ -119,6 +132,7 @@ fn trace_counted(
 enum Reference<'a> {
     Bvh(&'a Lbvh),
     KdTree(&'a KdTree),
+    Bih(&'a BihTree),
 }
 
 impl Reference<'_> {
@@ -128,6 +142,7 @@ impl Reference<'_> {
         match self {
             Reference::Bvh(bvh) => trace_bvh(p, t, bvh, ray, query),
             Reference::KdTree(tree) => trace_kdtree(p, t, tree, ray, query),
+            Reference::Bih(tree) => trace_bih(p, t, tree, ray, query),
         }
     }
 }
@@ -210,14 +225,16 @@ fn check(
                     "{what}"
                 );
             }
-            Reference::KdTree(tree) => {
-                assert!(
-                    closest_work.nodes_visited as usize <= tree.nodes.len(),
-                    "{what}"
-                );
+            Reference::KdTree(_) | Reference::Bih(_) => {
+                let (node_count, bounds) = match reference {
+                    Reference::KdTree(tree) => (tree.nodes.len(), tree.bounds),
+                    Reference::Bih(tree) => (tree.nodes.len(), tree.bounds),
+                    Reference::Bvh(_) => unreachable!(),
+                };
+                assert!(closest_work.nodes_visited as usize <= node_count, "{what}");
                 // Nothing is read for a ray that misses the scene box, everything else visits
                 // the root.
-                match enters_box(ray, tree.bounds) {
+                match enters_box(ray, bounds) {
                     Some(false) => {
                         outside += 1;
                         assert_eq!(closest_work, RayWork::default(), "{what}");
@@ -277,7 +294,7 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
     let max_differing = rays.len() / 50;
 
     let structures = Structures::new(&ctx, &mesh);
-    let [lbvh, kd] = structures.pairs();
+    let [lbvh, kd, bih] = structures.pairs();
     let lbvh = check(
         &ctx,
         &tracer,
@@ -298,9 +315,27 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
         max_differing,
         "kd-tree",
     );
-    assert!(kd.outside > 0, "no ray misses the scene box");
+    let bih = check(
+        &ctx,
+        &tracer,
+        &mesh,
+        bih.0.as_ref(),
+        &bih.1,
+        &rays,
+        max_differing,
+        "BIH",
+    );
+    assert!(
+        kd.outside > 0 && bih.outside > 0,
+        "no ray misses the scene box"
+    );
 
-    for (label, [closest, any]) in [("LBVH", lbvh.work), ("SAH kd-tree", kd.work)] {
+    let summaries = [
+        ("LBVH", lbvh.work),
+        ("SAH kd-tree", kd.work),
+        ("BIH", bih.work),
+    ];
+    for (label, [closest, any]) in summaries {
         println!("{label}, 3000 random triangles, closest hit: {closest:?}");
         println!("{label}, 3000 random triangles, any hit: {any:?}");
         assert_eq!((closest.rays, any.rays), (3000, 3000));
@@ -322,10 +357,11 @@ fn counts_on_rays_along_box_faces_and_split_planes() {
     let tracer = Tracer::new(&ctx).unwrap();
     let (mesh, rays) = cube_grid();
     let structures = Structures::new(&ctx, &mesh);
-    for ((structure, reference), label) in structures
-        .pairs()
-        .into_iter()
-        .zip(["cubes, LBVH", "cubes, kd-tree"])
+    for ((structure, reference), label) in
+        structures
+            .pairs()
+            .into_iter()
+            .zip(["cubes, LBVH", "cubes, kd-tree", "cubes, BIH"])
     {
         let seen = check(
             &ctx,

@@ -13,13 +13,14 @@
 //! right just after), which is how the GPU builder's chunks of nodes hand out pairs.
 
 pub mod cpu;
+pub mod trace;
 
 use crate::geom::aabb::Bounds;
 
 /// The leaf tag in a node's two low bits (axes are 0-2).
 pub const BIH_LEAF: u32 = 3;
 
-/// A BIH node, 16 bytes (`BihNode` in `glsl/bih/format.glsl` when the GPU builder lands).
+/// A BIH node, 16 bytes (`BihNode` in `glsl/bih/format.glsl`).
 /// `word0` holds the axis (0-2) or [`BIH_LEAF`] in bits 0-1, and above them the index of the
 /// left child (internal; the right child follows it) or the primitive count (leaf); `word1`
 /// is the leaf's first entry in [`BihTree::leaf_primitives`] (0 for internal nodes);
