@@ -53,7 +53,7 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
         check_common(r);
         assert_eq!(r.triangles, 600);
     }
-    let [lbvh, kdtree, octree] = &reports[..] else {
+    let [lbvh, kdtree, octree, bih] = &reports[..] else {
         unreachable!()
     };
     // LBVH: a binary tree of one triangle per leaf; its reference is the CPU SAH BVH.
@@ -65,6 +65,16 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
     assert!(kdtree.work.dispatches_with_work.unwrap() < kdtree.work.dispatches);
     assert!(kdtree.tree.references >= 600);
     assert!(kdtree.reference.as_ref().unwrap().sah_ratio.unwrap() < 1.5);
+    // BIH: every triangle in one leaf, built round by round (the rounds past its depth
+    // dispatch nothing), its tree the CPU reference's up to rounding of the SAH costs.
+    assert_eq!(bih.tree.references, 600);
+    assert!(bih.work.dispatches_with_work.unwrap() < bih.work.dispatches);
+    let bih_reference = bih.reference.as_ref().unwrap();
+    assert!(
+        bih_reference.sah_ratio.unwrap() <= 1.05,
+        "{bih_reference:?}"
+    );
+    assert!(!bih.traversal.is_empty());
     // The octree is built over the vertices and traces nothing.
     assert_eq!(octree.primitives, 1800);
     assert!(octree.traversal.is_empty() && octree.tree.sah_cost.is_none());
@@ -140,7 +150,7 @@ fn structure_names_parse_back() {
         Ok(StructureKind::KdTree)
     );
     assert_eq!(
-        "bih".parse::<StructureKind>(),
-        Err("'bih': expected one of lbvh, kdtree, octree".into())
+        "bvh".parse::<StructureKind>(),
+        Err("'bvh': expected one of lbvh, kdtree, octree, bih".into())
     );
 }

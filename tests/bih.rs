@@ -7,15 +7,17 @@
 
 mod common;
 
+use canopy::accel::bih::build::BihStructure;
 use canopy::accel::bih::cpu::{build_bih, check_bih, trace_bih};
 use canopy::accel::bih::trace::BihTreeGpu;
 use canopy::accel::bih::{BihParams, BihTree};
+use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Hit, Query, Ray, RayWork};
 use canopy::scene::Mesh;
 use canopy::vk::Context;
 use common::{
-    DeviceMesh, Rng, assert_hits_match_brute_force, context, cube_grid, random_mesh, random_rays,
-    rays_in_plane_z0, trace,
+    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, cube_grid,
+    folding_context, random_mesh, random_rays, rays_in_plane_z0, trace,
 };
 
 /// Builds `mesh`'s BIH with `params`, checks it, traces random rays and `extra_rays` through it
@@ -172,4 +174,101 @@ fn bad_parameters_are_named() {
     };
     assert!(leaf.check().unwrap_err().contains("leaf size"));
     assert!(BihParams::default().check().is_ok());
+}
+
+/// Builds `mesh`'s BIH on the GPU with `params` (on `ctx`), checks it against the mesh, and
+/// compares it with the CPU reference built with the same parameters: SAH cost within 5%.
+/// Returns the tree.
+fn gpu_build(ctx: &Context, mesh: &Mesh, params: BihParams, label: &str) -> BihTree {
+    let device = DeviceMesh::new(ctx, mesh);
+    let mut built = BihStructure::new(ctx, params, device.count.max(1)).unwrap();
+    let input = device.input();
+    submit_until_complete(ctx, &mut built, |rec, built| {
+        built.record_build(rec, &input, 0)
+    })
+    .unwrap();
+    assert_valid(ctx);
+    let tree = built.download(ctx).unwrap();
+    let gpu = check_bih(&mesh.positions, &mesh.triangles, &tree, &params)
+        .unwrap_or_else(|e| panic!("{label} (GPU build): {e}"));
+    let reference = build_bih(&mesh.positions, &mesh.triangles, &params);
+    let cpu = check_bih(&mesh.positions, &mesh.triangles, &reference, &params).unwrap();
+    assert!(
+        gpu.sah_cost <= cpu.sah_cost * 1.05 + 1e-9,
+        "{label}: GPU SAH {} against the CPU's {}",
+        gpu.sah_cost,
+        cpu.sah_cost
+    );
+    if !mesh.triangles.is_empty() {
+        // Brute force is the reference: fewer rays over the largest meshes.
+        let count = if mesh.triangles.len() > 50_000 {
+            100
+        } else {
+            1000
+        };
+        let rays = random_rays(&mut Rng::new(7), mesh, count);
+        let over = built.tree().over(&input);
+        let [closest, any] =
+            [Query::Closest, Query::Any].map(|query| trace(ctx, &over, &rays, query));
+        assert_hits_match_brute_force(mesh, &rays, &closest, &any, &format!("{label} (GPU build)"));
+    }
+    tree
+}
+
+#[test]
+fn gpu_builds_match_the_reference() {
+    let ctx = context();
+    let mut rng = Rng::new(45);
+    for n in [0, 1, 2, 3, 255, 256, 257, 5000] {
+        let mesh = random_mesh(&mut rng, n, 3.0, 0.05);
+        gpu_build(&ctx, &mesh, BihParams::default(), &format!("random {n}"));
+    }
+    let bunny = Mesh::load(&common::test_data("meshes/bunny_small.obj")).unwrap();
+    gpu_build(&ctx, &bunny, BihParams::default(), "bunny_small");
+    // The adversarial scenes: one plane, every centroid equal, cubes on a grid.
+    let mut flat = random_mesh(&mut rng, 2000, 3.0, 0.5);
+    flat.positions.iter_mut().for_each(|p| p[2] = 0.0);
+    gpu_build(&ctx, &flat, BihParams::default(), "one plane");
+    let one = random_mesh(&mut rng, 1, 1.0, 0.5);
+    let mut copies = one.clone();
+    copies.triangles = vec![one.triangles[0]; 300];
+    let tree = gpu_build(&ctx, &copies, BihParams::default(), "equal centroids");
+    assert_eq!(tree.nodes.len(), 1);
+    let (cubes, _) = cube_grid();
+    gpu_build(&ctx, &cubes, BihParams::default(), "cubes");
+    // Leaf sizes, bins and the depth limit as parameters.
+    let mesh = random_mesh(&mut rng, 3000, 3.0, 0.05);
+    for params in [
+        BihParams {
+            max_leaf: 1,
+            traversal_cost: 0.01,
+            ..BihParams::default()
+        },
+        BihParams {
+            bins: 8,
+            ..BihParams::default()
+        },
+        BihParams {
+            max_depth: 3,
+            ..BihParams::default()
+        },
+    ] {
+        let tree = gpu_build(&ctx, &mesh, params, &format!("{params:?}"));
+        let stats = check_bih(&mesh.positions, &mesh.triangles, &tree, &params).unwrap();
+        assert!(
+            stats.depth <= params.max_depth,
+            "{params:?}: depth {}",
+            stats.depth
+        );
+    }
+}
+
+#[test]
+fn gpu_build_with_folded_grids_at_the_default_scene_size() {
+    // The default scene's size (254,114 triangles) with every dispatch grid folded under a
+    // limit of 64 workgroups per dimension.
+    let ctx = folding_context();
+    let mesh = random_mesh(&mut Rng::new(46), 254_114, 10.0, 0.05);
+    let tree = gpu_build(&ctx, &mesh, BihParams::default(), "254,114 random, folded");
+    assert!(tree.nodes.len() > 254_114 / 4);
 }

@@ -12,6 +12,7 @@
 mod spirv;
 
 use canopy::accel::bih::BihNode;
+use canopy::accel::bih::build::{BihSplitPush, BihTask};
 use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::BottomUpPush;
 use canopy::accel::bvh::trace::TracePush;
@@ -306,6 +307,27 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::BIH_SPLIT,
+            Rust(rust_layout!(BihSplitPush {
+                positions_address,
+                triangles_address,
+                indices_in_address,
+                indices_out_address,
+                leaf_primitives_address,
+                nodes_address,
+                tasks_in_address,
+                tasks_out_address,
+                counters_address,
+                bounds_address,
+                round,
+                max_depth,
+                max_leaf,
+                traversal_cost,
+                intersection_cost,
+                pad
+            })),
+        ),
+        (
             shaders::BIH_TRACE,
             Rust(rust_layout!(TraceBihPush {
                 nodes_address,
@@ -539,6 +561,18 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 primitives_tested
             }),
             offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::BIH_SPLIT,
+            name: "BihTask",
+            shape: &["u32", "u32", "u32", "u32"],
+            rust: rust_layout!(BihTask {
+                node,
+                first,
+                count,
+                pad
+            }),
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::BIH_TRACE,

@@ -37,22 +37,26 @@ pub enum StructureKind {
     KdTree,
     /// Octree and point k-d tree over vertices (Karras 2012): [`octree`].
     Octree,
+    /// Binned-SAH bounding interval hierarchy over triangles (seed 004): [`bih`].
+    Bih,
 }
 
 impl StructureKind {
     /// Every structure, in the order reports list them.
-    pub const ALL: [StructureKind; 3] = [
+    pub const ALL: [StructureKind; 4] = [
         StructureKind::Lbvh,
         StructureKind::KdTree,
         StructureKind::Octree,
+        StructureKind::Bih,
     ];
 
-    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`.
+    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`.
     pub fn name(self) -> &'static str {
         match self {
             StructureKind::Lbvh => "lbvh",
             StructureKind::KdTree => "kdtree",
             StructureKind::Octree => "octree",
+            StructureKind::Bih => "bih",
         }
     }
 
@@ -64,7 +68,7 @@ impl StructureKind {
 
     /// Whether its build sorts Morton codes (whose width [`crate::geom::MortonBits`] sets).
     pub fn uses_morton_codes(self) -> bool {
-        self != StructureKind::KdTree
+        matches!(self, StructureKind::Lbvh | StructureKind::Octree)
     }
 
     /// Whether it is built over triangles (else over vertices).

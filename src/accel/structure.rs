@@ -16,6 +16,8 @@
 //! once that slot's submission has completed.
 
 use super::StructureKind;
+use super::bih::BihParams;
+use super::bih::build::BihStructure;
 use super::bvh::lbvh::{LbvhParams, LbvhStructure};
 use super::kdtree::build::{KdBuildParams, KdTreeStructure};
 use super::octree::OctreeStructure;
@@ -32,6 +34,8 @@ pub struct BuildParams {
     pub lbvh: LbvhParams,
     /// The kd-tree builder's.
     pub kdtree: KdBuildParams,
+    /// The BIH builder's.
+    pub bih: BihParams,
 }
 
 /// The shape of a tree, read back and checked.
@@ -213,6 +217,9 @@ impl StructureKind {
                 triangles,
                 slots,
             )?)),
+            StructureKind::Bih => {
+                AnyStructure::Rays(Box::new(BihStructure::new(ctx, params.bih, triangles)?))
+            }
             StructureKind::Octree => AnyStructure::Points(Box::new(OctreeStructure::new(
                 ctx,
                 params.lbvh.morton_bits,

@@ -14,13 +14,16 @@ use super::harness::{Timing, count_work, time_runs};
 use super::meshes::BenchMesh;
 use super::traversal::{RaySets, TraversalReport};
 use super::{Error, Result};
+use crate::accel::bih::cpu::{build_bih, check_bih};
+use crate::accel::bih::trace::BihTreeGpu;
 use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
 use crate::accel::native::NativeBlasBuilder;
 use crate::accel::{
-    AnyStructure, BuildParams, HostMesh, Structure, StructureKind, TreeShape, submit_until_complete,
+    AnyStructure, BuildParams, HostMesh, Structure, StructureKind, Traversable, TreeShape,
+    submit_until_complete,
 };
 use crate::trace::Tracer;
 use crate::vk::{Context, WorkCounts};
@@ -140,6 +143,12 @@ fn build_first(
         built.record_build(rec, &input, vertices, 0)
     })?;
     Ok(built)
+}
+
+/// A CPU reference tree that rays can be traced through once uploaded.
+enum CpuTree {
+    KdTree(crate::accel::kdtree::KdTree),
+    Bih(crate::accel::bih::BihTree),
 }
 
 /// Measures the structures of one mesh; the mesh's rays are made once and traced through
@@ -273,7 +282,7 @@ impl<'a> MeshBench<'a> {
         let (ctx, mesh) = (self.ctx, self.mesh);
         let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
         let started = Instant::now();
-        let (builder, tree, traversal) = match kind {
+        let (builder, tree, cpu_tree) = match kind {
             StructureKind::Lbvh => {
                 let bvh = sah::build_sah_bvh(positions, triangles);
                 let stats = tree_stats(&bvh.nodes, triangles.len());
@@ -283,20 +292,39 @@ impl<'a> MeshBench<'a> {
                 let costs = self.config.build.kdtree.costs;
                 let tree = build_sah_kdtree(positions, triangles, &costs);
                 let stats = kdtree_stats(&tree, &costs);
-                ("CPU full-SAH kd-tree", stats.shape(&costs), Some(tree))
+                let shape = stats.shape(&costs);
+                ("CPU full-SAH kd-tree", shape, Some(CpuTree::KdTree(tree)))
+            }
+            StructureKind::Bih => {
+                let params = self.config.build.bih;
+                let tree = build_bih(positions, triangles, &params);
+                let stats = check_bih(positions, triangles, &tree, &params)
+                    .map_err(|e| Error::InvalidTree(format!("CPU BIH of {}: {e}", mesh.label)))?;
+                let shape = stats.shape(&params);
+                ("CPU binned-SAH BIH", shape, Some(CpuTree::Bih(tree)))
             }
             StructureKind::Octree => return Ok(None),
         };
         let cpu_seconds = started.elapsed().as_secs_f64();
-        let traversal = match (traversal, self.rays.as_mut()) {
+        let traversal = match (cpu_tree, self.rays.as_mut()) {
             (Some(cpu_tree), Some(rays)) => {
-                let uploaded = KdTreeGpu::upload(ctx, &cpu_tree)?;
-                let structure = uploaded.over(&mesh.input());
+                let input = mesh.input();
+                let (kd, bih);
+                let structure: &dyn Traversable = match &cpu_tree {
+                    CpuTree::KdTree(tree) => {
+                        kd = KdTreeGpu::upload(ctx, tree)?;
+                        &kd.over(&input)
+                    }
+                    CpuTree::Bih(tree) => {
+                        bih = BihTreeGpu::upload(ctx, tree)?;
+                        &bih.over(&input)
+                    }
+                };
                 rays.trace(
                     ctx,
                     &self.tracer,
                     mesh,
-                    &structure,
+                    structure,
                     self.config.trace_repeats,
                 )?
             }

@@ -27,7 +27,7 @@ pub struct RenderBenchArgs {
     /// Bounces of reflected and refracted rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
     pub bounces: u32,
-    /// The structures rebuilt every frame, comma-separated: lbvh, kdtree.
+    /// The structures rebuilt every frame, comma-separated: lbvh, kdtree, bih.
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: Vec<StructureKind>,
     /// Also write the figures to this file as JSON.

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 /// Options of `canopy build`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct BuildArgs {
-    /// The structures to build, comma-separated: lbvh, kdtree, octree (the octree is built
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih (the octree is built
     /// over the vertices: point clouds too).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,

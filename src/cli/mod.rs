@@ -92,14 +92,20 @@ pub fn parse_structure(text: &str) -> Result<StructureKind, String> {
     text.parse()
 }
 
-/// A structure rays can be traced through (`lbvh`, `kdtree`).
+/// A structure rays can be traced through (`lbvh`, `kdtree`, `bih`).
 pub fn parse_traced_structure(text: &str) -> Result<StructureKind, String> {
     let kind = parse_structure(text)?;
     if kind.traceable() {
         Ok(kind)
     } else {
+        let traced: Vec<&str> = StructureKind::ALL
+            .iter()
+            .filter(|k| k.traceable())
+            .map(|k| k.name())
+            .collect();
         Err(format!(
-            "'{text}': rays cannot be traced through an {kind}; expected lbvh or kdtree"
+            "'{text}': rays cannot be traced through an {kind}; expected {}",
+            traced.join(", ")
         ))
     }
 }

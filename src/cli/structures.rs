@@ -45,7 +45,7 @@ pub struct LbvhArgs {
     /// 10000,40000,160000,640000,1000000,2500000,4000000 and a 1,000,000-triangle soup].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree.
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih.
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
     /// Invocations per workgroup of the LBVH's bottom-up pass (a tuning knob; see LbvhParams).
@@ -66,7 +66,7 @@ pub struct KdTreeBenchArgs {
     /// --mesh: 170000,1000000].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree.
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih.
     #[arg(long, value_delimiter = ',', default_value = "kdtree", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
     /// Compare with the CPU reference tree (full-SAH kd-tree, full-sweep SAH BVH) up to this

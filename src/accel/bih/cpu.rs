@@ -4,6 +4,7 @@
 //! tree's invariants with its size, shape and SAH cost.
 
 use super::{BihNode, BihParams, BihTree};
+use crate::accel::TreeShape;
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, centroid, surface_area, triangle_bounds, union};
 use crate::geom::ray::{BOX_T_SLACK, Hit, Query, Ray, RayWork, intersect_triangle, slab};
 
@@ -87,8 +88,8 @@ pub fn best_binned_split(
 }
 
 /// Builds the binned-SAH BIH of `triangles` over `positions`. A node becomes a leaf when it
-/// holds at most `max_leaf` primitives, when no plane separates its centroids, or when the
-/// SAH prices the leaf (`Ci · n`) no higher than the best split. Primitives are partitioned
+/// holds at most `max_leaf` primitives, at `max_depth`, when no plane separates its centroids,
+/// or when the SAH prices the leaf (`Ci · n`) no higher than the best split. Primitives are partitioned
 /// in place (not stable: a two-pointer swap, as the GPU may order them any way).
 pub fn build_bih(positions: &[[f32; 3]], triangles: &[[u32; 3]], params: &BihParams) -> BihTree {
     let boxes = triangle_bounds(positions, triangles);
@@ -102,9 +103,9 @@ pub fn build_bih(positions: &[[f32; 3]], triangles: &[[u32; 3]], params: &BihPar
             bounds,
         };
     }
-    // (node, first, count)
-    let mut pending = vec![(0usize, 0usize, triangles.len())];
-    while let Some((node, first, count)) = pending.pop() {
+    // (node, first, count, depth)
+    let mut pending = vec![(0usize, 0usize, triangles.len(), 0u32)];
+    while let Some((node, first, count, depth)) = pending.pop() {
         let range = &mut indices[first..first + count];
         let node_bounds = range
             .iter()
@@ -113,7 +114,7 @@ pub fn build_bih(positions: &[[f32; 3]], triangles: &[[u32; 3]], params: &BihPar
             let c = centroid(&boxes[i as usize]);
             union(&b, &(c, c))
         });
-        let split = (count > params.max_leaf as usize)
+        let split = (count > params.max_leaf as usize && depth < params.max_depth)
             .then(|| best_binned_split(&boxes, range, (&centroid_bounds, &node_bounds), params))
             .flatten()
             .filter(|s| s.cost < params.intersection_cost as f64 * count as f64);
@@ -147,8 +148,8 @@ pub fn build_bih(positions: &[[f32; 3]], triangles: &[[u32; 3]], params: &BihPar
         let left = nodes.len();
         nodes.extend([BihNode::leaf(0, 0); 2]);
         nodes[node] = BihNode::internal(axis, left as u32, [left_max, right_min]);
-        pending.push((left + 1, first + a, count - a));
-        pending.push((left, first, a));
+        pending.push((left + 1, first + a, count - a, depth + 1));
+        pending.push((left, first, a, depth + 1));
     }
     BihTree {
         nodes,
@@ -275,10 +276,30 @@ pub struct BihStats {
     pub depth: u32,
     /// The most primitives in one leaf.
     pub max_leaf_size: usize,
+    /// Primitive references in the leaves: every primitive once.
+    pub references: usize,
     /// Σ over internal nodes of SA(node)/SA(root) · `Ct` plus Σ over leaves of
     /// SA(leaf)/SA(root) · `Ci` · primitives, each node's box the union of its primitives'
     /// (a root of zero area counts as area 1).
     pub sah_cost: f64,
+}
+
+impl BihStats {
+    /// The tree's shape as reports show it, its SAH cost being that of `params`.
+    pub fn shape(&self, params: &BihParams) -> TreeShape {
+        TreeShape {
+            nodes: self.nodes as u64,
+            leaves: self.leaves as u64,
+            depth: self.depth,
+            references: self.references as u64,
+            sah_cost: Some(self.sah_cost),
+            sah_model: Some(format!(
+                "Ct {}, Ci {} per triangle",
+                params.traversal_cost, params.intersection_cost
+            )),
+            nodes_per_level: Vec::new(),
+        }
+    }
 }
 
 /// Checks `tree` against the mesh it was built over and returns its statistics under the
@@ -360,6 +381,7 @@ pub fn check_bih(
         }
     }
     stats.nodes = order.len();
+    stats.references = n;
     if let Some(p) = seen.iter().position(|&s| !s) {
         return Err(format!("primitive {p} in no leaf"));
     }

@@ -12,6 +12,7 @@
 //! Children are stored next to each other (left at an even offset from the first child,
 //! right just after), which is how the GPU builder's chunks of nodes hand out pairs.
 
+pub mod build;
 pub mod cpu;
 pub mod trace;
 
@@ -110,6 +111,9 @@ pub struct BihParams {
     pub traversal_cost: f32,
     /// Cost of one ray/triangle test (default 1).
     pub intersection_cost: f32,
+    /// Nodes this deep are leaves (default and at most [`trace::MAX_DEPTH`], the traversal's
+    /// stack): one round of the GPU build per level.
+    pub max_depth: u32,
 }
 
 impl Default for BihParams {
@@ -119,6 +123,7 @@ impl Default for BihParams {
             max_leaf: 4,
             traversal_cost: 1.0,
             intersection_cost: 1.0,
+            max_depth: trace::MAX_DEPTH,
         }
     }
 }
@@ -131,6 +136,13 @@ impl BihParams {
         }
         if self.max_leaf == 0 {
             return Err("BIH leaf size 0: must be at least 1".into());
+        }
+        if self.max_depth > trace::MAX_DEPTH {
+            return Err(format!(
+                "BIH depth limit {}: ray casting takes at most {}",
+                self.max_depth,
+                trace::MAX_DEPTH
+            ));
         }
         let positive = |c: f32| c.is_finite() && c > 0.0;
         if !positive(self.traversal_cost) || !positive(self.intersection_cost) {

@@ -9,7 +9,7 @@ use crate::geom::TriangleInput;
 use crate::geom::aabb::Aabb;
 use crate::prims::Groups;
 use crate::shaders;
-use crate::vk::{Buffer, Context, Error, Recorder, Result, Slice};
+use crate::vk::{Buffer, Context, Error, MemoryKind, Recorder, Result, Slice};
 
 /// The deepest tree the ray casting kernel traverses: its stack size (`STACK_SIZE` in
 /// `glsl/bih/trace.comp`).
@@ -51,6 +51,7 @@ pub struct BihTreeGpu {
     pub leaf_primitives: Buffer,
     /// The scene box the root covers (one [`Aabb`]).
     pub bounds: Buffer,
+    capacity: u32,
     primitive_count: u32,
 }
 
@@ -76,8 +77,40 @@ impl BihTreeGpu {
             nodes: ctx.create_buffer_with("bih nodes", &tree.nodes)?,
             leaf_primitives: ctx.create_buffer_with("bih leaf primitives", leaf_primitives)?,
             bounds: ctx.create_buffer_with("bih bounds", &[Aabb::new(lo, hi)])?,
+            capacity: tree.leaf_primitives.len().max(1) as u32,
             primitive_count: tree.leaf_primitives.len() as u32,
         })
+    }
+
+    /// Space for a tree over up to `capacity` primitives (`2 · capacity - 1` nodes), for the
+    /// GPU builder to write.
+    pub fn allocate(ctx: &Context, capacity: u32) -> Result<Self> {
+        let buffer = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+        let n = capacity.max(1) as u64;
+        Ok(Self {
+            nodes: buffer(
+                "bih nodes",
+                (2 * n - 1) * std::mem::size_of::<BihNode>() as u64,
+            )?,
+            leaf_primitives: buffer("bih leaf primitives", 4 * n)?,
+            bounds: buffer("bih bounds", std::mem::size_of::<Aabb>() as u64)?,
+            capacity: capacity.max(1),
+            primitive_count: 0,
+        })
+    }
+
+    /// The most primitives it holds.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The primitives of the tree last built or uploaded.
+    pub fn primitive_count(&self) -> u32 {
+        self.primitive_count
+    }
+
+    pub(crate) fn set_primitive_count(&mut self, count: u32) {
+        self.primitive_count = count;
     }
 
     /// Device bytes held.
