@@ -238,6 +238,35 @@ impl Shear {
     }
 }
 
+/// Tests `ray` against the triangles `ids` of one leaf, counting each test in `work`: for an
+/// any-hit query the first hit is returned; otherwise `best` keeps the closest (ties to the
+/// smaller index) and `None` is returned. The leaf loop of the CPU traversals of trees whose
+/// leaves hold triangle ids.
+pub(crate) fn test_leaf(
+    (positions, triangles): (&[[f32; 3]], &[[u32; 3]]),
+    ids: &[u32],
+    ray: &Ray,
+    query: Query,
+    best: &mut Hit,
+    work: &mut RayWork,
+) -> Option<Hit> {
+    for &triangle in ids {
+        work.primitives_tested += 1;
+        let [a, b, c] = triangles[triangle as usize].map(|v| positions[v as usize]);
+        let Some((t, u, v)) = intersect_triangle(ray, a, b, c) else {
+            continue;
+        };
+        let hit = Hit { t, triangle, u, v };
+        if query == Query::Any {
+            return Some(hit);
+        }
+        if hit.precedes(best) {
+            *best = hit;
+        }
+    }
+    None
+}
+
 /// The hit of `ray` with triangle `index` of the mesh, if any.
 pub(crate) fn hit_triangle(
     shear: &Shear,

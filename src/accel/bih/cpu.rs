@@ -6,7 +6,7 @@
 use super::{BihNode, BihParams, BihTree};
 use crate::accel::TreeShape;
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, centroid, surface_area, triangle_bounds, union};
-use crate::geom::ray::{BOX_T_SLACK, Hit, Query, Ray, RayWork, intersect_triangle, slab};
+use crate::geom::ray::{BOX_T_SLACK, Hit, Query, Ray, RayWork, slab, test_leaf};
 
 /// The bin of centroid coordinate `c` among `bins` bins over `[lo, lo + extent]`, as the GPU
 /// computes it: `floor((c - lo) · (bins / extent))`, clamped to the last bin.
@@ -224,20 +224,10 @@ pub fn trace_bih(
             let node = tree.nodes[index];
             if node.is_leaf() {
                 let first = node.first_primitive() as usize;
-                let count = node.primitive_count() as usize;
-                for &triangle in &tree.leaf_primitives[first..first + count] {
-                    work.primitives_tested += 1;
-                    let [a, b, c] = triangles[triangle as usize].map(|v| positions[v as usize]);
-                    let Some((t, u, v)) = intersect_triangle(ray, a, b, c) else {
-                        continue;
-                    };
-                    let hit = Hit { t, triangle, u, v };
-                    if query == Query::Any {
-                        return (hit, work);
-                    }
-                    if hit.precedes(&best) {
-                        best = hit;
-                    }
+                let ids = &tree.leaf_primitives[first..first + node.primitive_count() as usize];
+                let mesh = (positions, triangles);
+                if let Some(hit) = test_leaf(mesh, ids, ray, query, &mut best, &mut work) {
+                    return (hit, work);
                 }
                 break;
             }

@@ -41,7 +41,7 @@ use super::{KdNode, KdParams, KdTree};
 use crate::accel::TreeShape;
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, surface_area, triangle_bounds, union};
 use crate::geom::ray::Query;
-use crate::geom::ray::{BOX_T_SLACK, Hit, Ray, RayWork, intersect_triangle, slab};
+use crate::geom::ray::{BOX_T_SLACK, Hit, Ray, RayWork, slab, test_leaf};
 
 /// The two halves of `b` cut at `pos` along `axis`: `[left, right]`.
 fn split_box(b: &Bounds, axis: usize, pos: f32) -> [Bounds; 2] {
@@ -532,20 +532,10 @@ pub fn trace_kdtree(
             let node = tree.nodes[index];
             if node.is_leaf() {
                 let first = node.first_triangle() as usize;
-                let count = node.triangle_count() as usize;
-                for &triangle in &tree.leaf_triangles[first..first + count] {
-                    work.primitives_tested += 1;
-                    let [a, b, c] = triangles[triangle as usize].map(|v| positions[v as usize]);
-                    let Some((t, u, v)) = intersect_triangle(ray, a, b, c) else {
-                        continue;
-                    };
-                    let hit = Hit { t, triangle, u, v };
-                    if query == Query::Any {
-                        return (hit, work);
-                    }
-                    if hit.precedes(&best) {
-                        best = hit;
-                    }
+                let ids = &tree.leaf_triangles[first..first + node.triangle_count() as usize];
+                let mesh = (positions, triangles);
+                if let Some(hit) = test_leaf(mesh, ids, ray, query, &mut best, &mut work) {
+                    return (hit, work);
                 }
                 break;
             }
