@@ -1,8 +1,9 @@
 //! The bounding interval hierarchy: the CPU reference (the oracle the GPU builder will be
 //! checked against) and the GPU traversal of its trees. The binned-SAH builder's invariants,
 //! the CPU and the GPU traversals against brute force on random soups, a real mesh and the
-//! adversarial scenes of the kd-tree tests, the leaf-size bound, and that the traversal does
-//! a small part of brute force's work. tests/trace_work.rs compares the GPU's work counts
+//! adversarial scenes of the kd-tree tests, the leaf-size bound, that the traversal does
+//! a small part of brute force's work, and that clip nodes cut it further where the scene box
+//! is mostly empty. tests/trace_work.rs compares the GPU's work counts
 //! with the CPU traversal's.
 
 mod common;
@@ -10,10 +11,11 @@ mod common;
 use canopy::accel::bih::build::BihStructure;
 use canopy::accel::bih::cpu::{build_bih, check_bih, trace_bih};
 use canopy::accel::bih::trace::BihTreeGpu;
-use canopy::accel::bih::{BihParams, BihTree};
+use canopy::accel::bih::{BihParams, BihTree, max_nodes};
 use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Hit, Query, Ray, RayWork};
-use canopy::scene::Mesh;
+use canopy::render::Camera;
+use canopy::scene::{Mesh, shapes};
 use canopy::vk::Context;
 use common::{
     DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, cube_grid,
@@ -142,6 +144,54 @@ fn equal_centroids_make_one_leaf_and_leaves_respect_the_size_bound() {
             stats.max_leaf_size
         );
     }
+}
+
+/// Camera rays of a `side` x `side` image framing `mesh`, as `canopy bench` makes them.
+fn camera_rays(mesh: &Mesh, side: u32) -> Vec<Ray> {
+    let (lo, hi) = mesh.bounds().unwrap();
+    let (lo, hi) = (glam::Vec3::from(lo), glam::Vec3::from(hi));
+    let camera = Camera::orbit((lo + hi) * 0.5, (hi - lo).length() * 1.1, 30.0, 20.0, 45.0);
+    (0..side * side)
+        .map(|i| camera.primary_ray(i % side, i / side, side, side))
+        .collect()
+}
+
+#[test]
+fn clip_nodes_cut_the_work_of_camera_rays_and_respect_the_node_bound() {
+    // A mesh on a wide ground square: a region mostly empty above the ground.
+    let ctx = context();
+    let mut mesh = Mesh::load(&common::test_data("meshes/bunny_small.obj")).unwrap();
+    mesh.fit_unit_sphere();
+    let floor = mesh.bounds().unwrap().0[1];
+    let rays = camera_rays(&mesh, 64);
+    mesh.append(&shapes::ground_square([0.0, floor, 0.0], 4.0));
+    let mut tested = Vec::new();
+    for clip_nodes in [false, true] {
+        let params = BihParams {
+            clip_nodes,
+            ..BihParams::default()
+        };
+        let (tree, _) = check(&ctx, &mesh, &rays, &params, &format!("clips {clip_nodes}"));
+        let stats = check_bih(&mesh.positions, &mesh.triangles, &tree, &params).unwrap();
+        assert_eq!(stats.clips > 0, clip_nodes, "{stats:?}");
+        let bound = max_nodes(mesh.triangle_count() as u32, params.max_leaf);
+        assert!(stats.nodes as u64 <= bound, "{stats:?} over {bound}");
+        let work = rays.iter().fold(0, |sum, ray| {
+            let (_, work) = trace_bih(&mesh.positions, &mesh.triangles, &tree, ray, Query::Closest);
+            sum + work.primitives_tested as u64
+        });
+        tested.push(work as f64 / rays.len() as f64);
+        // The GPU builder makes the same clip nodes.
+        let gpu = gpu_build(&ctx, &mesh, params, &format!("clips {clip_nodes}"));
+        let gpu_stats = check_bih(&mesh.positions, &mesh.triangles, &gpu, &params).unwrap();
+        assert_eq!(gpu_stats.clips, stats.clips);
+        assert_eq!(gpu_stats.nodes, stats.nodes);
+    }
+    // Measured: 20 and 9 triangles per camera ray.
+    assert!(
+        tested[1] < tested[0] * 0.6,
+        "triangles per camera ray: {tested:?} without and with clip nodes"
+    );
 }
 
 #[test]

@@ -324,7 +324,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 max_leaf,
                 traversal_cost,
                 intersection_cost,
-                pad
+                clip_nodes
             })),
         ),
         (
@@ -565,14 +565,16 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::BIH_SPLIT,
             name: "BihTask",
-            shape: &["u32", "u32", "u32", "u32"],
+            shape: &["u32", "u32", "u32", "u32", "vec3<f32>", "vec3<f32>"],
             rust: rust_layout!(BihTask {
                 node,
                 first,
                 count,
-                pad
+                below_clip,
+                region_lo,
+                region_hi
             }),
-            offsets: &[0, 4, 8, 12],
+            offsets: &[0, 4, 8, 12, 16, 28],
         },
         SharedStruct {
             kernel: shaders::BIH_TRACE,

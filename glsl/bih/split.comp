@@ -6,23 +6,30 @@
 // 1. The node's primitives are read (round 0 reads the identity, later rounds the run the
 //    parent wrote) and their boxes made from the triangles; the workgroup reduces the box of
 //    their centroids and of the primitives themselves (subgroup min/max, then shared atomics
-//    on order-preserving uints). The root writes the scene box.
+//    on order-preserving uints). The root writes the scene box, which is its region; every
+//    other task carries its region (the scene box cut by its ancestors' planes).
 // 2. A node of at most max_leaf primitives, or at the depth limit, is a leaf. Otherwise every
 //    primitive falls into one of BINS bins per axis over the centroid bounds,
 //    floor((c - lo) * (BINS / extent)) clamped to the last bin, and the bins' counts and
-//    boxes are gathered with shared atomics.
-// 3. One invocation per candidate (BINS - 1 per axis) prices its split: Ct + Ci * (A_L * n_L
-//    + A_R * n_R) / A; the cheapest (ties to the lowest axis, then plane) splits the node when
-//    both sides hold primitives and it costs less than a leaf (Ci * n). Else: a leaf.
+//    their boxes' smallest and largest coordinate on the axis are gathered with shared
+//    atomics.
+// 3. One invocation per candidate (BINS - 1 per axis) prices its split by the children's
+//    regions (the node's region ending at the left side's largest coordinate on the axis, or
+//    starting at the right side's smallest): Ct + Ci * (A_L * n_L + A_R * n_R) / A. The
+//    cheapest (ties to the lowest axis, then plane) splits the node when both sides hold
+//    primitives and it costs less than a leaf (Ci * n). A clip node (unless the parent is one)
+//    on the axis where narrowing the region to the primitives' box costs least,
+//    Ct + Ci * n * A_clipped / A, wins when cheaper than both. Else: a leaf.
 // 4. A leaf copies its run into the leaf primitive list (at its own offset: runs never
 //    overlap). A split reserves its two children with one atomic add on the node counter
 //    (children are adjacent) and two tasks of the next round with one on that round's task
 //    counter, writes the node (axis, left child, the left side's max and the right side's min
-//    on the axis, from the bins' boxes), and partitions its run stably into the next round's
-//    index buffer: the left side first, each side in the run's order (a workgroup scan per
-//    tile of WORKGROUP_SIZE primitives).
-// Capacities are exact: a tree over n primitives has at most 2n - 1 nodes and a round at most
-// n tasks, so nothing can overflow.
+//    on the axis, from the bins), and partitions its run stably into the next round's index
+//    buffer: the left side first, each side in the run's order (a workgroup scan per tile of
+//    WORKGROUP_SIZE primitives). A clip node reserves one node and one task and copies its
+//    run.
+// Capacities are exact: a tree over n primitives has at most max_nodes(n) nodes
+// (src/accel/bih/mod.rs) and a round at most n tasks, so nothing can overflow.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/workgroup_scan.glsl"
@@ -46,29 +53,40 @@ layout(push_constant, scalar) uniform Push {
     uint max_leaf;                    // nodes of at most this many primitives are leaves
     float traversal_cost;             // Ct
     float intersection_cost;          // Ci
-    uint pad;
+    uint clip_nodes;                  // 1 when clip nodes may be made
 } pc;
 
 struct BihTask {
     uint node;
     uint first;
     uint count;
-    uint pad;
+    uint below_clip; // 1 when the parent is a clip node
+    vec3 region_lo;
+    vec3 region_hi;
 };
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer BihTasks { BihTask v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer BihTasks { BihTask v[]; };
 
 const uint CANDIDATES = 3u * (BINS - 1u);
 
 shared uint node_box[12]; // centroid lo, centroid hi, box lo, box hi: ordered uints
 shared uint bin_count[3u * BINS];
-shared uint bin_box[3u * BINS * 6u]; // per bin: lo xyz, hi xyz as ordered uints
+shared uint bin_span[3u * BINS * 2u]; // per bin: its boxes' lo and hi on the axis, ordered uints
 shared float candidate_cost[CANDIDATES];
-shared uint decision[6]; // split (1) or leaf (0), axis, left bins, left count, left child, task slot
-shared float decision_clip[2];
+const uint LEAF = 0u;
+const uint SPLIT = 1u;
+const uint CLIP = 2u;
+shared uint decision[4]; // LEAF, SPLIT or CLIP; axis; left bins; left count
 
 float area(vec3 lo, vec3 hi) {
     vec3 d = max(hi - lo, vec3(0.0));
     return 2.0 * (d.x * d.y + d.y * d.z + d.z * d.x);
+}
+
+// The area of the region lo..hi with its sides on `axis` moved to a and b.
+float area_with_sides(vec3 lo, vec3 hi, uint axis, float a, float b) {
+    lo[axis] = a;
+    hi[axis] = b;
+    return area(lo, hi);
 }
 
 uint ordered(float f) {
@@ -111,8 +129,8 @@ void main() {
     for (uint i = lid; i < 3u * BINS; i += WORKGROUP_SIZE) {
         bin_count[i] = 0u;
     }
-    for (uint i = lid; i < 3u * BINS * 6u; i += WORKGROUP_SIZE) {
-        bin_box[i] = (i % 6u) < 3u ? 0xffffffffu : 0u;
+    for (uint i = lid; i < 3u * BINS * 2u; i += WORKGROUP_SIZE) {
+        bin_span[i] = i % 2u == 0u ? 0xffffffffu : 0u;
     }
     barrier();
     vec3 c_lo = vec3(INF), c_hi = vec3(-INF), b_lo = vec3(INF), b_hi = vec3(-INF);
@@ -141,8 +159,12 @@ void main() {
     vec3 centroid_hi = vec3(unordered(node_box[3]), unordered(node_box[4]), unordered(node_box[5]));
     vec3 box_lo = vec3(unordered(node_box[6]), unordered(node_box[7]), unordered(node_box[8]));
     vec3 box_hi = vec3(unordered(node_box[9]), unordered(node_box[10]), unordered(node_box[11]));
-    if (task.node == 0u && lid == 0u) {
-        Aabbs(pc.bounds_address).v[0] = Aabb(box_lo, 0u, box_hi, 0u);
+    if (pc.round == 0u) {
+        task.region_lo = box_lo;
+        task.region_hi = box_hi;
+        if (lid == 0u) {
+            Aabbs(pc.bounds_address).v[0] = Aabb(box_lo, 0u, box_hi, 0u);
+        }
     }
     vec3 extent = centroid_hi - centroid_lo;
     vec3 scale = vec3(float(BINS)) / extent;
@@ -159,45 +181,43 @@ void main() {
                 }
                 uint bin = a * BINS + bin_of(c[a], centroid_lo[a], scale[a]);
                 atomicAdd(bin_count[bin], 1u);
-                for (uint e = 0; e < 3u; ++e) {
-                    atomicMin(bin_box[bin * 6u + e], ordered(box.lo[e]));
-                    atomicMax(bin_box[bin * 6u + 3u + e], ordered(box.hi[e]));
-                }
+                atomicMin(bin_span[bin * 2u], ordered(box.lo[a]));
+                atomicMax(bin_span[bin * 2u + 1u], ordered(box.hi[a]));
             }
         }
     }
     barrier();
 
     // 3. Every candidate's cost, then the cheapest.
-    float node_area = max(area(box_lo, box_hi), 1.17549435e-38);
+    vec3 region_lo = task.region_lo;
+    vec3 region_hi = task.region_hi;
+    float region_area = max(area(region_lo, region_hi), 1.17549435e-38);
     for (uint j = lid; j < CANDIDATES; j += WORKGROUP_SIZE) {
         uint a = j / (BINS - 1u);
         uint split = j % (BINS - 1u) + 1u;
         float cost = INF;
         if (may_split && extent[a] > 0.0 && !isinf(extent[a])) {
             uint n_left = 0u, n_right = 0u;
-            vec3 l_lo = vec3(INF), l_hi = vec3(-INF), r_lo = vec3(INF), r_hi = vec3(-INF);
+            float left_max = -INF, right_min = INF;
             for (uint bin = 0; bin < BINS; ++bin) {
-                uint at = (a * BINS + bin) * 6u;
                 uint n = bin_count[a * BINS + bin];
                 if (n == 0u) {
                     continue;
                 }
-                vec3 lo = vec3(unordered(bin_box[at]), unordered(bin_box[at + 1u]), unordered(bin_box[at + 2u]));
-                vec3 hi = vec3(unordered(bin_box[at + 3u]), unordered(bin_box[at + 4u]), unordered(bin_box[at + 5u]));
+                uint at = (a * BINS + bin) * 2u;
                 if (bin < split) {
                     n_left += n;
-                    l_lo = min(l_lo, lo);
-                    l_hi = max(l_hi, hi);
+                    left_max = max(left_max, unordered(bin_span[at + 1u]));
                 } else {
                     n_right += n;
-                    r_lo = min(r_lo, lo);
-                    r_hi = max(r_hi, hi);
+                    right_min = min(right_min, unordered(bin_span[at]));
                 }
             }
             if (n_left > 0u && n_right > 0u) {
+                float left_area = area_with_sides(region_lo, region_hi, a, region_lo[a], left_max);
+                float right_area = area_with_sides(region_lo, region_hi, a, right_min, region_hi[a]);
                 cost = pc.traversal_cost + pc.intersection_cost
-                    * (area(l_lo, l_hi) * float(n_left) + area(r_lo, r_hi) * float(n_right)) / node_area;
+                    * (left_area * float(n_left) + right_area * float(n_right)) / region_area;
             }
         }
         candidate_cost[j] = cost;
@@ -212,31 +232,63 @@ void main() {
                 best = j;
             }
         }
-        bool split = best != 0xffffffffu && best_cost < pc.intersection_cost * float(task.count);
-        decision[0] = split ? 1u : 0u;
-        if (split) {
+        float leaf_cost = pc.intersection_cost * float(task.count);
+        bool split = best != 0xffffffffu && best_cost < leaf_cost;
+        float to_beat = split ? best_cost : leaf_cost;
+        uint clip_axis = 3u;
+        for (uint a = 0; a < 3u && may_split && pc.clip_nodes != 0u && task.below_clip == 0u; ++a) {
+            if (box_lo[a] <= region_lo[a] && box_hi[a] >= region_hi[a]) {
+                continue;
+            }
+            float cost = pc.traversal_cost + pc.intersection_cost * float(task.count)
+                * area_with_sides(region_lo, region_hi, a, box_lo[a], box_hi[a]) / region_area;
+            if (cost < to_beat) {
+                to_beat = cost;
+                clip_axis = a;
+            }
+        }
+        decision[0] = clip_axis < 3u ? CLIP : split ? SPLIT : LEAF;
+        if (clip_axis < 3u) {
+            uint a = clip_axis;
+            uint child = atomicAdd(U32s(pc.counters_address).v[0], 1u);
+            uint slot = atomicAdd(U32s(pc.counters_address).v[2u + pc.round], 1u);
+            BihNodes(pc.nodes_address).v[task.node] = BihNode(a | (child << 2), BIH_CLIP, vec2(box_lo[a], box_hi[a]));
+            vec3 lo = region_lo;
+            vec3 hi = region_hi;
+            lo[a] = box_lo[a];
+            hi[a] = box_hi[a];
+            BihTasks(pc.tasks_out_address).v[slot] = BihTask(child, task.first, task.count, 1u, lo, hi);
+            decision[1] = a;
+            decision[2] = 0u;
+            decision[3] = task.count;
+        } else if (split) {
             uint a = best / (BINS - 1u);
             uint left_bins = best % (BINS - 1u) + 1u;
             uint n_left = 0u;
             float left_max = -INF;
             float right_min = INF;
             for (uint bin = 0; bin < BINS; ++bin) {
-                uint at = (a * BINS + bin) * 6u;
+                uint at = (a * BINS + bin) * 2u;
                 if (bin_count[a * BINS + bin] == 0u) {
                     continue;
                 }
                 if (bin < left_bins) {
                     n_left += bin_count[a * BINS + bin];
-                    left_max = max(left_max, unordered(bin_box[at + 3u + a]));
+                    left_max = max(left_max, unordered(bin_span[at + 1u]));
                 } else {
-                    right_min = min(right_min, unordered(bin_box[at + a]));
+                    right_min = min(right_min, unordered(bin_span[at]));
                 }
             }
             uint left = atomicAdd(U32s(pc.counters_address).v[0], 2u);
             uint slot = atomicAdd(U32s(pc.counters_address).v[2u + pc.round], 2u);
-            BihNodes(pc.nodes_address).v[task.node] = BihNode(a | (left << 2), 0u, vec2(left_max, right_min));
-            BihTasks(pc.tasks_out_address).v[slot] = BihTask(left, task.first, n_left, 0u);
-            BihTasks(pc.tasks_out_address).v[slot + 1u] = BihTask(left + 1u, task.first + n_left, task.count - n_left, 0u);
+            BihNodes(pc.nodes_address).v[task.node] = BihNode(a | (left << 2), BIH_SPLIT, vec2(left_max, right_min));
+            vec3 left_hi = region_hi;
+            vec3 right_lo = region_lo;
+            left_hi[a] = left_max;
+            right_lo[a] = right_min;
+            BihTasks tasks_out = BihTasks(pc.tasks_out_address);
+            tasks_out.v[slot] = BihTask(left, task.first, n_left, 0u, region_lo, left_hi);
+            tasks_out.v[slot + 1u] = BihTask(left + 1u, task.first + n_left, task.count - n_left, 0u, right_lo, region_hi);
             decision[1] = a;
             decision[2] = left_bins;
             decision[3] = n_left;
@@ -247,7 +299,7 @@ void main() {
     barrier();
 
     // 4. A leaf's run, or the stable partition of a split's.
-    if (decision[0] == 0u) {
+    if (decision[0] == LEAF) {
         for (uint k = lid; k < task.count; k += WORKGROUP_SIZE) {
             U32s(pc.leaf_primitives_address).v[task.first + k] = primitive_at(task.first + k);
         }
@@ -268,7 +320,7 @@ void main() {
             primitive = primitive_at(task.first + k);
             Aabb box = primitive_box(primitive);
             float c = (box.lo[a] + box.hi[a]) * 0.5;
-            left = bin_of(c, centroid_lo[a], scale[a]) < left_bins;
+            left = decision[0] == CLIP || bin_of(c, centroid_lo[a], scale[a]) < left_bins;
         }
         uint lefts;
         uint before = workgroup_exclusive_add(left ? 1u : 0u, lefts);

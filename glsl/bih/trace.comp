@@ -5,7 +5,9 @@
 // the ray's interval (for a ray going up the axis: the left child while the coordinate is at
 // most clip.x, the right child from clip.y on; reversed for a ray going down; a ray parallel
 // to the axis goes to the children whose side holds its origin). The near child is visited
-// first and the far one pushed with its interval; intervals are widened by BOX_T_SLACK
+// first and the far one pushed with its interval. A clip node narrows the ray's interval to
+// the part between its two planes (Wächter & Keller's empty-space cut) and goes on to its one
+// child. Intervals are widened by BOX_T_SLACK
 // (2^-16, relative) so rounding never culls a child holding a hit. In a leaf every triangle is
 // tested (watertight, common/ray.glsl); pushed intervals starting beyond the closest hit are
 // dropped. Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS,
@@ -93,6 +95,26 @@ void main() {
                 }
                 if (found && ANY_HIT) {
                     break;
+                }
+            } else if (n.word1 == BIH_CLIP) {
+                uint axis = n.word0 & 3u;
+                float origin = ray.origin[axis];
+                float t_a = (n.clip.x - origin) * q.inv_direction[axis];
+                float t_b = (n.clip.y - origin) * q.inv_direction[axis];
+                bool finite = !(isinf(t_a) || isnan(t_a) || isinf(t_b) || isnan(t_b));
+                if (q.parallel[axis] || !finite) {
+                    if (!(n.clip.x <= origin && origin <= n.clip.y)) {
+                        span = vec2(INF, -INF);
+                    }
+                } else {
+                    float near = min(t_a, t_b);
+                    float far = max(t_a, t_b);
+                    span = vec2(max(span.x, near - abs(near) * BOX_T_SLACK), min(span.y, far + abs(far) * BOX_T_SLACK));
+                }
+                if (span.x <= span.y) {
+                    node = n.word0 >> 2;
+                    searching = true;
+                    continue;
                 }
             } else {
                 uint axis = n.word0 & 3u;

@@ -4,6 +4,7 @@
 //! then a table of the work counters of every run.
 
 use super::CliError;
+use canopy::accel::bih::BihParams;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::structures::BuildConfig;
@@ -33,6 +34,12 @@ pub struct MeshBenchArgs {
     /// Do not time the driver's own builder beside the LBVH.
     #[arg(long)]
     pub no_native: bool,
+    /// The BIH's leaf size: nodes of at most this many triangles are leaves.
+    #[arg(long, default_value_t = BihParams::default().max_leaf)]
+    pub bih_leaf: u32,
+    /// Build BIHs without clip nodes (every internal node a split, as seed 004).
+    #[arg(long)]
+    pub bih_no_clip: bool,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -127,6 +134,11 @@ impl MeshBenchArgs {
                     lbvh: LbvhParams {
                         morton_bits,
                         ..config.build.lbvh
+                    },
+                    bih: BihParams {
+                        max_leaf: self.bih_leaf,
+                        clip_nodes: !self.bih_no_clip,
+                        ..config.build.bih
                     },
                     ..config.build
                 },

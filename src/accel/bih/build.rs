@@ -2,16 +2,17 @@
 //! (seed 004 translated to Vulkan, which has neither dynamic parallelism nor a guarantee that
 //! one workgroup waits safely for another).
 //!
-//! Round `r` holds the tasks (a node and its run of primitive indices) of depth `r`. One
-//! workgroup per task (`glsl/bih/split.comp`) bins the node's primitives, prices the binned-SAH
-//! candidates and either writes a leaf or reserves two adjacent child nodes and two tasks of
-//! round `r + 1` with atomics, partitioning the run stably into the next round's index buffer.
+//! Round `r` holds the tasks (a node, its run of primitive indices and its region) of depth
+//! `r`. One workgroup per task (`glsl/bih/split.comp`) bins the node's primitives, prices the
+//! binned-SAH candidates and the clip node, and either writes a leaf or reserves its child
+//! nodes (two adjacent ones for a split, one for a clip node) and their tasks of round
+//! `r + 1` with atomics, partitioning the run stably into the next round's index buffer.
 //! Before each round, a one-invocation kernel ([`IndirectArgs`]) turns the round's task
 //! counter into the dispatch's size: the CPU never reads a count, and a round with no tasks is
 //! an empty dispatch. `max_depth + 1` rounds are recorded; the last makes every task a leaf.
 //!
 //! Memory is exact, so a build never overflows: a tree over `n` primitives has at most
-//! `2n - 1` nodes, and a round at most `n` tasks. Not yet here (seed 004): chunks of 32 nodes
+//! [`super::max_nodes`] nodes, and a round at most `n` tasks. Not yet here (seed 004): chunks of 32 nodes
 //! with headers (nodes are reserved in pairs), and the large-node stage that spreads one node
 //! over many workgroups; every node is one workgroup's, so the first levels, with few large
 //! nodes, use few of the GPU's cores.
@@ -62,13 +63,14 @@ pub struct BihSplitPush {
     pub traversal_cost: f32,
     /// Ci.
     pub intersection_cost: f32,
-    /// Padding.
-    pub pad: u32,
+    /// 1 when clip nodes may be made.
+    pub clip_nodes: u32,
 }
 
-/// A task of the work queue (`BihTask` in `split.comp`): a node and its run of primitives.
+/// A task of the work queue (`BihTask` in `split.comp`): a node, its run of primitives and
+/// its region.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct BihTask {
     /// The node to write.
     pub node: u32,
@@ -76,8 +78,13 @@ pub struct BihTask {
     pub first: u32,
     /// The run's length.
     pub count: u32,
-    /// Padding.
-    pub pad: u32,
+    /// 1 when the parent is a clip node (the node may not be one).
+    pub below_clip: u32,
+    /// The region's lower corner: the scene box cut by the ancestors' planes (the root's is
+    /// made from its primitives).
+    pub region_lo: [f32; 3],
+    /// The region's upper corner.
+    pub region_hi: [f32; 3],
 }
 
 /// Builds BIHs over up to a fixed number of triangles; reusable every frame.
@@ -98,9 +105,9 @@ impl BihBuilder {
     /// A builder for up to `capacity` triangles.
     pub fn new(ctx: &Context, params: BihParams, capacity: u32) -> Result<Self> {
         params.check().map_err(Error::InvalidInput)?;
-        if capacity == 0 || capacity >= 1 << 29 {
+        if capacity == 0 || capacity >= 1 << 28 {
             return Err(Error::InvalidInput(format!(
-                "BIH capacity {capacity}: must be in 1..2^29"
+                "BIH capacity {capacity}: must be in 1..2^28"
             )));
         }
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
@@ -140,7 +147,7 @@ impl BihBuilder {
 
     /// A tree sized for this builder's capacity, to build into.
     pub fn allocate_tree(&self, ctx: &Context) -> Result<BihTreeGpu> {
-        BihTreeGpu::allocate(ctx, self.capacity)
+        BihTreeGpu::allocate(ctx, self.capacity, self.params.max_leaf)
     }
 
     /// Records the build of `tree` over `input`: the counters reset and the root's task
@@ -190,10 +197,8 @@ impl BihBuilder {
         counters[..2].copy_from_slice(&[1, 1]);
         rec.update_buffer(&self.counters, 0, &counters);
         let root = BihTask {
-            node: 0,
-            first: 0,
             count: n,
-            pad: 0,
+            ..BihTask::default()
         };
         rec.update_buffer(&self.tasks[0], 0, &[root]);
         rec.barrier_transfer_to_compute();
@@ -228,7 +233,7 @@ impl BihBuilder {
             max_leaf: params.max_leaf,
             traversal_cost: params.traversal_cost,
             intersection_cost: params.intersection_cost,
-            pad: 0,
+            clip_nodes: params.clip_nodes as u32,
         };
         let offset = round as u64 * crate::prims::indirect::SLOT_BYTES;
         rec.dispatch_indirect(&self.split, &push, self.indirect.buffer(), offset);

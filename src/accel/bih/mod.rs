@@ -9,8 +9,21 @@
 //! in place, so every primitive is in exactly one leaf and a leaf is a run of
 //! [`BihTree::leaf_primitives`].
 //!
-//! Children are stored next to each other (left at an even offset from the first child,
-//! right just after), which is how the GPU builder's chunks of nodes hand out pairs.
+//! A ray reaching a node has been clipped by the planes of all its ancestors: the node's
+//! *region* is the scene box cut by them, larger than the box of its primitives on every axis
+//! no ancestor split. The SAH therefore prices children by their regions (the paper's child
+//! bounds "adjusted with respect to the split direction", seed 004 Fig. 1), and a node whose
+//! region holds much empty space can instead become a *clip node* (Wächter & Keller's empty
+//! space cut): one child, reached only between two planes on one axis, the bounds of the
+//! node's primitives there. A clip node's child is never another clip node, which bounds the
+//! tree (below).
+//!
+//! Children are stored next to each other (a split's left child, then its right).
+//!
+//! Size: a tree over `n` primitives has at most `n - 1` splits (both children hold
+//! primitives), so at most `2n - 1` split and leaf nodes; each clip node sits above a split
+//! or above a leaf of more than `max_leaf` primitives, so there are at most
+//! `n - 1 + n / (max_leaf + 1)` of them ([`max_nodes`]).
 
 pub mod build;
 pub mod cpu;
@@ -21,12 +34,26 @@ use crate::geom::aabb::Bounds;
 /// The leaf tag in a node's two low bits (axes are 0-2).
 pub const BIH_LEAF: u32 = 3;
 
+/// An internal node's `word1`: a split (two children).
+pub const BIH_SPLIT: u32 = 0;
+
+/// An internal node's `word1`: a clip node (one child, between `clip[0]` and `clip[1]`).
+pub const BIH_CLIP: u32 = 1;
+
+/// The most nodes a BIH over `primitives` primitives with leaves of up to `max_leaf` can
+/// have (see the module's documentation).
+pub fn max_nodes(primitives: u32, max_leaf: u32) -> u64 {
+    let n = primitives.max(1) as u64;
+    2 * n - 1 + (n - 1) + n / (max_leaf as u64 + 1)
+}
+
 /// A BIH node, 16 bytes (`BihNode` in `glsl/bih/format.glsl`).
 /// `word0` holds the axis (0-2) or [`BIH_LEAF`] in bits 0-1, and above them the index of the
-/// left child (internal; the right child follows it) or the primitive count (leaf); `word1`
-/// is the leaf's first entry in [`BihTree::leaf_primitives`] (0 for internal nodes);
-/// `clip` are the left child's maximum and the right child's minimum on the axis (internal;
-/// 0 for leaves).
+/// first child (internal; a split's right child follows its left) or the primitive count
+/// (leaf); `word1` is the leaf's first entry in [`BihTree::leaf_primitives`], or for an
+/// internal node [`BIH_SPLIT`] or [`BIH_CLIP`]; `clip` holds the planes on the axis: a
+/// split's left child maximum and right child minimum, a clip node's child minimum and
+/// maximum (0 for leaves).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct BihNode {
@@ -41,13 +68,25 @@ pub struct BihNode {
 const _: () = assert!(std::mem::size_of::<BihNode>() == 16);
 
 impl BihNode {
-    /// An internal node splitting on `axis`, its children at `left` and `left + 1`.
-    pub fn internal(axis: usize, left: u32, clip: [f32; 2]) -> Self {
+    /// A split on `axis`, its children at `left` and `left + 1`, the left one ending at
+    /// `clip[0]` and the right one starting at `clip[1]`.
+    pub fn split(axis: usize, left: u32, clip: [f32; 2]) -> Self {
         debug_assert!(axis < 3 && left < 1 << 30);
         Self {
             word0: axis as u32 | (left << 2),
-            word1: 0,
+            word1: BIH_SPLIT,
             clip,
+        }
+    }
+
+    /// A clip node on `axis`: its one child at `child`, reached between `planes[0]` and
+    /// `planes[1]`.
+    pub fn clip(axis: usize, child: u32, planes: [f32; 2]) -> Self {
+        debug_assert!(axis < 3 && child < 1 << 30);
+        Self {
+            word0: axis as u32 | (child << 2),
+            word1: BIH_CLIP,
+            clip: planes,
         }
     }
 
@@ -66,13 +105,18 @@ impl BihNode {
         self.word0 & 3 == BIH_LEAF
     }
 
-    /// The split axis of an internal node.
+    /// Whether this is a clip node.
+    pub fn is_clip(&self) -> bool {
+        !self.is_leaf() && self.word1 == BIH_CLIP
+    }
+
+    /// The axis of an internal node.
     pub fn axis(&self) -> usize {
         (self.word0 & 3) as usize
     }
 
-    /// The left child of an internal node (the right child is the next node).
-    pub fn left_child(&self) -> u32 {
+    /// The first child of an internal node (a split's left; its right is the next node).
+    pub fn first_child(&self) -> u32 {
         self.word0 >> 2
     }
 
@@ -114,6 +158,9 @@ pub struct BihParams {
     /// Nodes this deep are leaves (default and at most [`trace::MAX_DEPTH`], the traversal's
     /// stack): one round of the GPU build per level.
     pub max_depth: u32,
+    /// Whether the builders may make clip nodes (default true; without them every internal
+    /// node is a split, as in the paper).
+    pub clip_nodes: bool,
 }
 
 impl Default for BihParams {
@@ -124,6 +171,7 @@ impl Default for BihParams {
             traversal_cost: 1.0,
             intersection_cost: 1.0,
             max_depth: trace::MAX_DEPTH,
+            clip_nodes: true,
         }
     }
 }

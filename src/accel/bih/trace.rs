@@ -82,15 +82,16 @@ impl BihTreeGpu {
         })
     }
 
-    /// Space for a tree over up to `capacity` primitives (`2 · capacity - 1` nodes), for the
-    /// GPU builder to write.
-    pub fn allocate(ctx: &Context, capacity: u32) -> Result<Self> {
+    /// Space for a tree over up to `capacity` primitives with leaves of up to `max_leaf`
+    /// ([`super::max_nodes`] nodes), for the GPU builder to write.
+    pub fn allocate(ctx: &Context, capacity: u32, max_leaf: u32) -> Result<Self> {
         let buffer = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
         let n = capacity.max(1) as u64;
+        let node_bytes = std::mem::size_of::<BihNode>() as u64;
         Ok(Self {
             nodes: buffer(
                 "bih nodes",
-                (2 * n - 1) * std::mem::size_of::<BihNode>() as u64,
+                super::max_nodes(capacity, max_leaf) * node_bytes,
             )?,
             leaf_primitives: buffer("bih leaf primitives", 4 * n)?,
             bounds: buffer("bih bounds", std::mem::size_of::<Aabb>() as u64)?,
@@ -150,12 +151,14 @@ fn depth(tree: &BihTree) -> std::result::Result<u32, String> {
             }
             deepest = deepest.max(depth);
         } else {
-            let left = node.left_child() as usize;
-            if left <= index {
-                return Err(format!("BIH node {index}: child {left} not after it"));
+            let first = node.first_child() as usize;
+            if first <= index {
+                return Err(format!("BIH node {index}: child {first} not after it"));
             }
-            stack.push((left, depth + 1));
-            stack.push((left + 1, depth + 1));
+            stack.push((first, depth + 1));
+            if !node.is_clip() {
+                stack.push((first + 1, depth + 1));
+            }
         }
     }
     Ok(deepest)
