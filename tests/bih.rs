@@ -3,7 +3,8 @@
 //! the CPU and the GPU traversals against brute force on random soups, a real mesh and the
 //! adversarial scenes of the kd-tree tests, the leaf-size bound, that the traversal does
 //! a small part of brute force's work, and that clip nodes cut it further where the scene box
-//! is mostly empty. tests/trace_work.rs compares the GPU's work counts
+//! is mostly empty. The GPU builder's trees are checked against the CPU's with either of its
+//! stages doing most of the work (the large-node threshold as a parameter). tests/trace_work.rs compares the GPU's work counts
 //! with the CPU traversal's.
 
 mod common;
@@ -11,7 +12,7 @@ mod common;
 use canopy::accel::bih::build::BihStructure;
 use canopy::accel::bih::cpu::{build_bih, check_bih, trace_bih};
 use canopy::accel::bih::trace::BihTreeGpu;
-use canopy::accel::bih::{BihParams, BihTree, max_nodes};
+use canopy::accel::bih::{BihParams, BihTree, MAX_SMALL_SUBTREE, max_nodes};
 use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Hit, Query, Ray, RayWork};
 use canopy::render::Camera;
@@ -223,6 +224,13 @@ fn bad_parameters_are_named() {
         ..BihParams::default()
     };
     assert!(leaf.check().unwrap_err().contains("leaf size"));
+    for large_node in [0, MAX_SMALL_SUBTREE + 1] {
+        let stage = BihParams {
+            large_node,
+            ..BihParams::default()
+        };
+        assert!(stage.check().unwrap_err().contains("large-node threshold"));
+    }
     assert!(BihParams::default().check().is_ok());
 }
 
@@ -300,6 +308,20 @@ fn gpu_builds_match_the_reference() {
         },
         BihParams {
             max_depth: 3,
+            ..BihParams::default()
+        },
+        // Every node of more than one primitive in the large-node stage.
+        BihParams {
+            large_node: 1,
+            ..BihParams::default()
+        },
+        // Leaves made by the large-node stage.
+        BihParams {
+            max_leaf: 600,
+            ..BihParams::default()
+        },
+        BihParams {
+            clip_nodes: false,
             ..BihParams::default()
         },
     ] {

@@ -12,7 +12,9 @@
 mod spirv;
 
 use canopy::accel::bih::BihNode;
-use canopy::accel::bih::build::{BihSplitPush, BihTask};
+use canopy::accel::bih::build::{
+    BihTask, LargeBinsPush, LargePartitionPush, LargeSplitPush, SmallNodesPush,
+};
 use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::BottomUpPush;
 use canopy::accel::bvh::trace::TracePush;
@@ -307,24 +309,83 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::BIH_SPLIT,
-            Rust(rust_layout!(BihSplitPush {
+            shaders::BIH_SMALL_NODES,
+            Rust(rust_layout!(SmallNodesPush {
                 positions_address,
                 triangles_address,
-                indices_in_address,
-                indices_out_address,
+                first_indices_address,
+                second_indices_address,
                 leaf_primitives_address,
                 nodes_address,
-                tasks_in_address,
-                tasks_out_address,
+                tasks_address,
                 counters_address,
                 bounds_address,
+                max_depth,
+                max_leaf,
+                traversal_cost,
+                intersection_cost,
+                clip_nodes,
+                pad
+            })),
+        ),
+        (
+            shaders::BIH_LARGE_BINS,
+            Rust(rust_layout!(LargeBinsPush {
+                positions_address,
+                triangles_address,
+                indices_address,
+                tasks_address,
+                slices_address,
+                bin_counts_address,
+                bin_lows_address,
+                bin_highs_address,
+                root_bounds_address,
+                counters_address,
+                slice_counter,
                 round,
+                slice_size,
+                bounds_mode
+            })),
+        ),
+        (
+            shaders::BIH_LARGE_SPLIT,
+            Rust(rust_layout!(LargeSplitPush {
+                tasks_address,
+                next_tasks_address,
+                next_slices_address,
+                small_tasks_address,
+                nodes_address,
+                bin_counts_address,
+                bin_lows_address,
+                bin_highs_address,
+                root_bounds_address,
+                bounds_address,
+                counters_address,
+                task_counter,
+                round,
+                slice_size,
+                large_threshold,
+                last_round,
                 max_depth,
                 max_leaf,
                 traversal_cost,
                 intersection_cost,
                 clip_nodes
+            })),
+        ),
+        (
+            shaders::BIH_LARGE_PARTITION,
+            Rust(rust_layout!(LargePartitionPush {
+                positions_address,
+                triangles_address,
+                indices_in_address,
+                indices_out_address,
+                leaf_primitives_address,
+                tasks_address,
+                slices_address,
+                counters_address,
+                slice_counter,
+                slice_size
             })),
         ),
         (
@@ -563,14 +624,14 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 4],
         },
         SharedStruct {
-            kernel: shaders::BIH_SPLIT,
+            kernel: shaders::BIH_SMALL_NODES,
             name: "BihTask",
             shape: &["u32", "u32", "u32", "u32", "vec3<f32>", "vec3<f32>"],
             rust: rust_layout!(BihTask {
                 node,
                 first,
                 count,
-                below_clip,
+                flags,
                 region_lo,
                 region_hi
             }),

@@ -1,21 +1,35 @@
-//! The BIH's GPU builder: a work queue driven by the GPU in rounds of indirect dispatches
-//! (seed 004 translated to Vulkan, which has neither dynamic parallelism nor a guarantee that
-//! one workgroup waits safely for another).
+//! The BIH's GPU builder: a work queue driven by the GPU (seed 004 translated to Vulkan, which
+//! has neither dynamic parallelism nor a guarantee that one workgroup waits safely for
+//! another), in the paper's two stages.
 //!
-//! Round `r` holds the tasks (a node, its run of primitive indices and its region) of depth
-//! `r`. One workgroup per task (`glsl/bih/split.comp`) bins the node's primitives, prices the
-//! binned-SAH candidates and the clip node, and either writes a leaf or reserves its child
-//! nodes (two adjacent ones for a split, one for a clip node) and their tasks of round
-//! `r + 1` with atomics, partitioning the run stably into the next round's index buffer.
-//! Before each round, a one-invocation kernel ([`IndirectArgs`]) turns the round's task
-//! counter into the dispatch's size: the CPU never reads a count, and a round with no tasks is
-//! an empty dispatch. `max_depth + 1` rounds are recorded; the last makes every task a leaf.
+//! **Large-node stage**, in rounds of indirect dispatches. Round `r` holds the large tasks (a
+//! node of more than [`BihParams::large_node`] primitives, its run of primitive indices, its
+//! region and the box of its centroids) of depth `r`, each cut into slices of [`SLICE`]
+//! primitives. Three kernels per round:
+//! `glsl/bih/large_bins.comp` (one workgroup per slice: bins, merged into the task's bins in
+//! device memory with atomics), `large_split.comp` (one workgroup per task: prices the
+//! candidates and the clip node, writes the node, reserves its children with atomics and hands
+//! each out as a large task of round `r + 1`, with its slices reserved by one atomic add, or
+//! as a small task) and `large_partition.comp` (one workgroup per slice: partitions the run
+//! into the next round's index buffer). Before each round, one-invocation kernels
+//! ([`IndirectArgs`]) turn the round's task and slice counters into dispatch sizes: the CPU
+//! never reads a count, and a round with no tasks is three empty dispatches.
+//!
+//! **Small-node stage**, one dispatch: `glsl/bih/small_nodes.comp` gives every small task a
+//! workgroup that builds its whole subtree from a stack in shared memory.
+//!
+//! How many large rounds are recorded: `max_depth + 1`, one per depth, so that every node is
+//! reached however unbalanced the tree: a node at the depth limit is a leaf. Rounds past the
+//! deepest large node are empty dispatches (their cost is in BENCHMARKS.md); clip nodes count
+//! as levels, so no tighter bound holds without reading a count back. Without any large
+//! rounds (`n` at most [`BihParams::large_node`]) the root is a small task.
 //!
 //! Memory is exact, so a build never overflows: a tree over `n` primitives has at most
-//! [`super::max_nodes`] nodes, and a round at most `n` tasks. Not yet here (seed 004): chunks of 32 nodes
-//! with headers (nodes are reserved in pairs), and the large-node stage that spreads one node
-//! over many workgroups; every node is one workgroup's, so the first levels, with few large
-//! nodes, use few of the GPU's cores.
+//! [`super::max_nodes`] nodes; a round at most `n / (large_node + 1)` large tasks (their runs
+//! are disjoint), as many slices as `n / SLICE` plus one per task, and the small tasks at most
+//! `n`. Nodes are reserved per node (one atomic add for a split's pair) rather than in the
+//! paper's chunks of 32 with headers: the headers let loosely coupled warps find each other's
+//! work, which the round's dense task lists already do here, and no chunk is left part empty.
 
 use super::cpu::check_bih;
 use super::trace::BihTreeGpu;
@@ -24,37 +38,187 @@ use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable
 use crate::geom::TriangleInput;
 use crate::geom::aabb::Aabb;
 use crate::prims::WORKGROUP_SIZE;
-use crate::prims::indirect::IndirectArgs;
+use crate::prims::indirect::{IndirectArgs, SLOT_BYTES};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use std::sync::Arc;
 
-/// Push constants of `split.comp`.
+/// Primitives per slice of a large task: one large-node workgroup's share.
+pub const SLICE: u32 = 16 * WORKGROUP_SIZE;
+
+/// Invocations of a small-node workgroup: a subtree has at most
+/// [`super::MAX_SMALL_SUBTREE`] primitives, and each invocation prices at most one of the 93
+/// split candidates.
+const SMALL_NODE_WORKGROUP: u32 = 128;
+
+/// Words of order-preserving floats per bin in the large-node stage's low and high buffers.
+const BIN_LANES: u64 = 4;
+
+/// `BihTask::flags`: the parent is a clip node.
+pub const TASK_BELOW_CLIP: u32 = 1;
+/// `BihTask::flags`: the run lives in the second index buffer.
+pub const TASK_RUN_IN_SECOND: u32 = 2;
+/// `BihTask::flags`: the run is the identity (the root's).
+pub const TASK_IDENTITY: u32 = 4;
+
+/// A task of the work queue (`BihTask` in `glsl/bih/queue.glsl`): a node, its run of
+/// primitives and its region.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct BihTask {
+    /// The node to write.
+    pub node: u32,
+    /// The run's first entry.
+    pub first: u32,
+    /// The run's length.
+    pub count: u32,
+    /// [`TASK_BELOW_CLIP`], [`TASK_RUN_IN_SECOND`], [`TASK_IDENTITY`], and the depth from
+    /// bit 8.
+    pub flags: u32,
+    /// The region's lower corner: the scene box cut by the ancestors' planes (the root's is
+    /// made from its primitives).
+    pub region_lo: [f32; 3],
+    /// The region's upper corner.
+    pub region_hi: [f32; 3],
+}
+
+/// A task of the large-node stage (`LargeTask` in `glsl/bih/queue.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LargeTask {
+    /// The node, run and region.
+    pub task: BihTask,
+    /// The box of the run's centroids (the root's comes from the bounds pass).
+    pub centroid_lo: [f32; 3],
+    /// Its upper corner.
+    pub centroid_hi: [f32; 3],
+    /// Its first entry in the round's slice list.
+    pub slice_first: u32,
+    /// Leaf, split or clip, from the split kernel.
+    pub kind: u32,
+    /// The split or clip axis.
+    pub axis: u32,
+    /// A split's bins on the left.
+    pub left_bins: u32,
+    /// A split's primitives on the left.
+    pub left_count: u32,
+    /// Left primitives the partition has placed.
+    pub left_cursor: u32,
+    /// Right primitives the partition has placed.
+    pub right_cursor: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+// 96 bytes, as the scalar layout of `LargeTask` in `glsl/bih/queue.glsl` packs it.
+const _: () = assert!(std::mem::size_of::<LargeTask>() == 96);
+
+/// Push constants of `small_nodes.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct BihSplitPush {
+pub struct SmallNodesPush {
     /// Vertex positions.
     pub positions_address: u64,
     /// Triangles.
     pub triangles_address: u64,
-    /// The runs of this round's tasks.
-    pub indices_in_address: u64,
-    /// The runs of the next round's tasks, written.
-    pub indices_out_address: u64,
+    /// The first index buffer.
+    pub first_indices_address: u64,
+    /// The second index buffer.
+    pub second_indices_address: u64,
     /// The leaves' runs, written.
     pub leaf_primitives_address: u64,
     /// Nodes, written.
     pub nodes_address: u64,
-    /// This round's tasks.
-    pub tasks_in_address: u64,
-    /// The next round's tasks, written.
-    pub tasks_out_address: u64,
-    /// `[nodes, tasks of round 0, tasks of round 1, ...]`.
+    /// The small tasks.
+    pub tasks_address: u64,
+    /// The counters.
     pub counters_address: u64,
-    /// The scene box, written by the root.
+    /// The scene box, written by a small root.
     pub bounds_address: u64,
-    /// The round (the depth of its nodes).
+    /// Nodes this deep are leaves.
+    pub max_depth: u32,
+    /// Nodes of at most this many primitives are leaves.
+    pub max_leaf: u32,
+    /// Ct.
+    pub traversal_cost: f32,
+    /// Ci.
+    pub intersection_cost: f32,
+    /// 1 when clip nodes may be made.
+    pub clip_nodes: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Push constants of `large_bins.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LargeBinsPush {
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
+    /// This round's runs.
+    pub indices_address: u64,
+    /// This round's large tasks.
+    pub tasks_address: u64,
+    /// This round's slices (their tasks).
+    pub slices_address: u64,
+    /// Bin counts per task slot.
+    pub bin_counts_address: u64,
+    /// Bin lows per task slot.
+    pub bin_lows_address: u64,
+    /// Bin highs per task slot.
+    pub bin_highs_address: u64,
+    /// The root's centroid box and box (ordered uints).
+    pub root_bounds_address: u64,
+    /// The counters.
+    pub counters_address: u64,
+    /// Index of this round's slice counter.
+    pub slice_counter: u32,
+    /// The round.
     pub round: u32,
+    /// Primitives per slice.
+    pub slice_size: u32,
+    /// 1: reduce the root's bounds; 0: bin.
+    pub bounds_mode: u32,
+}
+
+/// Push constants of `large_split.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LargeSplitPush {
+    /// This round's large tasks (decisions written).
+    pub tasks_address: u64,
+    /// The next round's large tasks, written.
+    pub next_tasks_address: u64,
+    /// The next round's slices, written.
+    pub next_slices_address: u64,
+    /// The small tasks, appended.
+    pub small_tasks_address: u64,
+    /// Nodes, written.
+    pub nodes_address: u64,
+    /// Bin counts per task slot.
+    pub bin_counts_address: u64,
+    /// Bin lows per task slot.
+    pub bin_lows_address: u64,
+    /// Bin highs per task slot.
+    pub bin_highs_address: u64,
+    /// The root's centroid box and box (ordered uints).
+    pub root_bounds_address: u64,
+    /// The scene box, written in round 0.
+    pub bounds_address: u64,
+    /// The counters.
+    pub counters_address: u64,
+    /// Index of this round's large task counter.
+    pub task_counter: u32,
+    /// The round.
+    pub round: u32,
+    /// Primitives per slice.
+    pub slice_size: u32,
+    /// Children of more primitives stay in the large-node stage.
+    pub large_threshold: u32,
+    /// 1 in the last large round.
+    pub last_round: u32,
     /// Nodes this deep are leaves.
     pub max_depth: u32,
     /// Nodes of at most this many primitives are leaves.
@@ -67,37 +231,63 @@ pub struct BihSplitPush {
     pub clip_nodes: u32,
 }
 
-/// A task of the work queue (`BihTask` in `split.comp`): a node, its run of primitives and
-/// its region.
+/// Push constants of `large_partition.comp`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct BihTask {
-    /// The node to write.
-    pub node: u32,
-    /// The run's first entry.
-    pub first: u32,
-    /// The run's length.
-    pub count: u32,
-    /// 1 when the parent is a clip node (the node may not be one).
-    pub below_clip: u32,
-    /// The region's lower corner: the scene box cut by the ancestors' planes (the root's is
-    /// made from its primitives).
-    pub region_lo: [f32; 3],
-    /// The region's upper corner.
-    pub region_hi: [f32; 3],
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct LargePartitionPush {
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
+    /// This round's runs.
+    pub indices_in_address: u64,
+    /// The next round's runs, written.
+    pub indices_out_address: u64,
+    /// The leaves' runs, written.
+    pub leaf_primitives_address: u64,
+    /// This round's large tasks, decided.
+    pub tasks_address: u64,
+    /// This round's slices (their tasks).
+    pub slices_address: u64,
+    /// The counters.
+    pub counters_address: u64,
+    /// Index of this round's slice counter.
+    pub slice_counter: u32,
+    /// Primitives per slice.
+    pub slice_size: u32,
+}
+
+/// The counter of small tasks; round `r`'s large tasks and slices follow at
+/// [`large_task_counter`] and the word after it. Word 0 counts nodes.
+const SMALL_TASK_COUNTER: u32 = 1;
+
+/// The counter of round `round`'s large tasks (its slices are counted in the next word).
+fn large_task_counter(round: u32) -> u32 {
+    2 + 2 * round
 }
 
 /// Builds BIHs over up to a fixed number of triangles; reusable every frame.
 pub struct BihBuilder {
     params: BihParams,
     capacity: u32,
-    split: Arc<Pipeline>,
+    small_nodes: Arc<Pipeline>,
+    large_bins: Arc<Pipeline>,
+    large_split: Arc<Pipeline>,
+    large_partition: Arc<Pipeline>,
     indirect: IndirectArgs,
     /// The runs of even and odd rounds.
     indices: [Buffer; 2],
-    /// The tasks of even and odd rounds.
-    tasks: [Buffer; 2],
-    /// `[nodes, tasks per round]`, reset by every build.
+    /// Small tasks.
+    small_tasks: Buffer,
+    /// Large tasks of even and odd rounds.
+    large_tasks: [Buffer; 2],
+    /// Slices (their task) of even and odd rounds.
+    slices: [Buffer; 2],
+    /// The large tasks' bins: counts, lows, highs.
+    bins: [Buffer; 3],
+    /// The root's centroid box and box.
+    root_bounds: Buffer,
+    /// `[nodes, small tasks, (large tasks, slices) per round]`, reset by every build.
     counters: Buffer,
 }
 
@@ -112,26 +302,63 @@ impl BihBuilder {
         }
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
         let n = capacity as u64;
+        let large = Self::max_large_tasks(capacity, &params) as u64;
+        let slices = n / SLICE as u64 + large + 1;
+        let bins = large * 3 * params.bins as u64;
         let task_bytes = std::mem::size_of::<BihTask>() as u64;
+        let large_bytes = std::mem::size_of::<LargeTask>() as u64;
+        let constants = [("BINS", params.bins)];
+        let pipeline = |kernel| ctx.pipeline(kernel, WORKGROUP_SIZE, &constants);
         Ok(Self {
-            split: ctx.pipeline(
-                &shaders::BIH_SPLIT,
-                WORKGROUP_SIZE,
-                &[("BINS", params.bins)],
+            small_nodes: ctx.pipeline(
+                &shaders::BIH_SMALL_NODES,
+                SMALL_NODE_WORKGROUP,
+                &constants,
             )?,
-            indirect: IndirectArgs::new(ctx, "bih rounds", params.max_depth + 1)?,
+            large_bins: pipeline(&shaders::BIH_LARGE_BINS)?,
+            large_split: pipeline(&shaders::BIH_LARGE_SPLIT)?,
+            large_partition: pipeline(&shaders::BIH_LARGE_PARTITION)?,
+            indirect: IndirectArgs::new(ctx, "bih rounds", 2 * params.max_depth + 3)?,
             indices: [
                 device("bih indices 0", 4 * n)?,
                 device("bih indices 1", 4 * n)?,
             ],
-            tasks: [
-                device("bih tasks 0", task_bytes * n)?,
-                device("bih tasks 1", task_bytes * n)?,
+            small_tasks: device("bih small tasks", task_bytes * n)?,
+            large_tasks: [
+                device("bih large tasks 0", large_bytes * large)?,
+                device("bih large tasks 1", large_bytes * large)?,
             ],
-            counters: device("bih counters", 4 * (params.max_depth as u64 + 3))?,
+            slices: [
+                device("bih slices 0", 4 * slices)?,
+                device("bih slices 1", 4 * slices)?,
+            ],
+            bins: [
+                device("bih bin counts", 4 * bins)?,
+                device("bih bin lows", 4 * BIN_LANES * bins)?,
+                device("bih bin highs", 4 * BIN_LANES * bins)?,
+            ],
+            root_bounds: device("bih root bounds", 4 * 12)?,
+            counters: device(
+                "bih counters",
+                4 * large_task_counter(params.max_depth + 1) as u64,
+            )?,
             params,
             capacity,
         })
+    }
+
+    /// The most large tasks one round can hold over `capacity` primitives (their runs are
+    /// disjoint and longer than `large_node`), at least one (the root's slot).
+    fn max_large_tasks(capacity: u32, params: &BihParams) -> u32 {
+        capacity / (params.large_node + 1) + 1
+    }
+
+    /// The large-node rounds recorded for `n` primitives (see the module's documentation).
+    pub fn large_rounds(&self, n: u32) -> u32 {
+        if n <= self.params.large_node {
+            return 0;
+        }
+        self.params.max_depth + 1
     }
 
     /// The builder's parameters.
@@ -141,8 +368,15 @@ impl BihBuilder {
 
     /// Device bytes of the builder's scratch (the tree's own buffers excluded).
     pub fn scratch_bytes(&self) -> u64 {
-        let pairs = self.indices.iter().chain(&self.tasks);
-        pairs.map(Buffer::size).sum::<u64>() + self.counters.size()
+        let buffers = self
+            .indices
+            .iter()
+            .chain(&self.large_tasks)
+            .chain(&self.slices);
+        buffers.chain(&self.bins).map(Buffer::size).sum::<u64>()
+            + self.small_tasks.size()
+            + self.root_bounds.size()
+            + self.counters.size()
     }
 
     /// A tree sized for this builder's capacity, to build into.
@@ -151,8 +385,8 @@ impl BihBuilder {
     }
 
     /// Records the build of `tree` over `input`: the counters reset and the root's task
-    /// written, then `max_depth + 1` rounds (profiler stage "bih: rounds"). An empty input
-    /// gives an empty tree (every ray misses).
+    /// written, the large-node rounds (profiler stage "bih: large nodes") and the small-node
+    /// stage ("bih: small nodes"). An empty input gives an empty tree (every ray misses).
     ///
     /// Synchronisation: waits for all earlier work in the command buffer (a full barrier), so
     /// the caller's writes of the input are ordered; keep earlier readers of the tree from
@@ -180,63 +414,185 @@ impl BihBuilder {
         input.positions.check("BIH build positions", 1, 4)?;
         input.triangles.check("BIH build triangles", n as u64, 4)?;
         rec.barrier_after_earlier_work();
-        self.record_reset(rec, n);
-        rec.begin_stage("bih: rounds");
-        for round in 0..=self.params.max_depth {
-            self.record_round(rec, input, tree, round)?;
+        let rounds = self.large_rounds(n);
+        self.record_reset(rec, n, rounds);
+        rec.begin_stage("bih: large nodes");
+        for round in 0..rounds {
+            self.record_large_round(rec, input, tree, round, round + 1 == rounds)?;
         }
+        rec.end_stage();
+        rec.begin_stage("bih: small nodes");
+        self.record_small_nodes(rec, input, tree, rounds)?;
         rec.end_stage();
         Ok(())
     }
 
-    /// The counters: one node (the root), one task in round 0 (the root over every
-    /// primitive), none in the others.
-    fn record_reset(&self, rec: &mut Recorder, n: u32) {
-        // At most 67 words: within vkCmdUpdateBuffer's 64 KiB.
+    /// The counters (one node: the root), and the root's task: a large task of round 0 with
+    /// all its slices when there are large rounds, else a small task.
+    fn record_reset(&self, rec: &mut Recorder, n: u32, rounds: u32) {
+        // At most 133 words: within vkCmdUpdateBuffer's 64 KiB.
         let mut counters = vec![0u32; (self.counters.size() / 4) as usize];
-        counters[..2].copy_from_slice(&[1, 1]);
-        rec.update_buffer(&self.counters, 0, &counters);
+        counters[0] = 1;
         let root = BihTask {
             count: n,
+            flags: TASK_IDENTITY,
             ..BihTask::default()
         };
-        rec.update_buffer(&self.tasks[0], 0, &[root]);
+        if rounds == 0 {
+            counters[SMALL_TASK_COUNTER as usize] = 1;
+            rec.update_buffer(&self.small_tasks, 0, &[root]);
+        } else {
+            let first = large_task_counter(0) as usize;
+            counters[first] = 1;
+            counters[first + 1] = n.div_ceil(SLICE);
+            let large = LargeTask {
+                task: root,
+                ..LargeTask::default()
+            };
+            rec.update_buffer(&self.large_tasks[0], 0, &[large]);
+            rec.fill(&self.slices[0], 0, 4 * n.div_ceil(SLICE) as u64, 0);
+            let identity: Vec<u32> = (0..12)
+                .map(|i| if (i / 3) % 2 == 0 { u32::MAX } else { 0 })
+                .collect();
+            rec.update_buffer(&self.root_bounds, 0, &identity);
+            let [counts, lows, highs] = &self.bins;
+            rec.fill(counts, 0, counts.size(), 0);
+            rec.fill(lows, 0, lows.size(), u32::MAX);
+            rec.fill(highs, 0, highs.size(), 0);
+        }
+        rec.update_buffer(&self.counters, 0, &counters);
         rec.barrier_transfer_to_compute();
     }
 
-    /// Round `round`: its dispatch sized from its task counter, then `split.comp`.
-    fn record_round(
+    /// Large-node round `round`: the dispatch sizes from its counters, then (in round 0, the
+    /// root's bounds pass) the bins, the split and the partition.
+    fn record_large_round(
         &self,
         rec: &mut Recorder,
         input: &TriangleInput,
         tree: &BihTreeGpu,
         round: u32,
+        last: bool,
     ) -> Result<()> {
-        let count_address = self.counters.address() + 4 * (1 + round as u64);
+        let counter = large_task_counter(round);
+        let counter_address = |index: u32| self.counters.address() + 4 * index as u64;
+        let max_tasks = Self::max_large_tasks(self.capacity, &self.params);
+        let max_slices = (self.slices[0].size() / 4) as u32;
+        let (task_slot, slice_slot) = (2 * round, 2 * round + 1);
         self.indirect
-            .record(rec, round, count_address, self.capacity, 1, 0)?;
+            .record(rec, task_slot, counter_address(counter), max_tasks, 1, 0)?;
+        self.indirect.record(
+            rec,
+            slice_slot,
+            counter_address(counter + 1),
+            max_slices,
+            1,
+            0,
+        )?;
         let (now, next) = ((round % 2) as usize, ((round + 1) % 2) as usize);
+        let [counts, lows, highs] = &self.bins;
         let params = &self.params;
-        let push = BihSplitPush {
+        let bins = |bounds_mode: u32| LargeBinsPush {
             positions_address: input.positions.address(),
             triangles_address: input.triangles.address(),
-            indices_in_address: self.indices[now].address(),
-            indices_out_address: self.indices[next].address(),
-            leaf_primitives_address: tree.leaf_primitives.address(),
-            nodes_address: tree.nodes.address(),
-            tasks_in_address: self.tasks[now].address(),
-            tasks_out_address: self.tasks[next].address(),
+            indices_address: self.indices[now].address(),
+            tasks_address: self.large_tasks[now].address(),
+            slices_address: self.slices[now].address(),
+            bin_counts_address: counts.address(),
+            bin_lows_address: lows.address(),
+            bin_highs_address: highs.address(),
+            root_bounds_address: self.root_bounds.address(),
             counters_address: self.counters.address(),
-            bounds_address: tree.bounds.address(),
+            slice_counter: counter + 1,
             round,
+            slice_size: SLICE,
+            bounds_mode,
+        };
+        let args = self.indirect.buffer();
+        let (task_offset, slice_offset) = (
+            task_slot as u64 * SLOT_BYTES,
+            slice_slot as u64 * SLOT_BYTES,
+        );
+        if round == 0 {
+            rec.dispatch_indirect(&self.large_bins, &bins(1), args, slice_offset);
+            rec.barrier_compute_to_compute();
+        }
+        rec.dispatch_indirect(&self.large_bins, &bins(0), args, slice_offset);
+        rec.barrier_compute_to_compute();
+        let split = LargeSplitPush {
+            tasks_address: self.large_tasks[now].address(),
+            next_tasks_address: self.large_tasks[next].address(),
+            next_slices_address: self.slices[next].address(),
+            small_tasks_address: self.small_tasks.address(),
+            nodes_address: tree.nodes.address(),
+            bin_counts_address: counts.address(),
+            bin_lows_address: lows.address(),
+            bin_highs_address: highs.address(),
+            root_bounds_address: self.root_bounds.address(),
+            bounds_address: tree.bounds.address(),
+            counters_address: self.counters.address(),
+            task_counter: counter,
+            round,
+            slice_size: SLICE,
+            large_threshold: params.large_node,
+            last_round: last as u32,
             max_depth: params.max_depth,
             max_leaf: params.max_leaf,
             traversal_cost: params.traversal_cost,
             intersection_cost: params.intersection_cost,
             clip_nodes: params.clip_nodes as u32,
         };
-        let offset = round as u64 * crate::prims::indirect::SLOT_BYTES;
-        rec.dispatch_indirect(&self.split, &push, self.indirect.buffer(), offset);
+        rec.dispatch_indirect(&self.large_split, &split, args, task_offset);
+        rec.barrier_compute_to_compute();
+        let partition = LargePartitionPush {
+            positions_address: input.positions.address(),
+            triangles_address: input.triangles.address(),
+            indices_in_address: self.indices[now].address(),
+            indices_out_address: self.indices[next].address(),
+            leaf_primitives_address: tree.leaf_primitives.address(),
+            tasks_address: self.large_tasks[now].address(),
+            slices_address: self.slices[now].address(),
+            counters_address: self.counters.address(),
+            slice_counter: counter + 1,
+            slice_size: SLICE,
+        };
+        rec.dispatch_indirect(&self.large_partition, &partition, args, slice_offset);
+        rec.barrier_compute_to_compute();
+        Ok(())
+    }
+
+    /// The small-node stage: one workgroup per small task, sized from its counter.
+    fn record_small_nodes(
+        &self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        tree: &BihTreeGpu,
+        rounds: u32,
+    ) -> Result<()> {
+        let slot = 2 * rounds;
+        let count_address = self.counters.address() + 4 * SMALL_TASK_COUNTER as u64;
+        self.indirect
+            .record(rec, slot, count_address, self.capacity, 1, 0)?;
+        let params = &self.params;
+        let push = SmallNodesPush {
+            positions_address: input.positions.address(),
+            triangles_address: input.triangles.address(),
+            first_indices_address: self.indices[0].address(),
+            second_indices_address: self.indices[1].address(),
+            leaf_primitives_address: tree.leaf_primitives.address(),
+            nodes_address: tree.nodes.address(),
+            tasks_address: self.small_tasks.address(),
+            counters_address: self.counters.address(),
+            bounds_address: tree.bounds.address(),
+            max_depth: params.max_depth,
+            max_leaf: params.max_leaf,
+            traversal_cost: params.traversal_cost,
+            intersection_cost: params.intersection_cost,
+            clip_nodes: params.clip_nodes as u32,
+            pad: 0,
+        };
+        let offset = slot as u64 * SLOT_BYTES;
+        rec.dispatch_indirect(&self.small_nodes, &push, self.indirect.buffer(), offset);
         rec.barrier_compute_to_compute();
         Ok(())
     }

@@ -143,6 +143,13 @@ pub struct BihTree {
     pub bounds: Bounds,
 }
 
+/// The largest subtree one small-node workgroup of the GPU builder may build, in primitives
+/// (the paper hands nodes under 1024 to its small-node stage). A small-node workgroup loops
+/// over its whole subtree, and lavapipe ends every loop of a shader execution once they have
+/// run 65,535 iterations in all: a subtree of 128 primitives has at most 446 nodes (leaves of
+/// one), and its busiest invocation loops about 80 times per node, well within that.
+pub const MAX_SMALL_SUBTREE: u32 = 128;
+
 /// How a BIH is built.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BihParams {
@@ -158,6 +165,10 @@ pub struct BihParams {
     /// Nodes this deep are leaves (default and at most [`trace::MAX_DEPTH`], the traversal's
     /// stack): one round of the GPU build per level.
     pub max_depth: u32,
+    /// Nodes of more primitives than this are built by the GPU's large-node stage (many
+    /// workgroups per node), the others by its small-node stage (one workgroup per subtree).
+    /// Default and at most [`MAX_SMALL_SUBTREE`].
+    pub large_node: u32,
     /// Whether the builders may make clip nodes (default true; without them every internal
     /// node is a split, as in the paper).
     pub clip_nodes: bool,
@@ -172,6 +183,7 @@ impl Default for BihParams {
             intersection_cost: 1.0,
             max_depth: trace::MAX_DEPTH,
             clip_nodes: true,
+            large_node: MAX_SMALL_SUBTREE,
         }
     }
 }
@@ -181,6 +193,12 @@ impl BihParams {
     pub fn check(&self) -> Result<(), String> {
         if !(2..=256).contains(&self.bins) {
             return Err(format!("BIH bins {}: must be in 2..=256", self.bins));
+        }
+        if !(1..=MAX_SMALL_SUBTREE).contains(&self.large_node) {
+            return Err(format!(
+                "BIH large-node threshold {}: must be in 1..={MAX_SMALL_SUBTREE}",
+                self.large_node
+            ));
         }
         if self.max_leaf == 0 {
             return Err("BIH leaf size 0: must be at least 1".into());
