@@ -73,6 +73,21 @@ impl IndirectArgs {
         elements_per_group: u32,
         min_groups: u32,
     ) -> Result<()> {
+        let sizing = (count_address, max_count, elements_per_group, min_groups);
+        self.record_unfenced(rec, slot, sizing)?;
+        rec.barrier_compute_to_indirect();
+        Ok(())
+    }
+
+    /// As [`Self::record`] with `(count_address, max_count, elements_per_group, min_groups)`,
+    /// without the barrier: for callers that size several dispatches, or overlap the sizing
+    /// with other work, and then record [`Recorder::barrier_compute_to_indirect`] themselves.
+    pub fn record_unfenced(
+        &self,
+        rec: &mut Recorder,
+        slot: u32,
+        (count_address, max_count, elements_per_group, min_groups): (u64, u32, u32, u32),
+    ) -> Result<()> {
         assert!(slot < self.slots, "indirect slot {slot} of {}", self.slots);
         rec.context()
             .dispatch_grid(max_count.div_ceil(elements_per_group).max(min_groups))?;
@@ -86,7 +101,6 @@ impl IndirectArgs {
             max_groups_per_dim: rec.context().caps().max_workgroup_count,
         };
         rec.dispatch(&self.pipeline, &push, 1)?;
-        rec.barrier_compute_to_indirect();
         Ok(())
     }
 

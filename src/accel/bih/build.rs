@@ -11,9 +11,10 @@
 //! candidates and the clip node, writes the node, reserves its children with atomics and hands
 //! each out as a large task of round `r + 1`, with its slices reserved by one atomic add, or
 //! as a small task) and `large_partition.comp` (one workgroup per slice: partitions the run
-//! into the next round's index buffer). Before each round, one-invocation kernels
-//! ([`IndirectArgs`]) turn the round's task and slice counters into dispatch sizes: the CPU
-//! never reads a count, and a round with no tasks is three empty dispatches.
+//! into the next round's index buffer). One-invocation kernels ([`IndirectArgs`]) turn
+//! the next round's task and slice counters into its dispatch sizes beside the partition, once
+//! the split has made them final, so a round costs three barriers: the CPU never reads a
+//! count, and a round with no tasks is five empty dispatches.
 //!
 //! **Small-node stage**, one dispatch: `glsl/bih/small_nodes.comp` gives every small task a
 //! workgroup that builds its whole subtree from a stack in shared memory.
@@ -417,8 +418,10 @@ impl BihBuilder {
         let rounds = self.large_rounds(n);
         self.record_reset(rec, n, rounds);
         rec.begin_stage("bih: large nodes");
+        self.record_sizing(rec, 0, rounds)?;
+        rec.barrier_compute_to_indirect();
         for round in 0..rounds {
-            self.record_large_round(rec, input, tree, round, round + 1 == rounds)?;
+            self.record_large_round(rec, input, tree, round, rounds)?;
         }
         rec.end_stage();
         rec.begin_stage("bih: small nodes");
@@ -464,31 +467,41 @@ impl BihBuilder {
         rec.barrier_transfer_to_compute();
     }
 
-    /// Large-node round `round`: the dispatch sizes from its counters, then (in round 0, the
-    /// root's bounds pass) the bins, the split and the partition.
+    /// The dispatch sizes of the large-node round `round` from its task and slice counters
+    /// (slots `2 round` and `2 round + 1`), or after the last one of the small-node stage
+    /// from its task counter (slot `2 rounds`), without the barrier.
+    fn record_sizing(&self, rec: &mut Recorder, round: u32, rounds: u32) -> Result<()> {
+        let counter_address = |index: u32| self.counters.address() + 4 * index as u64;
+        if round == rounds {
+            let small = counter_address(SMALL_TASK_COUNTER);
+            return self
+                .indirect
+                .record_unfenced(rec, 2 * rounds, (small, self.capacity, 1, 0));
+        }
+        let counter = large_task_counter(round);
+        let max_tasks = Self::max_large_tasks(self.capacity, &self.params);
+        let max_slices = (self.slices[0].size() / 4) as u32;
+        let tasks = (counter_address(counter), max_tasks, 1, 0);
+        self.indirect.record_unfenced(rec, 2 * round, tasks)?;
+        let slices = (counter_address(counter + 1), max_slices, 1, 0);
+        self.indirect.record_unfenced(rec, 2 * round + 1, slices)
+    }
+
+    /// Large-node round `round` of `rounds` (its dispatch sizes written): (in round 0, the
+    /// root's bounds pass) the bins, the split, then the partition beside the next round's
+    /// (or the small-node stage's) sizing, for which the split's counters are final: three
+    /// barriers a round.
     fn record_large_round(
         &self,
         rec: &mut Recorder,
         input: &TriangleInput,
         tree: &BihTreeGpu,
         round: u32,
-        last: bool,
+        rounds: u32,
     ) -> Result<()> {
         let counter = large_task_counter(round);
-        let counter_address = |index: u32| self.counters.address() + 4 * index as u64;
-        let max_tasks = Self::max_large_tasks(self.capacity, &self.params);
-        let max_slices = (self.slices[0].size() / 4) as u32;
         let (task_slot, slice_slot) = (2 * round, 2 * round + 1);
-        self.indirect
-            .record(rec, task_slot, counter_address(counter), max_tasks, 1, 0)?;
-        self.indirect.record(
-            rec,
-            slice_slot,
-            counter_address(counter + 1),
-            max_slices,
-            1,
-            0,
-        )?;
+        let last = round + 1 == rounds;
         let (now, next) = ((round % 2) as usize, ((round + 1) % 2) as usize);
         let [counts, lows, highs] = &self.bins;
         let params = &self.params;
@@ -557,11 +570,13 @@ impl BihBuilder {
             slice_size: SLICE,
         };
         rec.dispatch_indirect(&self.large_partition, &partition, args, slice_offset);
-        rec.barrier_compute_to_compute();
+        self.record_sizing(rec, round + 1, rounds)?;
+        rec.barrier_compute_to_indirect();
         Ok(())
     }
 
-    /// The small-node stage: one workgroup per small task, sized from its counter.
+    /// The small-node stage: one workgroup per small task (its dispatch size written after
+    /// the last large-node round, or before the stage when there are none).
     fn record_small_nodes(
         &self,
         rec: &mut Recorder,
@@ -570,9 +585,6 @@ impl BihBuilder {
         rounds: u32,
     ) -> Result<()> {
         let slot = 2 * rounds;
-        let count_address = self.counters.address() + 4 * SMALL_TASK_COUNTER as u64;
-        self.indirect
-            .record(rec, slot, count_address, self.capacity, 1, 0)?;
         let params = &self.params;
         let push = SmallNodesPush {
             positions_address: input.positions.address(),
