@@ -116,6 +116,8 @@ pub(crate) struct RadixTreeBuffers {
 
 /// The steps shared by the LBVH and the octree: bounds, Morton codes, sort and radix tree.
 pub(crate) struct RadixTreeSteps {
+    /// The structure they build for, naming the profiler stages and buffers ("lbvh: sort").
+    label: &'static str,
     pub(crate) morton_bits: MortonBits,
     bounds: Arc<Pipeline>,
     morton: Arc<Pipeline>,
@@ -130,19 +132,24 @@ pub(crate) struct RadixTreeSteps {
 impl RadixTreeSteps {
     pub(crate) fn new(
         ctx: &Context,
+        label: &'static str,
         morton_bits: MortonBits,
         points: bool,
         capacity: u32,
     ) -> Result<Self> {
         let codes63 = (morton_bits == MortonBits::Bits63) as u32;
         let tiles = capacity.div_ceil(BOUNDS_TILE).max(1) as u64;
-        let reduce_scratch =
-            ctx.create_buffer("lbvh bounds partials", 32 * (tiles + 1), MemoryKind::Device)?;
+        let reduce_scratch = ctx.create_buffer(
+            &format!("{label} bounds partials"),
+            32 * (tiles + 1),
+            MemoryKind::Device,
+        )?;
         ctx.submit_and_wait(|rec| {
             rec.fill(&reduce_scratch, 0, 4, 0);
             Ok(())
         })?;
         Ok(Self {
+            label,
             morton_bits,
             bounds: ctx.pipeline(
                 &shaders::RADIX_TREE_PRIMITIVE_BOUNDS,
@@ -163,9 +170,13 @@ impl RadixTreeSteps {
                 &[("KEYS64", codes63)],
             )?,
             sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
-            indirect: IndirectArgs::new(ctx, "lbvh", 3)?,
+            indirect: IndirectArgs::new(ctx, label, 3)?,
             reduce_scratch,
-            centroid_bounds: ctx.create_buffer("lbvh centroid bounds", 32, MemoryKind::Device)?,
+            centroid_bounds: ctx.create_buffer(
+                &format!("{label} centroid bounds"),
+                32,
+                MemoryKind::Device,
+            )?,
         })
     }
 
@@ -188,7 +199,7 @@ impl RadixTreeSteps {
             values,
         } = *buffers;
         let (count_address, host_count) = count.push();
-        rec.begin_stage("lbvh: bounds");
+        rec.begin_stage(&format!("{}: bounds", self.label));
         let groups = self.indirect.groups_for(rec, 0, &count, BOUNDS_TILE, 1)?;
         let push = PrimitiveBoundsPush {
             positions_address: positions,
@@ -203,7 +214,7 @@ impl RadixTreeSteps {
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
-        rec.begin_stage("lbvh: morton codes");
+        rec.begin_stage(&format!("{}: morton codes", self.label));
         let groups = self
             .indirect
             .groups_for(rec, 1, &count, WORKGROUP_SIZE, 0)?;
@@ -231,7 +242,7 @@ impl RadixTreeSteps {
         values: &Buffer,
         count: Count,
     ) -> Result<()> {
-        rec.begin_stage("lbvh: sort");
+        rec.begin_stage(&format!("{}: sort", self.label));
         let words = self.key_bytes() / 4;
         let n = count.max() as u64;
         self.sort.record(
@@ -254,7 +265,7 @@ impl RadixTreeSteps {
         count: Count,
     ) -> Result<()> {
         let (count_address, host_count) = count.push();
-        rec.begin_stage("lbvh: radix tree");
+        rec.begin_stage(&format!("{}: radix tree", self.label));
         let groups = self
             .indirect
             .groups_for(rec, 2, &count, WORKGROUP_SIZE, 1)?;

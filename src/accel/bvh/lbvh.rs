@@ -103,7 +103,7 @@ impl LbvhBuilder {
                  ({subgroup}) up to {WORKGROUP_SIZE}"
             )));
         }
-        let steps = RadixTreeSteps::new(ctx, params.morton_bits, false, capacity)?;
+        let steps = RadixTreeSteps::new(ctx, "lbvh", params.morton_bits, false, capacity)?;
         let n = capacity as u64;
         Ok(Self {
             bottom_up: ctx.pipeline(

@@ -236,7 +236,7 @@ impl OctreeBuilder {
                 (u32::MAX as u64 - 1) / levels
             )));
         }
-        let steps = RadixTreeSteps::new(ctx, bits, true, capacity)?;
+        let steps = RadixTreeSteps::new(ctx, "octree", bits, true, capacity)?;
         let keys64 = (bits == MortonBits::Bits63) as u32;
         let n = capacity as u64;
         let key_bytes = steps.key_bytes();
