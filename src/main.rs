@@ -71,6 +71,13 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
+    // A reader that stops early (`canopy render | head`) ends canopy as it ends other tools,
+    // instead of a failed print turning into an internal error.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = Args::parse();
     let level = match args.verbose {
         0 => log::LevelFilter::Warn,

@@ -1,6 +1,7 @@
 //! `canopy render`'s frames as a pipeline sees them: a frame's file is whole or absent, the first
 //! failed write stops the render with the frame, the path and the operating system's error,
-//! and an interrupt ends it cleanly with what was written said.
+//! an interrupt ends it cleanly with what was written said, and a closed output pipe ends it
+//! quietly.
 
 mod common;
 
@@ -162,5 +163,36 @@ fn sizes_say_what_is_accepted_and_counts_read_as_words() {
     assert!(
         text.contains("rendering 1 frame of") && text.contains("1 frame in"),
         "{text}"
+    );
+}
+
+/// A reader that closes the pipe early (`canopy render | head -1`) ends the render as it ends
+/// other tools, by the closed pipe's signal, not with an internal error.
+#[cfg(unix)]
+#[test]
+fn a_closed_output_pipe_ends_the_render_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["render", "--size", "32x24", "--triangles", "1000"])
+        // The reader closes the pipe after the first line; the summary after the last frame
+        // then meets the closed pipe.
+        .args(["--frames", "0..20", "--no-write"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("rendering"), "{first}");
+    let output = child.wait_with_output().unwrap();
+    const SIGPIPE: i32 = 13; // on Linux and the BSDs
+    assert_eq!(output.status.signal(), Some(SIGPIPE), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("internal error"),
+        "{}",
+        stderr(&output)
     );
 }
