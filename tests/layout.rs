@@ -365,12 +365,12 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 round,
                 slice_size,
                 large_threshold,
-                last_round,
                 max_depth,
                 max_leaf,
                 traversal_cost,
                 intersection_cost,
-                clip_nodes
+                clip_nodes,
+                pad
             })),
         ),
         (

@@ -2,9 +2,9 @@
 // The BIH build's large-node stage, second kernel of a round: one workgroup per large task
 // reads the bins the slices merged (bih/large_bins.comp), prices the candidates and decides
 // (bih/binned_sah.glsl, as the small-node stage does), writes the node and hands out its
-// children: a child of more than large_threshold primitives (before the last large round)
-// becomes a large task of the next round, with the box of its centroids from its side's bins
-// and its slices reserved with one atomic add on that round's slice counter; any other child
+// children: a child of more than large_threshold primitives becomes a large task of the next
+// round (every node of the last round, at the depth limit, is a leaf), with the box of its
+// centroids from its side's bins and its slices reserved with one atomic add on that round's slice counter; any other child
 // becomes a small task (bih/small_nodes.comp builds its subtree). The decision stays in the
 // task for the partition kernel (bih/large_partition.comp), and the workgroup resets its bins
 // for the next round's task in its slot.
@@ -32,12 +32,12 @@ layout(push_constant, scalar) uniform Push {
     uint round;                   // this round (the depth of its nodes)
     uint slice_size;              // primitives per slice
     uint large_threshold;         // children of more primitives stay in the large-node stage
-    uint last_round;              // 1: every child becomes a small task
     uint max_depth;               // nodes this deep are leaves
     uint max_leaf;                // nodes of at most this many primitives are leaves
     float traversal_cost;         // Ct
     float intersection_cost;      // Ci
     uint clip_nodes;              // 1 when clip nodes may be made
+    uint pad;
 } pc;
 
 shared uint centroid_box[3u * BINS * 6u]; // per bin: centroid lo xyz, hi xyz (ordered)
@@ -55,7 +55,7 @@ vec3 ordered_vec3(uint at) {
 // Hands out a child: a large task of the next round or a small task.
 void enqueue(BihTask child, vec3 centroid_lo, vec3 centroid_hi, uint which) {
     U32s counters = U32s(pc.counters_address);
-    if (child.count > pc.large_threshold && pc.last_round == 0u) {
+    if (child.count > pc.large_threshold) {
         uint slot = atomicAdd(counters.v[pc.task_counter + 2u], 1u);
         uint slices = (child.count + pc.slice_size - 1u) / pc.slice_size;
         uint first_slice = atomicAdd(counters.v[pc.task_counter + 3u], slices);

@@ -218,8 +218,6 @@ pub struct LargeSplitPush {
     pub slice_size: u32,
     /// Children of more primitives stay in the large-node stage.
     pub large_threshold: u32,
-    /// 1 in the last large round.
-    pub last_round: u32,
     /// Nodes this deep are leaves.
     pub max_depth: u32,
     /// Nodes of at most this many primitives are leaves.
@@ -230,6 +228,8 @@ pub struct LargeSplitPush {
     pub intersection_cost: f32,
     /// 1 when clip nodes may be made.
     pub clip_nodes: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// Push constants of `large_partition.comp`.
@@ -501,7 +501,6 @@ impl BihBuilder {
     ) -> Result<()> {
         let counter = large_task_counter(round);
         let (task_slot, slice_slot) = (2 * round, 2 * round + 1);
-        let last = round + 1 == rounds;
         let (now, next) = ((round % 2) as usize, ((round + 1) % 2) as usize);
         let [counts, lows, highs] = &self.bins;
         let params = &self.params;
@@ -548,12 +547,12 @@ impl BihBuilder {
             round,
             slice_size: SLICE,
             large_threshold: params.large_node,
-            last_round: last as u32,
             max_depth: params.max_depth,
             max_leaf: params.max_leaf,
             traversal_cost: params.traversal_cost,
             intersection_cost: params.intersection_cost,
             clip_nodes: params.clip_nodes as u32,
+            pad: 0,
         };
         rec.dispatch_indirect(&self.large_split, &split, args, task_offset);
         rec.barrier_compute_to_compute();
