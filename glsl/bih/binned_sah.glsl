@@ -70,6 +70,17 @@ float unordered(uint u) {
     return uintBitsToFloat(ordered_to_float(u));
 }
 
+// The box of triangle `primitive`. Its centre is the centroid every kernel bins and
+// partitions by, so all of them take it from here and agree exactly.
+Aabb triangle_box(uint64_t positions_address, uint64_t triangles_address, uint primitive) {
+    uvec3 tri = UVec3s(triangles_address).v[primitive];
+    Vec3s positions = Vec3s(positions_address);
+    vec3 a = positions.v[tri.x];
+    vec3 b = positions.v[tri.y];
+    vec3 c = positions.v[tri.z];
+    return Aabb(min(min(a, b), c), 0u, max(max(a, b), c), 0u);
+}
+
 uint bin_of(float c, float lo, float scale) {
     return min(uint(max((c - lo) * scale, 0.0)), BINS - 1u);
 }

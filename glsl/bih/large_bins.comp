@@ -36,12 +36,7 @@ shared uint bin_centroid_hi[3u * BINS * 3u];
 shared uint root_box[12];
 
 Aabb primitive_box(uint primitive) {
-    uvec3 tri = UVec3s(pc.triangles_address).v[primitive];
-    Vec3s positions = Vec3s(pc.positions_address);
-    vec3 a = positions.v[tri.x];
-    vec3 b = positions.v[tri.y];
-    vec3 c = positions.v[tri.z];
-    return Aabb(min(min(a, b), c), 0u, max(max(a, b), c), 0u);
+    return triangle_box(pc.positions_address, pc.triangles_address, primitive);
 }
 
 void main() {

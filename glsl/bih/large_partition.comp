@@ -55,7 +55,6 @@ void main() {
     uint a = large.axis;
     float lo = large.centroid_lo[a];
     float scale = float(BINS) / (large.centroid_hi[a] - lo);
-    Vec3s positions = Vec3s(pc.positions_address);
     for (uint tile = begin; tile < end; tile += WORKGROUP_SIZE) {
         uint k = tile + lid;
         bool valid = k < end;
@@ -64,11 +63,8 @@ void main() {
         if (valid) {
             uint position = task.first + k;
             primitive = identity ? position : runs_in.v[position];
-            uvec3 tri = UVec3s(pc.triangles_address).v[primitive];
-            vec3 p0 = positions.v[tri.x];
-            vec3 p1 = positions.v[tri.y];
-            vec3 p2 = positions.v[tri.z];
-            float c = (min(min(p0[a], p1[a]), p2[a]) + max(max(p0[a], p1[a]), p2[a])) * 0.5;
+            Aabb box = triangle_box(pc.positions_address, pc.triangles_address, primitive);
+            float c = (box.lo[a] + box.hi[a]) * 0.5;
             left = bin_of(c, lo, scale) < large.left_bins;
         }
         uint lefts;

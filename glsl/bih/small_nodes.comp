@@ -54,12 +54,7 @@ shared uint node_box[12]; // centroid lo, centroid hi, box lo, box hi: ordered u
 shared Decision decision;
 
 Aabb primitive_box(uint primitive) {
-    uvec3 tri = UVec3s(pc.triangles_address).v[primitive];
-    Vec3s positions = Vec3s(pc.positions_address);
-    vec3 a = positions.v[tri.x];
-    vec3 b = positions.v[tri.y];
-    vec3 c = positions.v[tri.z];
-    return Aabb(min(min(a, b), c), 0u, max(max(a, b), c), 0u);
+    return triangle_box(pc.positions_address, pc.triangles_address, primitive);
 }
 
 // Builds the node of `task`, pushing its children (every invocation, uniformly).
