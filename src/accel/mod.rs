@@ -15,6 +15,7 @@
 
 pub mod bih;
 pub mod bvh;
+pub mod grid;
 pub mod kdtree;
 pub mod native;
 pub mod octree;
@@ -22,7 +23,7 @@ pub mod radix_tree;
 mod structure;
 
 pub use structure::{
-    AnyStructure, BuildParams, HostMesh, PointStructure, RayStructure, Structure, Traversable,
+    AnyStructure, BuildParams, CameraBatch, CameraCaster, HostMesh, PointStructure, RayStructure, Structure, Traversable,
     TraversalBatch, TreeShape, submit_until_complete,
 };
 
@@ -39,24 +40,29 @@ pub enum StructureKind {
     Octree,
     /// Binned-SAH bounding interval hierarchy over triangles (seed 004): [`bih`].
     Bih,
+    /// Screen-space tile x depth-slab grid for a pinhole view's camera rays (seed 001), with
+    /// an LBVH for every other ray: [`grid`].
+    Grid,
 }
 
 impl StructureKind {
     /// Every structure, in the order reports list them.
-    pub const ALL: [StructureKind; 4] = [
+    pub const ALL: [StructureKind; 5] = [
         StructureKind::Lbvh,
         StructureKind::KdTree,
         StructureKind::Octree,
         StructureKind::Bih,
+        StructureKind::Grid,
     ];
 
-    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`.
+    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`, `grid`.
     pub fn name(self) -> &'static str {
         match self {
             StructureKind::Lbvh => "lbvh",
             StructureKind::KdTree => "kdtree",
             StructureKind::Octree => "octree",
             StructureKind::Bih => "bih",
+            StructureKind::Grid => "grid",
         }
     }
 
@@ -66,9 +72,17 @@ impl StructureKind {
         self != StructureKind::Octree
     }
 
+    /// Whether it is built for a pinhole view ([`RayStructure::set_view`]): the screen grid.
+    pub fn needs_view(self) -> bool {
+        self == StructureKind::Grid
+    }
+
     /// Whether its build sorts Morton codes (whose width [`crate::geom::MortonBits`] sets).
     pub fn uses_morton_codes(self) -> bool {
-        matches!(self, StructureKind::Lbvh | StructureKind::Octree)
+        matches!(
+            self,
+            StructureKind::Lbvh | StructureKind::Octree | StructureKind::Grid
+        )
     }
 
     /// Whether it is built over triangles (else over vertices).

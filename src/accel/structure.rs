@@ -19,10 +19,12 @@ use super::StructureKind;
 use super::bih::BihParams;
 use super::bih::build::BihStructure;
 use super::bvh::lbvh::{LbvhParams, LbvhStructure};
+use super::grid::GridParams;
+use super::grid::build::GridStructure;
 use super::kdtree::build::{KdBuildParams, KdTreeStructure};
 use super::octree::OctreeStructure;
 use crate::geom::ray::{Hit, Query, Ray, RayWork};
-use crate::geom::{PointInput, TriangleInput};
+use crate::geom::{PinholeView, PointInput, TriangleInput};
 use crate::prims::{Groups, WORKGROUP_SIZE};
 use crate::vk::{Context, Count, Error, Kernel, Pipeline, Recorder, Result, Slice};
 use std::sync::Arc;
@@ -36,6 +38,8 @@ pub struct BuildParams {
     pub kdtree: KdBuildParams,
     /// The BIH builder's.
     pub bih: BihParams,
+    /// The screen grid's (its LBVH takes `lbvh`).
+    pub grid: GridParams,
 }
 
 /// The shape of a tree, read back and checked.
@@ -112,6 +116,13 @@ pub trait RayStructure: Structure {
     /// The tree, to trace the triangles of `input` (those it was built over) through with
     /// [`crate::trace::Tracer`].
     fn traversable<'a>(&'a self, input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a>;
+
+    /// The pinhole view the next builds are for. Structures built in screen space (the
+    /// screen grid) need one before their first build and size their bins for its image;
+    /// the others ignore it. Resizing reallocates: no submission may still use the structure.
+    fn set_view(&mut self, _ctx: &Context, _view: &PinholeView) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// A structure over points.
@@ -220,6 +231,13 @@ impl StructureKind {
             StructureKind::Bih => {
                 AnyStructure::Rays(Box::new(BihStructure::new(ctx, params.bih, triangles)?))
             }
+            StructureKind::Grid => AnyStructure::Rays(Box::new(GridStructure::new(
+                ctx,
+                params.grid,
+                params.lbvh,
+                triangles,
+                slots,
+            )?)),
             StructureKind::Octree => AnyStructure::Points(Box::new(OctreeStructure::new(
                 ctx,
                 params.lbvh.morton_bits,
@@ -271,6 +289,34 @@ pub trait Traversable {
         batch: &TraversalBatch,
         groups: &Groups,
     ) -> Result<()>;
+
+    /// The structure's own caster of a pinhole view's camera rays (the screen grid's), when it
+    /// has one: the renderer casts a frame's camera rays through it and traces every other
+    /// ray with [`Traversable::record_traversal`].
+    fn camera_caster(&self) -> Option<&dyn CameraCaster> {
+        None
+    }
+}
+
+/// The camera rays of one pinhole view: one per pixel, row-major from the top left, as the
+/// renderer's first path list holds them.
+#[derive(Clone, Copy, Debug)]
+pub struct CameraBatch<'a> {
+    /// The view the rays were made for (the one the structure was built for).
+    pub view: PinholeView,
+    /// The rays.
+    pub rays: Slice<'a, Ray>,
+    /// One closest hit written per ray.
+    pub hits: Slice<'a, Hit>,
+    /// Each ray's work written, by the counting variant of the kernel.
+    pub work: Option<Slice<'a, RayWork>>,
+}
+
+/// A structure that casts the camera rays of the view it was built for itself.
+pub trait CameraCaster {
+    /// Records the closest hits of `batch`'s rays; an error when the structure was built for
+    /// another view. Ends without a barrier: the caller orders the hits' readers.
+    fn record_cast(&self, rec: &mut Recorder, batch: &CameraBatch) -> Result<()>;
 }
 
 impl<T: Traversable + ?Sized> Traversable for &T {
@@ -281,6 +327,10 @@ impl<T: Traversable + ?Sized> Traversable for &T {
         groups: &Groups,
     ) -> Result<()> {
         (**self).record_traversal(rec, batch, groups)
+    }
+
+    fn camera_caster(&self) -> Option<&dyn CameraCaster> {
+        (**self).camera_caster()
     }
 }
 

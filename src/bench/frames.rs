@@ -110,6 +110,7 @@ pub fn measure(
     let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
     let readback = renderer.readback(ctx)?;
     let camera = subject.camera(config.time, width as f32 / height as f32);
+    accel.set_view(ctx, &camera.view(width, height))?;
     let shading = presets::shading(subject.radius);
     let frame = |rec: &mut Recorder, accel: &mut dyn RayStructure| {
         subject.record_frame(rec, config.time)?;

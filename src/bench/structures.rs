@@ -303,7 +303,7 @@ impl<'a> MeshBench<'a> {
                 let shape = stats.shape(&params);
                 ("CPU binned-SAH BIH", shape, Some(CpuTree::Bih(tree)))
             }
-            StructureKind::Octree => return Ok(None),
+            StructureKind::Octree | StructureKind::Grid => return Ok(None),
         };
         let cpu_seconds = started.elapsed().as_secs_f64();
         let traversal = match (cpu_tree, self.rays.as_mut()) {

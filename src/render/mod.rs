@@ -49,7 +49,8 @@ pub use scene_gpu::SceneGpu;
 
 use crate::prims::WORKGROUP_SIZE;
 
-use crate::accel::Traversable;
+use crate::accel::{CameraBatch, Traversable};
+use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, Query, Ray};
 use crate::shaders;
 use crate::trace::Tracer;
@@ -83,18 +84,23 @@ impl Camera {
         (forward, right * half_width, up * half_height)
     }
 
+    /// The view of a `width` x `height` image through this camera.
+    pub fn view(&self, width: u32, height: u32) -> PinholeView {
+        let (forward, right, up) = self.basis(width, height);
+        PinholeView {
+            origin: self.position.to_array(),
+            forward: forward.to_array(),
+            right: right.to_array(),
+            up: up.to_array(),
+            width,
+            height,
+        }
+    }
+
     /// The primary ray through the centre of pixel (`x`, `y`) of a `width` x `height` image
     /// (rows from the top), as `glsl/render/camera_rays.comp` makes it.
     pub fn primary_ray(&self, x: u32, y: u32, width: u32, height: u32) -> Ray {
-        let (forward, right, up) = self.basis(width, height);
-        let u = (x as f32 + 0.5) / width as f32 * 2.0 - 1.0;
-        let v = 1.0 - (y as f32 + 0.5) / height as f32 * 2.0;
-        Ray {
-            origin: self.position.to_array(),
-            tmin: 0.0,
-            direction: (forward + u * right + v * up).to_array(),
-            tmax: f32::INFINITY,
-        }
+        self.view(width, height).primary_ray(x, y)
     }
 
     /// A camera at `distance` from `target` seen from `azimuth` degrees around the y axis
@@ -570,10 +576,11 @@ impl Renderer {
         self.check_frame(scene, output)?;
         // An earlier frame recorded before this one may still read its buffers.
         rec.barrier_after_earlier_work();
-        self.record_camera_rays(rec, camera)?;
+        let view = camera.view(self.width, self.height);
+        self.record_camera_rays(rec, &view)?;
         for bounce in 0..=self.params.bounces {
             let step = BounceStep::new(self, bounce);
-            self.record_trace_paths(rec, structure, &step)?;
+            self.record_trace_paths(rec, structure, &step, &view)?;
             self.record_shade(rec, scene, shading, &step)?;
             self.record_trace_shadows(rec, structure, &step)?;
             self.record_shadow_radiance(rec, &step);
@@ -614,18 +621,17 @@ impl Renderer {
 
     /// `camera_rays.comp`: the first path list, one ray per pixel; radiance and counters
     /// zeroed.
-    fn record_camera_rays(&self, rec: &mut Recorder, camera: &Camera) -> Result<()> {
+    fn record_camera_rays(&self, rec: &mut Recorder, view: &PinholeView) -> Result<()> {
         rec.begin_stage("render: camera rays");
-        let (forward, right, up) = camera.basis(self.width, self.height);
         let push = CameraRaysPush {
             list_address: self.paths[0].address(),
-            origin: camera.position.to_array(),
+            origin: view.origin,
             width: self.width,
-            forward: forward.to_array(),
+            forward: view.forward,
             height: self.height,
-            right: right.to_array(),
+            right: view.right,
             capacity: self.paths[0].capacity,
-            up: up.to_array(),
+            up: view.up,
             counter_words: (self.counters.size() / 4) as u32,
             radiance_address: self.radiance.address(),
             counters_address: self.counters.address(),
@@ -640,18 +646,32 @@ impl Renderer {
         Ok(())
     }
 
-    /// The closest hits of the bounce's path list ([`Tracer`]).
+    /// The closest hits of the bounce's path list ([`Tracer`]); the camera rays through the
+    /// structure's own caster when it has one (the screen grid).
     fn record_trace_paths(
         &self,
         rec: &mut Recorder,
         structure: &dyn Traversable,
         step: &BounceStep,
+        view: &PinholeView,
     ) -> Result<()> {
         rec.begin_stage(&TraceStage::Bounce.label(step.bounce));
         let (list, count) = (step.list, step.count);
         let (rays, hits) = (list.rays(), list.hits());
-        self.tracer
-            .record(rec, structure, Query::Closest, rays, hits, count)?;
+        match structure.camera_caster() {
+            Some(caster) if step.bounce == 0 => {
+                let batch = CameraBatch {
+                    view: *view,
+                    rays,
+                    hits,
+                    work: None,
+                };
+                caster.record_cast(rec, &batch)?;
+            }
+            _ => self
+                .tracer
+                .record(rec, structure, Query::Closest, rays, hits, count)?,
+        }
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

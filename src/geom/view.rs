@@ -1,0 +1,58 @@
+//! A pinhole view: an eye, its ray basis and an image size, the frame of every structure built
+//! in screen space (the screen grid of [`crate::accel::grid`]) and of the renderer's camera
+//! rays, which [`PinholeView::primary_ray`] makes as `glsl/render/camera_rays.comp` does.
+
+use super::ray::Ray;
+
+/// An eye and the basis its rays are made from: the ray through normalised image coordinates
+/// (x, y) in [-1, 1]² (y up) has direction `forward + x right + y up`; pixel (px, py), rows
+/// from the top, is at x = (px + 0.5) / width * 2 - 1, y = 1 - (py + 0.5) / height * 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PinholeView {
+    /// Eye position.
+    pub origin: [f32; 3],
+    /// Unit view direction.
+    pub forward: [f32; 3],
+    /// Right, orthogonal to `forward`, scaled by the half-width of the view at distance 1.
+    pub right: [f32; 3],
+    /// Up, orthogonal to both, scaled by the half-height of the view at distance 1.
+    pub up: [f32; 3],
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+}
+
+impl PinholeView {
+    /// The primary ray through the centre of pixel (`x`, `y`).
+    pub fn primary_ray(&self, x: u32, y: u32) -> Ray {
+        let u = (x as f32 + 0.5) / self.width as f32 * 2.0 - 1.0;
+        let v = 1.0 - (y as f32 + 0.5) / self.height as f32 * 2.0;
+        Ray {
+            origin: self.origin,
+            tmin: 0.0,
+            direction: std::array::from_fn(|k| self.forward[k] + u * self.right[k] + v * self.up[k]),
+            tmax: f32::INFINITY,
+        }
+    }
+
+    /// Pixels in the image.
+    pub fn pixels(&self) -> u64 {
+        self.width as u64 * self.height as u64
+    }
+
+    /// `right` and `up` divided by their squared lengths: the dot product of a point's offset
+    /// from the eye with them, over its depth along `forward`, gives its normalised image
+    /// coordinates. Errors on an empty image or a basis that is not finite and non-zero.
+    pub fn inverse_basis(&self) -> Result<([f32; 3], [f32; 3]), String> {
+        let scaled = |v: [f32; 3]| -> Option<[f32; 3]> {
+            let length2 = v.iter().map(|x| x * x).sum::<f32>();
+            (length2.is_finite() && length2 > 0.0).then(|| v.map(|x| x / length2))
+        };
+        let finite = self.origin.iter().chain(&self.forward).all(|x| x.is_finite());
+        match (scaled(self.right), scaled(self.up)) {
+            (Some(r), Some(u)) if finite && self.width > 0 && self.height > 0 => Ok((r, u)),
+            _ => Err(format!("degenerate view {self:?}")),
+        }
+    }
+}
