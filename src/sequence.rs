@@ -188,7 +188,10 @@ impl<'a> FrameSequence<'a> {
         let time = frame as f32 / self.config.fps;
         let camera = subject.camera(time, self.config.width as f32 / self.config.height as f32);
         let (shading, image) = (&self.shading, &self.readbacks[slot]);
-        structure.set_view(self.ctx, &camera.view(self.config.width, self.config.height))?;
+        structure.set_view(
+            self.ctx,
+            &camera.view(self.config.width, self.config.height),
+        )?;
         self.ctx.submit(Some(&mut self.profilers[slot]), |rec| {
             rec.barrier_after_earlier_work();
             rec.begin_stage("frame");

@@ -111,6 +111,8 @@ impl TestScene {
             .into_rays()
             .unwrap();
         let input = scene.input();
+        let view = self.camera.view(self.width, self.height);
+        structure.set_view(ctx, &view).unwrap();
         submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
             structure.record_build(rec, &input, 0)?;
             let tree = structure.traversable(&input);

@@ -31,7 +31,9 @@ impl PinholeView {
         Ray {
             origin: self.origin,
             tmin: 0.0,
-            direction: std::array::from_fn(|k| self.forward[k] + u * self.right[k] + v * self.up[k]),
+            direction: std::array::from_fn(|k| {
+                self.forward[k] + u * self.right[k] + v * self.up[k]
+            }),
             tmax: f32::INFINITY,
         }
     }
@@ -49,7 +51,11 @@ impl PinholeView {
             let length2 = v.iter().map(|x| x * x).sum::<f32>();
             (length2.is_finite() && length2 > 0.0).then(|| v.map(|x| x / length2))
         };
-        let finite = self.origin.iter().chain(&self.forward).all(|x| x.is_finite());
+        let finite = self
+            .origin
+            .iter()
+            .chain(&self.forward)
+            .all(|x| x.is_finite());
         match (scaled(self.right), scaled(self.up)) {
             (Some(r), Some(u)) if finite && self.width > 0 && self.height > 0 => Ok((r, u)),
             _ => Err(format!("degenerate view {self:?}")),

@@ -142,7 +142,13 @@ struct Bins {
 }
 
 impl Bins {
-    fn new(ctx: &Context, view: PinholeView, tiles: (u32, u32), slabs: u32, capacity: u32) -> Result<Self> {
+    fn new(
+        ctx: &Context,
+        view: PinholeView,
+        tiles: (u32, u32),
+        slabs: u32,
+        capacity: u32,
+    ) -> Result<Self> {
         let bins = tiles.0 * tiles.1 * slabs;
         let capacity = capacity.max(1);
         Ok(Self {
@@ -204,7 +210,11 @@ impl GridStructure {
         let per_triangle = (triangles as u64 + 1).next_multiple_of(4) * 4;
         let cast_size = params.tile_size * params.tile_size;
         let cast = |counted: bool| {
-            ctx.pipeline(&shaders::GRID_CAST, cast_size, &[("COUNT_WORK", counted as u32)])
+            ctx.pipeline(
+                &shaders::GRID_CAST,
+                cast_size,
+                &[("COUNT_WORK", counted as u32)],
+            )
         };
         Ok(Self {
             params,
@@ -222,7 +232,11 @@ impl GridStructure {
                 MemoryKind::Device,
             )?,
             counts: ctx.create_buffer("grid reference counts", per_triangle, MemoryKind::Device)?,
-            offsets: ctx.create_buffer("grid reference offsets", per_triangle, MemoryKind::Device)?,
+            offsets: ctx.create_buffer(
+                "grid reference offsets",
+                per_triangle,
+                MemoryKind::Device,
+            )?,
             frame: ctx.create_buffer("grid frame", FRAME_BYTES, MemoryKind::Device)?,
             bins: None,
             status: (0..slots.max(1))
@@ -248,7 +262,9 @@ impl GridStructure {
 
     /// The build status of `slot` (once its submission has completed).
     pub fn status(&self, slot: usize) -> GridFrame {
-        let bytes = self.status[slot].mapped().expect("status buffers are mapped");
+        let bytes = self.status[slot]
+            .mapped()
+            .expect("status buffers are mapped");
         bytemuck::pod_read_unaligned(&bytes[..FRAME_BYTES as usize])
     }
 
@@ -314,7 +330,8 @@ impl GridStructure {
         rec.begin_stage("grid: scan");
         let counts = Slice::new(&self.counts, 0, count as u64 + 1);
         let offsets = Slice::new(&self.offsets, 0, count as u64 + 1);
-        self.scan.record(rec, counts, offsets, Count::Host(count + 1))?;
+        self.scan
+            .record(rec, counts, offsets, Count::Host(count + 1))?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
 
@@ -427,14 +444,21 @@ impl Structure for GridStructure {
         log::info!("grid references grown from {} to {grown}", bins.capacity);
         let (view, tiles) = (bins.view, bins.tiles);
         self.bins = None;
-        self.bins = Some(Bins::new(ctx, view, tiles, self.params.slabs, grown as u32)?);
+        self.bins = Some(Bins::new(
+            ctx,
+            view,
+            tiles,
+            self.params.slabs,
+            grown as u32,
+        )?);
         Ok(true)
     }
 
     fn tree_bytes(&self) -> u64 {
-        let bins = self.bins.as_ref().map_or(0, |b| {
-            b.triangle_ids.size() + b.bin_starts.size()
-        });
+        let bins = self
+            .bins
+            .as_ref()
+            .map_or(0, |b| b.triangle_ids.size() + b.bin_starts.size());
         bins + self.frame.size() + self.lbvh.tree_bytes()
     }
 
@@ -466,7 +490,8 @@ impl RayStructure for GridStructure {
                 let capacity = match &self.bins {
                     Some(bins) => bins.capacity,
                     None => {
-                        let estimate = self.capacity as f64 * self.params.references_per_triangle as f64;
+                        let estimate =
+                            self.capacity as f64 * self.params.references_per_triangle as f64;
                         estimate.min(u32::MAX as f64 / 2.0) as u32
                     }
                 };

@@ -4,8 +4,8 @@
 //! end of a ray), and the checker that compares a grid built on the GPU with it.
 
 use super::{GridFrame, GridParams, slab_of};
-use crate::geom::ray::{Hit, MISS, Ray, RayWork, intersect_triangle};
 use crate::geom::PinholeView;
+use crate::geom::ray::{Hit, MISS, Ray, RayWork, intersect_triangle};
 
 /// Pixels of rounding margin of the tile ranges (`MARGIN_PIXELS` in `project.comp`).
 const MARGIN_PIXELS: f32 = 1.0 / 16.0;
@@ -106,7 +106,11 @@ fn project_with_margin(
     let finite = corners.iter().flatten().all(|x| x.is_finite());
     let points = corners.map(|p| {
         let offset = sub(p, view.origin);
-        [dot(offset, right_inverse), dot(offset, up_inverse), dot(offset, view.forward)]
+        [
+            dot(offset, right_inverse),
+            dot(offset, up_inverse),
+            dot(offset, view.forward),
+        ]
     });
     let (e1, e2) = (sub(corners[1], corners[0]), sub(corners[2], corners[0]));
     let normal = [
@@ -140,8 +144,18 @@ fn project_with_margin(
         return None;
     }
     let (width, height) = (view.width as f32, view.height as f32);
-    let xs = pixel_range((lo[0] + 1.0) * 0.5 * width, (hi[0] + 1.0) * 0.5 * width, view.width, margin)?;
-    let ys = pixel_range((1.0 - hi[1]) * 0.5 * height, (1.0 - lo[1]) * 0.5 * height, view.height, margin)?;
+    let xs = pixel_range(
+        (lo[0] + 1.0) * 0.5 * width,
+        (hi[0] + 1.0) * 0.5 * width,
+        view.width,
+        margin,
+    )?;
+    let ys = pixel_range(
+        (1.0 - hi[1]) * 0.5 * height,
+        (1.0 - lo[1]) * 0.5 * height,
+        view.height,
+        margin,
+    )?;
     let t = params.tile_size;
     Some(ProjectedTriangle {
         first: [xs.0 / t, ys.0 / t],
@@ -236,9 +250,17 @@ pub fn cast(
             }
             for &id in bin {
                 let [a, b, c] = triangles[id as usize].map(|v| positions[v as usize]);
-                let shortened = Ray { tmax: hit.t, ..*ray };
+                let shortened = Ray {
+                    tmax: hit.t,
+                    ..*ray
+                };
                 if let Some((t, u, v)) = intersect_triangle(&shortened, a, b, c) {
-                    hit = Hit { t, triangle: id, u, v };
+                    hit = Hit {
+                        t,
+                        triangle: id,
+                        u,
+                        v,
+                    };
                 }
             }
             if hit.triangle != MISS {
@@ -322,7 +344,8 @@ pub fn check(
         ..GridStats::default()
     };
     for bin in 0..bins {
-        let members = &grid.triangle_ids[grid.bin_starts[bin] as usize..grid.bin_starts[bin + 1] as usize];
+        let members =
+            &grid.triangle_ids[grid.bin_starts[bin] as usize..grid.bin_starts[bin + 1] as usize];
         stats.occupied_bins += !members.is_empty() as u64;
         if members.windows(2).any(|w| w[0] >= w[1]) {
             return Err(format!("bin {bin}: triangles not in increasing order"));
@@ -341,7 +364,11 @@ pub fn check(
         let refs = &found[i];
         stats.triangles_in_view += !refs.is_empty() as u64;
         let tile_xy = |tile: u32| (tile % tiles[0], tile / tiles[0]);
-        let fail = |what: &str| Err(format!("triangle {i} {corners:?}: {what} (references {refs:?}, expected between {inner:?} and {outer:?})"));
+        let fail = |what: &str| {
+            Err(format!(
+                "triangle {i} {corners:?}: {what} (references {refs:?}, expected between {inner:?} and {outer:?})"
+            ))
+        };
         if refs.is_empty() {
             if inner.is_some() {
                 return fail("not referenced");
@@ -355,7 +382,11 @@ pub fn check(
         let (xs, ys): (Vec<u32>, Vec<u32>) = refs.iter().map(|&(t, _)| tile_xy(t)).unzip();
         let first = [*xs.iter().min().unwrap(), *ys.iter().min().unwrap()];
         let last = [*xs.iter().max().unwrap(), *ys.iter().max().unwrap()];
-        let rectangle = ProjectedTriangle { first, last, depth: 0.0 };
+        let rectangle = ProjectedTriangle {
+            first,
+            last,
+            depth: 0.0,
+        };
         if rectangle.tiles() as usize != refs.len() {
             return fail("tiles not one rectangle, each once");
         }
@@ -373,7 +404,9 @@ pub fn check(
         let expected = slab_of(position, slabs);
         let boundary = (position - position.round()).abs() <= 1e-3 * (1.0 + position.abs());
         if slab != expected && !(boundary && slab.abs_diff(expected) <= 1) {
-            return fail(&format!("slab {slab}, expected {expected} (position {position})"));
+            return fail(&format!(
+                "slab {slab}, expected {expected} (position {position})"
+            ));
         }
     }
     Ok(stats)
