@@ -43,10 +43,17 @@ fn main() -> Result<(), Box<dyn Error>> {
     let triangles: Vec<[u32; 3]> =
         ctx.download(&scene.triangles, 0, scene.triangle_count as usize)?;
 
+    // The first frame's view: the screen grid is built for it.
+    let defaults = SequenceConfig::default();
+    let aspect = defaults.width as f32 / defaults.height as f32;
+    let view = subject
+        .camera(0.0, aspect)
+        .view(defaults.width, defaults.height);
     for kind in StructureKind::ALL {
         // Build it once (growing its lists if the mesh needs more) and check it.
         let size = (scene.triangle_count, scene.vertex_count);
         let mut structure = kind.create(&ctx, &BuildParams::default(), size, 1)?;
+        structure.set_view(&ctx, &view)?;
         let input = scene.input();
         submit_until_complete(&ctx, &mut structure, |rec, s| {
             s.record_build(rec, &input, scene.vertex_count, 0)

@@ -53,7 +53,7 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
         check_common(r);
         assert_eq!(r.triangles, 600);
     }
-    let [lbvh, kdtree, octree, bih] = &reports[..] else {
+    let [lbvh, kdtree, octree, bih, grid] = &reports[..] else {
         unreachable!()
     };
     // LBVH: a binary tree of one triangle per leaf; its reference is the CPU SAH BVH.
@@ -82,6 +82,19 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
         octree.tree.nodes_per_level.iter().sum::<u64>(),
         octree.tree.nodes
     );
+
+    // Screen grid: bins of the camera rays' view; its camera rays are cast through the grid,
+    // the others traced through its LBVH.
+    assert!(
+        grid.tree.references >= 300 && grid.tree.sah_cost.is_none(),
+        "{:?}",
+        grid.tree
+    );
+    assert_eq!(grid.traversal.len(), 3);
+    for (a, b) in lbvh.traversal.iter().zip(&grid.traversal) {
+        assert_eq!((a.rays, a.work.rays, a.hits), (b.rays, b.work.rays, b.hits));
+    }
+    assert!(grid.traversal[0].work.mean_primitives > 0.0);
 
     // The same rays through the LBVH, the GPU kd-tree and the CPU kd-tree: closest hits are
     // exact, so every count of rays and hits agrees.
@@ -151,6 +164,6 @@ fn structure_names_parse_back() {
     );
     assert_eq!(
         "bvh".parse::<StructureKind>(),
-        Err("'bvh': expected one of lbvh, kdtree, octree, bih".into())
+        Err("'bvh': expected one of lbvh, kdtree, octree, bih, grid".into())
     );
 }

@@ -57,7 +57,8 @@ fn view_from(eye: [f32; 3], target: [f32; 3], width: u32, height: u32) -> Pinhol
 fn cast(ctx: &Context, mesh: &Mesh, view: &PinholeView, params: GridParams) -> Cast {
     let device = DeviceMesh::new(ctx, mesh);
     let input = device.input();
-    let mut grid = GridStructure::new(ctx, params, LbvhParams::default(), device.count.max(1), 1).unwrap();
+    let mut grid =
+        GridStructure::new(ctx, params, LbvhParams::default(), device.count.max(1), 1).unwrap();
     grid.set_view(ctx, view).unwrap();
     let rays: Vec<Ray> = (0..view.pixels() as u32)
         .map(|i| view.primary_ray(i % view.width, i / view.width))

@@ -19,6 +19,8 @@ use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::BottomUpPush;
 use canopy::accel::bvh::trace::TracePush;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
+use canopy::accel::grid::build::{CastPush, ProjectPush, ReferencesPush};
+use canopy::accel::grid::{GridFrame, GridTriangle};
 use canopy::accel::kdtree::KdNode;
 use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
@@ -405,6 +407,59 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::GRID_PROJECT,
+            Rust(rust_layout!(ProjectPush {
+                positions_address,
+                triangles_address,
+                grid_triangles_address,
+                counts_address,
+                frame_address,
+                origin,
+                count,
+                forward,
+                width,
+                right_inverse,
+                height,
+                up_inverse,
+                tile_size,
+                near
+            })),
+        ),
+        (
+            shaders::GRID_REFERENCES,
+            Rust(rust_layout!(ReferencesPush {
+                grid_triangles_address,
+                offsets_address,
+                frame_address,
+                bin_ids_address,
+                triangle_ids_address,
+                count,
+                capacity,
+                tiles_x,
+                slabs
+            })),
+        ),
+        (
+            shaders::GRID_CAST,
+            Rust(rust_layout!(CastPush {
+                rays_address,
+                hits_address,
+                work_address,
+                bin_starts_address,
+                triangle_ids_address,
+                positions_address,
+                triangles_address,
+                frame_address,
+                forward,
+                width,
+                height,
+                tiles_x,
+                tiles,
+                slabs,
+                tile_size
+            })),
+        ),
+        (
             shaders::SCENE_DEFAULT_SURFACE,
             Rust(rust_layout!(DefaultSurfacePush {
                 positions_address,
@@ -643,6 +698,31 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32", "vec2<f32>"],
             rust: rust_layout!(BihNode { word0, word1, clip }),
             offsets: &[0, 4, 8],
+        },
+        SharedStruct {
+            kernel: shaders::GRID_REFERENCES,
+            name: "GridFrame",
+            shape: &["u64", "u32", "u32", "u32", "u32"],
+            rust: rust_layout!(GridFrame {
+                needed,
+                z_min_bits,
+                z_max_bits,
+                references,
+                pad
+            }),
+            offsets: &[0, 8, 12, 16, 20],
+        },
+        SharedStruct {
+            kernel: shaders::GRID_REFERENCES,
+            name: "GridTriangle",
+            shape: &["u32", "u32", "f32", "u32"],
+            rust: rust_layout!(GridTriangle {
+                tiles_lo,
+                tiles_hi,
+                depth,
+                pad
+            }),
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::KDTREE_TRACE,

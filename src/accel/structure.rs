@@ -169,6 +169,15 @@ impl AnyStructure {
         }
     }
 
+    /// The view the next builds are for ([`RayStructure::set_view`]); point structures
+    /// ignore it.
+    pub fn set_view(&mut self, ctx: &Context, view: &PinholeView) -> Result<()> {
+        match self {
+            AnyStructure::Rays(s) => s.set_view(ctx, view),
+            AnyStructure::Points(_) => Ok(()),
+        }
+    }
+
     /// The structure rays are traced through; an error naming the structure for point
     /// structures.
     pub fn into_rays(self) -> Result<Box<dyn RayStructure>> {

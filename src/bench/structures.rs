@@ -12,7 +12,7 @@
 
 use super::harness::{Timing, count_work, time_runs};
 use super::meshes::BenchMesh;
-use super::traversal::{RaySets, TraversalReport};
+use super::traversal::{RaySets, TraversalReport, camera_view};
 use super::{Error, Result};
 use crate::accel::bih::cpu::{build_bih, check_bih};
 use crate::accel::bih::trace::BihTreeGpu;
@@ -38,7 +38,8 @@ pub struct BuildConfig {
     pub trace_repeats: u32,
     /// The builders' parameters.
     pub build: BuildParams,
-    /// Side of the square image of camera rays whose traversal is counted (0: none).
+    /// Side of the square image of camera rays whose traversal is counted (0: none); the
+    /// screen grid is built for their view (for a 1024x1024 image without them).
     pub ray_side: u32,
     /// Time the driver's own builder (`VK_KHR_acceleration_structure`) beside the LBVH, where
     /// the device has it.
@@ -138,6 +139,12 @@ fn build_first(
 ) -> Result<AnyStructure> {
     let size = (mesh.triangle_count(), mesh.vertex_count());
     let mut built = kind.create(ctx, &config.build, size, 1)?;
+    let side = if config.ray_side > 0 {
+        config.ray_side
+    } else {
+        1024
+    };
+    built.set_view(ctx, &camera_view(mesh, side))?;
     let (input, vertices) = (mesh.input(), mesh.vertex_count());
     submit_until_complete(ctx, &mut built, |rec, built| {
         built.record_build(rec, &input, vertices, 0)

@@ -19,12 +19,13 @@
 use super::Result;
 use super::harness::{Timing, time_runs};
 use super::meshes::BenchMesh;
-use crate::accel::Traversable;
+use crate::accel::{CameraBatch, Traversable};
+use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, MISS, Query, Ray, RayWork, TraversalWork};
 use crate::render::cpu::offset_origin;
 use crate::render::{Camera, Light, presets};
 use crate::trace::Tracer;
-use crate::vk::{Buffer, Context, MemoryKind};
+use crate::vk::{Buffer, Context, MemoryKind, Recorder};
 use crate::vk::{Count, Slice};
 use glam::Vec3;
 
@@ -77,6 +78,9 @@ pub struct TraversalReport {
 /// A batch of rays on the device, with room for their hits and work counts.
 pub struct RayBatch {
     kind: RayKind,
+    /// The view camera rays were made for: structures with their own caster of camera rays
+    /// (the screen grid) cast them through it.
+    view: Option<PinholeView>,
     count: u32,
     rays: Buffer,
     hits: Buffer,
@@ -96,6 +100,7 @@ impl RayBatch {
         };
         Ok(Self {
             kind,
+            view: None,
             count: rays.len() as u32,
             rays: buffer,
             hits: device("bench hits", size_of::<Hit>() as u64)?,
@@ -114,7 +119,8 @@ impl RayBatch {
     }
 
     /// Traces the rays through `structure` with the counting kernel for `query`, and with
-    /// `repeats` > 0 times the fast path too; returns the report and the hits.
+    /// `repeats` > 0 times the fast path too; returns the report and the hits. Camera rays go
+    /// through the structure's own caster when it has one ([`Traversable::camera_caster`]).
     pub fn trace(
         &self,
         ctx: &Context,
@@ -126,21 +132,31 @@ impl RayBatch {
         let count = Count::Host(self.count);
         let (rays, hits) = (Slice::whole(&self.rays), Slice::whole(&self.hits));
         let work = Slice::whole(&self.work);
-        ctx.submit_and_wait(|rec| {
-            tracer.record_counted(rec, structure, query, rays, hits, work, count)
-        })?;
+        let caster = match (self.view, structure.camera_caster()) {
+            (Some(view), Some(caster)) if query == Query::Closest => Some((view, caster)),
+            _ => None,
+        };
+        let record = |rec: &mut Recorder, work: Option<Slice<RayWork>>| match caster {
+            Some((view, caster)) => {
+                let batch = CameraBatch {
+                    view,
+                    rays,
+                    hits,
+                    work,
+                };
+                caster.record_cast(rec, &batch)
+            }
+            None => match work {
+                Some(work) => tracer.record_counted(rec, structure, query, rays, hits, work, count),
+                None => tracer.record(rec, structure, query, rays, hits, count),
+            },
+        };
+        ctx.submit_and_wait(|rec| record(rec, Some(work)))?;
         let n = self.count as usize;
         let work: Vec<RayWork> = ctx.download(&self.work, 0, n)?;
         let hit_list: Vec<Hit> = ctx.download(&self.hits, 0, n)?;
         let time = (repeats > 0 && n > 0)
-            .then(|| {
-                time_runs(
-                    ctx,
-                    repeats,
-                    |_| Ok(()),
-                    |rec| tracer.record(rec, structure, query, rays, hits, count),
-                )
-            })
+            .then(|| time_runs(ctx, repeats, |_| Ok(()), |rec| record(rec, None)))
             .transpose()?;
         let report = TraversalReport {
             rays: self.kind,
@@ -165,15 +181,24 @@ pub struct RaySets {
     offset: f32,
 }
 
+/// The view of the camera rays of a `side` x `side` image framing `mesh` (30° around, 20°
+/// up, 45° field of view, at 2.2 radii of its bounding sphere).
+pub fn camera_view(mesh: &BenchMesh, side: u32) -> PinholeView {
+    let (centre, radius) = mesh.bounding_sphere();
+    Camera::orbit(centre, radius * 2.2, 30.0, 20.0, 45.0).view(side, side)
+}
+
 impl RaySets {
-    /// Camera rays of a `side` x `side` image framing `mesh`; the secondary rays follow from
-    /// the first [`Self::trace`].
+    /// Camera rays of a `side` x `side` image framing `mesh` ([`camera_view`]); the secondary
+    /// rays follow from the first [`Self::trace`].
     pub fn new(ctx: &Context, mesh: &BenchMesh, side: u32) -> Result<Self> {
         let (centre, radius) = mesh.bounding_sphere();
-        let camera = Camera::orbit(centre, radius * 2.2, 30.0, 20.0, 45.0);
+        let view = camera_view(mesh, side);
         let rays: Vec<Ray> = (0..side * side)
-            .map(|i| camera.primary_ray(i % side, i / side, side, side))
+            .map(|i| view.primary_ray(i % side, i / side))
             .collect();
+        let mut camera = RayBatch::new(ctx, RayKind::Camera, &rays)?;
+        camera.view = Some(view);
         let sun = presets::studio_lights(centre, radius)
             .into_iter()
             .find_map(|light| match light {
@@ -182,7 +207,7 @@ impl RaySets {
             })
             .unwrap_or(Vec3::Y);
         Ok(Self {
-            batches: vec![RayBatch::new(ctx, RayKind::Camera, &rays)?],
+            batches: vec![camera],
             to_light: sun,
             offset: presets::shading(radius).surface_offset,
         })

@@ -57,7 +57,9 @@ pub struct RenderArgs {
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
-    /// The acceleration structure rebuilt every frame: lbvh, kdtree or bih.
+    /// The acceleration structure rebuilt every frame: lbvh, kdtree, bih or grid (the screen
+    /// grid casts the camera rays; secondary and shadow rays go through an LBVH built in the
+    /// same frame).
     #[arg(long, default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: StructureKind,
     /// Morton code width of the LBVH: 30 or 63 [default: 30].

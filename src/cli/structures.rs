@@ -6,6 +6,7 @@
 use super::CliError;
 use canopy::accel::bih::BihParams;
 use canopy::accel::bvh::lbvh::LbvhParams;
+use canopy::accel::grid::GridParams;
 use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::structures::BuildConfig;
 use canopy::bench::{BenchMesh, MeshBench, StructureReport, WorkTable};
@@ -40,6 +41,12 @@ pub struct MeshBenchArgs {
     /// Build BIHs without clip nodes (every internal node a split, as seed 004).
     #[arg(long)]
     pub bih_no_clip: bool,
+    /// The screen grid's depth slabs per tile.
+    #[arg(long, default_value_t = GridParams::default().slabs)]
+    pub grid_slabs: u32,
+    /// The screen grid's tile side in pixels.
+    #[arg(long, default_value_t = GridParams::default().tile_size)]
+    pub grid_tile: u32,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -52,7 +59,8 @@ pub struct LbvhArgs {
     /// 10000,40000,160000,640000,1000000,2500000,4000000 and a 1,000,000-triangle soup].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih.
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid
+    /// (the screen grid for the camera rays' view, its LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
     /// Invocations per workgroup of the LBVH's bottom-up pass (a tuning knob; see LbvhParams).
@@ -73,7 +81,8 @@ pub struct KdTreeBenchArgs {
     /// --mesh: 170000,1000000].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih.
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid
+    /// (the screen grid for the camera rays' view, its LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "kdtree", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
     /// Compare with the CPU reference tree (full-SAH kd-tree, full-sweep SAH BVH) up to this
@@ -139,6 +148,11 @@ impl MeshBenchArgs {
                         max_leaf: self.bih_leaf,
                         clip_nodes: !self.bih_no_clip,
                         ..config.build.bih
+                    },
+                    grid: GridParams {
+                        slabs: self.grid_slabs,
+                        tile_size: self.grid_tile,
+                        ..config.build.grid
                     },
                     ..config.build
                 },
