@@ -196,3 +196,40 @@ fn a_closed_output_pipe_ends_the_render_quietly() {
         stderr(&output)
     );
 }
+
+#[test]
+fn the_screen_grid_renders_the_lbvh_s_frames() {
+    // Camera rays through the screen grid, every other ray through the LBVH of the same
+    // frame: closest hits are exact, so the frames are the same, for the default scene and
+    // for a mesh.
+    let suzanne = common::test_data("meshes/suzanne.obj");
+    for scene in [None, Some(suzanne.to_str().unwrap())] {
+        let frames: Vec<Vec<u8>> = ["lbvh", "grid"]
+            .iter()
+            .map(|structure| {
+                let out = TempFolder::new(&format!("render-{structure}"));
+                let mut command = Command::new(env!("CARGO_BIN_EXE_canopy"));
+                command.args(["render", "--size", "45x31", "--frames", "1..3", "-q"]);
+                command
+                    .args(["--structure", structure])
+                    .arg("--out")
+                    .arg(&out.0);
+                match scene {
+                    Some(mesh) => command.args(["--mesh", mesh]),
+                    None => command.args(["--triangles", "3000"]),
+                };
+                let output = command.output().unwrap();
+                assert!(output.status.success(), "{}", stderr(&output));
+                assert_eq!(assert_whole_frames(&out, 45, 31), 2);
+                out.names()
+                    .iter()
+                    .flat_map(|name| read_png(&out.0.join(name)).unwrap().2)
+                    .collect()
+            })
+            .collect();
+        assert!(
+            frames[0] == frames[1],
+            "{scene:?}: the grid's frames differ"
+        );
+    }
+}

@@ -63,6 +63,10 @@ pub struct TreeShape {
     /// Octree: nodes per level, root first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nodes_per_level: Vec<u64>,
+    /// Screen grid: the triangles referenced at all (those in view that may cover a pixel's
+    /// ray); `references` over it is the tiles per triangle (the paper: 1.2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_view: Option<u64>,
 }
 
 /// A mesh on the host, to check a tree built over its copy on the device against.

@@ -81,6 +81,10 @@ impl Display for TreeShape {
         if let (Some(cost), Some(model)) = (self.sah_cost, &self.sah_model) {
             write!(f, ", SAH cost {cost:.2} ({model})")?;
         }
+        if let Some(in_view) = self.in_view {
+            let tiles = self.references as f64 / in_view.max(1) as f64;
+            write!(f, ", {in_view} triangles in view in {tiles:.2} tiles each")?;
+        }
         Ok(())
     }
 }

@@ -6,9 +6,9 @@
 
 use super::Result;
 use super::harness::{Timing, count_work, time_runs};
-use super::traversal::{RayBatch, RayKind, TraversalReport};
+use super::traversal::{RayBatch, TraversalReport};
 use crate::accel::{BuildParams, RayStructure, StructureKind, submit_until_complete};
-use crate::geom::ray::{Query, Ray};
+use crate::geom::ray::Query;
 use crate::render::presets::{self, Subject};
 use crate::render::{RenderParams, Renderer, traced_rays};
 use crate::trace::Tracer;
@@ -147,11 +147,7 @@ pub fn measure(
         .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
         .sum();
 
-    let rays: Vec<Ray> = (0..height)
-        .flat_map(|y| (0..width).map(move |x| (x, y)))
-        .map(|(x, y)| camera.primary_ray(x, y, width, height))
-        .collect();
-    let batch = RayBatch::new(ctx, RayKind::Camera, &rays)?;
+    let batch = RayBatch::camera(ctx, &camera.view(width, height))?;
     let tracer = Tracer::new(ctx)?;
     let camera_rays = [Query::Closest, Query::Any]
         .into_iter()

@@ -108,6 +108,17 @@ impl RayBatch {
         })
     }
 
+    /// The camera rays of `view`, one per pixel, row-major: cast through the structure's own
+    /// caster of camera rays where it has one (the screen grid built for `view`).
+    pub fn camera(ctx: &Context, view: &PinholeView) -> Result<Self> {
+        let rays: Vec<Ray> = (0..view.pixels() as u32)
+            .map(|i| view.primary_ray(i % view.width, i / view.width))
+            .collect();
+        let mut batch = Self::new(ctx, RayKind::Camera, &rays)?;
+        batch.view = Some(*view);
+        Ok(batch)
+    }
+
     /// Rays in the batch.
     pub fn len(&self) -> u32 {
         self.count
@@ -193,12 +204,7 @@ impl RaySets {
     /// rays follow from the first [`Self::trace`].
     pub fn new(ctx: &Context, mesh: &BenchMesh, side: u32) -> Result<Self> {
         let (centre, radius) = mesh.bounding_sphere();
-        let view = camera_view(mesh, side);
-        let rays: Vec<Ray> = (0..side * side)
-            .map(|i| view.primary_ray(i % side, i / side))
-            .collect();
-        let mut camera = RayBatch::new(ctx, RayKind::Camera, &rays)?;
-        camera.view = Some(view);
+        let camera = RayBatch::camera(ctx, &camera_view(mesh, side))?;
         let sun = presets::studio_lights(centre, radius)
             .into_iter()
             .find_map(|light| match light {

@@ -424,6 +424,7 @@ impl BihStats {
                 params.traversal_cost, params.intersection_cost
             )),
             nodes_per_level: Vec::new(),
+            in_view: None,
         }
     }
 }

@@ -288,6 +288,7 @@ impl TreeStats {
                 "Ct {SAH_TRAVERSAL_COST}, Ci {SAH_INTERSECTION_COST}, one triangle per leaf"
             )),
             nodes_per_level: Vec::new(),
+            in_view: None,
         }
     }
 }

@@ -476,6 +476,7 @@ impl Structure for GridStructure {
             leaves: stats.occupied_bins,
             depth: 0,
             references: stats.references,
+            in_view: Some(stats.triangles_in_view),
             ..TreeShape::default()
         }))
     }

@@ -288,13 +288,6 @@ pub struct GridStats {
     pub triangles_in_view: u64,
 }
 
-impl GridStats {
-    /// Tiles each triangle in view is referenced in, on average (the paper: 1.2).
-    pub fn tiles_per_triangle(&self) -> f64 {
-        self.references as f64 / self.triangles_in_view.max(1) as f64
-    }
-}
-
 /// Checks a grid built on the GPU against the reference: the bins are well formed and ordered
 /// by triangle; every triangle is referenced exactly in the tiles of one rectangle, between
 /// the reference's exact range of pixel centres and that range with twice the rounding margin,

@@ -62,7 +62,7 @@ impl GridParams {
         let invocations = self.tile_size as u64 * self.tile_size as u64;
         if self.tile_size == 0
             || invocations > max_workgroup_size as u64
-            || invocations % subgroup_size as u64 != 0
+            || !invocations.is_multiple_of(subgroup_size as u64)
         {
             return Err(Error::InvalidInput(format!(
                 "grid tiles of {0}x{0} pixels: a tile is one workgroup, so the pixels must be \

@@ -641,6 +641,7 @@ impl KdStats {
                 costs.traversal_cost, costs.intersection_cost
             )),
             nodes_per_level: Vec::new(),
+            in_view: None,
         }
     }
 }

@@ -181,6 +181,7 @@ impl OctreeHost {
             sah_cost: None,
             sah_model: None,
             nodes_per_level: per_level,
+            in_view: None,
         }
     }
 }
