@@ -30,6 +30,7 @@ use canopy::accel::kdtree::scratch::{
     KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
 };
 use canopy::accel::kdtree::trace::TraceKdPush;
+use canopy::accel::native::NativeRaygenPush;
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
@@ -404,6 +405,16 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 host_count,
                 primitive_count,
                 work_address
+            })),
+        ),
+        (
+            shaders::NATIVE_RAYGEN,
+            Rust(rust_layout!(NativeRaygenPush {
+                rays_address,
+                hits_address,
+                structure_address,
+                count,
+                any_hit
             })),
         ),
         (

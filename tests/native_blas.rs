@@ -92,3 +92,44 @@ fn builds_a_small_mesh_without_validation_errors() {
     );
     assert_valid(&ctx);
 }
+
+#[test]
+fn the_driver_s_ray_tracing_matches_brute_force() {
+    use canopy::accel::native::NativeTracer;
+    use canopy::geom::ray::{Hit, Query};
+    use canopy::vk::Slice;
+    let ctx = context();
+    let mesh = common::random_mesh(&mut common::Rng::new(61), 2000, 2.0, 0.3);
+    let (n, vertices) = (mesh.triangle_count() as u32, mesh.vertex_count() as u32);
+    let Some(builder) = NativeBlasBuilder::new(&ctx, n, vertices).unwrap() else {
+        eprintln!(
+            "{} lacks VK_KHR_acceleration_structure: skipped",
+            ctx.caps().name
+        );
+        return;
+    };
+    let Some(tracer) = NativeTracer::new(&ctx, &builder).unwrap() else {
+        assert!(!ctx.caps().ray_tracing_pipeline);
+        eprintln!("{} lacks a ray-tracing pipeline: skipped", ctx.caps().name);
+        return;
+    };
+    let device = common::DeviceMesh::new(&ctx, &mesh);
+    let rays = common::random_rays(&mut common::Rng::new(62), &mesh, 3000);
+    let ray_buffer = ctx.create_buffer_with("rays", &rays).unwrap();
+    let bytes = rays.len() as u64 * 16;
+    let [closest, any] = [Query::Closest, Query::Any].map(|query| {
+        let hits = ctx
+            .create_buffer("hits", bytes, MemoryKind::Device)
+            .unwrap();
+        ctx.submit_and_wait(|rec| {
+            builder.record(rec, &device.positions, vertices, &device.triangles, n)?;
+            tracer.record_top_level(rec);
+            let (r, h) = (Slice::whole(&ray_buffer), Slice::whole(&hits));
+            tracer.record_trace(rec, query, r, h, rays.len() as u32)
+        })
+        .unwrap();
+        ctx.download::<Hit>(&hits, 0, rays.len()).unwrap()
+    });
+    common::assert_hits_match_brute_force(&mesh, &rays, &closest, &any, "driver ray tracing");
+    assert_valid(&ctx);
+}

@@ -16,10 +16,13 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 
+// Ray-tracing stages (glsl/native/) have no workgroups.
+#ifndef CANOPY_RAY_TRACING_STAGE
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
 const uint SUBGROUPS_PER_WORKGROUP = WORKGROUP_SIZE / SUBGROUP_SIZE;
+#endif
 
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer U32s { uint v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer F32s { float v[]; };
@@ -32,11 +35,13 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer Coh
 // kd-tree builder's entries), and a reservation that did not fit.
 const uint NO_PARENT = 0xffffffffu;
 
+#ifndef CANOPY_RAY_TRACING_STAGE
 // The workgroup's index in a dispatch whose grid may be folded into 2D or 3D (x fastest; see
 // common/dispatch.glsl). Grids past the end of the work hold a few extra groups: kernels skip them.
 uint flat_workgroup_id() {
     return gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z);
 }
+#endif
 
 // An element count: read from device memory when `count_address` is set (a count produced on
 // the GPU), else the count the host pushed.

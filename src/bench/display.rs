@@ -5,7 +5,7 @@
 use super::frames::FrameReport;
 use super::prims::{PrimRow, PrimsReport, Yardsticks};
 use super::structures::StructureReport;
-use super::traversal::TraversalReport;
+use super::traversal::{NativeTrace, TraversalReport};
 use crate::accel::TreeShape;
 use crate::vk::WorkCounts;
 use std::fmt::{Display, Formatter, Result};
@@ -59,6 +59,22 @@ impl Display for TraversalReport {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Display for NativeTrace {
+    /// One line: rays, hits and the time.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "{:<9} {:<7} {:>9} rays {:>9} hits; {:.4} ms = {:.4} G rays/s",
+            self.rays.name(),
+            self.query,
+            self.count,
+            self.hits,
+            self.time.median_ms,
+            self.count as f64 / self.time.median_ms * 1e-6
+        )
     }
 }
 
@@ -152,6 +168,22 @@ impl Display for StructureReport {
                 mib(native.bytes),
                 ms / native.build.median_ms
             )?;
+            for (i, trace) in native.traversal.iter().enumerate() {
+                let canopy = self
+                    .traversal
+                    .iter()
+                    .find(|t| t.rays == trace.rays)
+                    .and_then(|t| t.time.as_ref());
+                writeln!(
+                    f,
+                    "  {:<10} {trace}{}",
+                    if i == 0 { "driver rt" } else { "" },
+                    canopy.map_or(String::new(), |c| format!(
+                        "; canopy/driver time {:.3}",
+                        c.median_ms / trace.time.median_ms
+                    ))
+                )?;
+            }
         }
         if let Some(reference) = &self.reference {
             writeln!(
@@ -357,6 +389,33 @@ impl Display for FrameReport {
             self.work,
             mib(self.peak_bytes)
         )?;
-        traversals(f, "alone", &self.camera_rays)
+        traversals(f, "alone", &self.camera_rays)?;
+        if let Some(native) = &self.native {
+            writeln!(
+                f,
+                "driver: bottom level {:.4} ms + top level {:.4} ms, {:.1} MiB (canopy's frame \
+                 structure is built inside the frame above)",
+                native.bottom_level.median_ms,
+                native.top_level.median_ms,
+                mib(native.bytes)
+            )?;
+            for trace in &native.camera_rays {
+                let canopy = self
+                    .camera_rays
+                    .iter()
+                    .find(|t| t.query == trace.query)
+                    .and_then(|t| t.time.as_ref());
+                writeln!(
+                    f,
+                    "  {:<10} {trace}{}",
+                    "driver rt",
+                    canopy.map_or(String::new(), |c| format!(
+                        "; canopy/driver time {:.3}",
+                        c.median_ms / trace.time.median_ms
+                    ))
+                )?;
+            }
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,8 @@
 
 use super::Result;
 use super::harness::{Timing, count_work, time_runs};
-use super::traversal::{RayBatch, TraversalReport};
+use super::traversal::{NativeTrace, RayBatch, TraversalReport};
+use crate::accel::native::{NativeBlasBuilder, NativeTracer};
 use crate::accel::{BuildParams, RayStructure, StructureKind, submit_until_complete};
 use crate::geom::ray::Query;
 use crate::render::presets::{self, Subject};
@@ -29,10 +30,14 @@ pub struct FrameConfig {
     pub build: BuildParams,
     /// The animation time the frame shows, in seconds.
     pub time: f32,
+    /// Also build the driver's structure over the frame's triangles and trace the camera rays
+    /// through it with the driver's ray-tracing pipeline (where the device has one).
+    pub native: bool,
 }
 
 impl Default for FrameConfig {
-    /// 1920x1080, 15 runs, 2 bounces, the builders' defaults, time 1 s.
+    /// 1920x1080, 15 runs, 2 bounces, the builders' defaults, time 1 s, without the driver's
+    /// ray tracing.
     fn default() -> Self {
         Self {
             width: 1920,
@@ -41,6 +46,7 @@ impl Default for FrameConfig {
             bounces: 2,
             build: BuildParams::default(),
             time: 1.0,
+            native: false,
         }
     }
 }
@@ -86,6 +92,22 @@ pub struct FrameReport {
     pub peak_bytes: u64,
     /// The frame's camera rays alone: closest and any hit.
     pub camera_rays: Vec<TraversalReport>,
+    /// The driver's structure over the same triangles and the same camera rays through its
+    /// ray-tracing pipeline (with [`FrameConfig::native`], where the device has one).
+    pub native: Option<NativeFrameReport>,
+}
+
+/// The driver's build and ray tracing of a frame's camera rays.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NativeFrameReport {
+    /// The bottom-level build over the frame's triangles (`PREFER_FAST_BUILD`).
+    pub bottom_level: Timing,
+    /// The top-level build over its one instance.
+    pub top_level: Timing,
+    /// Device bytes of both levels and their scratch.
+    pub bytes: u64,
+    /// The frame's camera rays, closest and any hit.
+    pub camera_rays: Vec<NativeTrace>,
 }
 
 /// Renders frames of `subject` (labelled `label`) through `structure`, and measures them.
@@ -162,6 +184,11 @@ pub fn measure(
             Ok(traced.0)
         })
         .collect::<Result<_>>()?;
+    let native = if config.native {
+        measure_native(ctx, subject, &batch, config)?
+    } else {
+        None
+    };
     Ok(FrameReport {
         scene: label.into(),
         triangles: scene.triangle_count,
@@ -176,5 +203,55 @@ pub fn measure(
         work,
         peak_bytes,
         camera_rays,
+        native,
     })
+}
+
+/// The driver's structure over the frame's triangles (bottom level, then the top level over
+/// it), each build timed, and `camera` traced through it closest and any hit; `None` where the
+/// device has no ray-tracing pipeline.
+fn measure_native(
+    ctx: &Context,
+    subject: &Subject,
+    camera: &RayBatch,
+    config: &FrameConfig,
+) -> Result<Option<NativeFrameReport>> {
+    let scene = &subject.scene;
+    let (n, vertices) = (scene.triangle_count, scene.vertex_count);
+    let Some(builder) = NativeBlasBuilder::new(ctx, n, vertices)? else {
+        return Ok(None);
+    };
+    let Some(tracer) = NativeTracer::new(ctx, &builder)? else {
+        return Ok(None);
+    };
+    let build_bottom =
+        |rec: &mut Recorder| builder.record(rec, &scene.positions, vertices, &scene.triangles, n);
+    ctx.submit_and_wait(|rec| {
+        subject.record_frame(rec, config.time)?;
+        build_bottom(rec)
+    })?;
+    let bottom_level = time_runs(ctx, config.repeats, |_| Ok(()), build_bottom)?;
+    let top_level = time_runs(
+        ctx,
+        config.repeats,
+        |_| Ok(()),
+        |rec| {
+            tracer.record_top_level(rec);
+            Ok(())
+        },
+    )?;
+    let camera_rays = [Query::Closest, Query::Any]
+        .into_iter()
+        .filter_map(|query| {
+            camera
+                .trace_native(ctx, &tracer, query, config.repeats)
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    Ok(Some(NativeFrameReport {
+        bottom_level,
+        top_level,
+        bytes: builder.bytes() + tracer.bytes(),
+        camera_rays,
+    }))
 }

@@ -12,7 +12,7 @@
 
 use super::harness::{Timing, count_work, time_runs};
 use super::meshes::BenchMesh;
-use super::traversal::{RaySets, TraversalReport, camera_view};
+use super::traversal::{NativeTrace, RaySets, TraversalReport, camera_view};
 use super::{Error, Result};
 use crate::accel::bih::cpu::{build_bih, check_bih};
 use crate::accel::bih::trace::BihTreeGpu;
@@ -20,7 +20,7 @@ use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
-use crate::accel::native::NativeBlasBuilder;
+use crate::accel::native::{NativeBlasBuilder, NativeTracer};
 use crate::accel::{
     AnyStructure, BuildParams, HostMesh, Structure, StructureKind, Traversable, TreeShape,
     submit_until_complete,
@@ -76,13 +76,16 @@ pub struct MemoryReport {
     pub peak_bytes: u64,
 }
 
-/// The driver's builder over the same buffers.
+/// The driver's builder over the same buffers, and its ray tracing of the same rays.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct NativeReport {
     /// Its build time.
     pub build: Timing,
     /// Device bytes of its acceleration structure and scratch.
     pub bytes: u64,
+    /// The mesh's rays traced with the driver's ray-tracing pipeline (where the device has
+    /// one), timed as canopy's traversals are.
+    pub traversal: Vec<NativeTrace>,
 }
 
 /// A CPU-built tree of the same triangles.
@@ -214,7 +217,7 @@ impl<'a> MeshBench<'a> {
             |_| Ok(()),
             |rec| built.record_build(rec, &input, vertices, 0),
         )?;
-        let native = if kind == StructureKind::Lbvh && config.native {
+        let mut native = if kind == StructureKind::Lbvh && config.native {
             self.native()?
         } else {
             None
@@ -240,6 +243,21 @@ impl<'a> MeshBench<'a> {
             }
             _ => Vec::new(),
         };
+        if let (Some((_, builder)), Some(rays)) = (&native, &self.rays) {
+            if let Some(tracer) = NativeTracer::new(ctx, builder)? {
+                let n = mesh.triangle_count();
+                ctx.submit_and_wait(|rec| {
+                    builder.record(rec, &mesh.positions, vertices, &mesh.triangles, n)?;
+                    tracer.record_top_level(rec);
+                    Ok(())
+                })?;
+                let traces = rays.trace_native(ctx, &tracer, config.trace_repeats)?;
+                if let Some((report, _)) = native.as_mut() {
+                    report.traversal = traces;
+                }
+            }
+        }
+        let native = native.map(|(report, _)| report);
         let reference = if mesh.triangle_count() <= config.reference_up_to {
             self.reference(kind, &tree)?
         } else {
@@ -261,8 +279,9 @@ impl<'a> MeshBench<'a> {
         })
     }
 
-    /// The driver's builder over the mesh, timed; `None` where the device has none.
-    fn native(&self) -> Result<Option<NativeReport>> {
+    /// The driver's builder over the mesh, timed (its rays not yet traced), and the builder;
+    /// `None` where the device has none.
+    fn native(&self) -> Result<Option<(NativeReport, NativeBlasBuilder)>> {
         let (ctx, mesh) = (self.ctx, self.mesh);
         let (n, vertices) = (mesh.triangle_count(), mesh.vertex_count());
         let Some(native) = NativeBlasBuilder::new(ctx, n, vertices)? else {
@@ -274,10 +293,12 @@ impl<'a> MeshBench<'a> {
             |_| Ok(()),
             |rec| native.record(rec, &mesh.positions, vertices, &mesh.triangles, n),
         )?;
-        Ok(Some(NativeReport {
+        let report = NativeReport {
             build,
             bytes: native.bytes(),
-        }))
+            traversal: Vec::new(),
+        };
+        Ok(Some((report, native)))
     }
 
     /// The CPU reference of `kind` over the mesh, compared with the GPU tree `gpu`.

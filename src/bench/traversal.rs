@@ -19,6 +19,7 @@
 use super::Result;
 use super::harness::{Timing, time_runs};
 use super::meshes::BenchMesh;
+use crate::accel::native::NativeTracer;
 use crate::accel::{CameraBatch, Traversable};
 use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, MISS, Query, Ray, RayWork, TraversalWork};
@@ -73,6 +74,22 @@ pub struct TraversalReport {
     pub work: TraversalWork,
     /// GPU time of the fast path (when timed).
     pub time: Option<Timing>,
+}
+
+/// One kind of rays traced through the driver's structure with its ray-tracing pipeline
+/// ([`NativeTracer`]): no work counts, only hits and time.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NativeTrace {
+    /// Which rays.
+    pub rays: RayKind,
+    /// `closest` or `any`.
+    pub query: &'static str,
+    /// How many.
+    pub count: u32,
+    /// Rays that hit something.
+    pub hits: u32,
+    /// GPU time.
+    pub time: Timing,
 }
 
 /// A batch of rays on the device, with room for their hits and work counts.
@@ -171,15 +188,48 @@ impl RayBatch {
             .transpose()?;
         let report = TraversalReport {
             rays: self.kind,
-            query: match query {
-                Query::Closest => "closest",
-                Query::Any => "any",
-            },
+            query: query_name(query),
             hits: hit_list.iter().filter(|h| h.triangle != MISS).count() as u32,
             work: TraversalWork::from_counts(&work),
             time,
         };
         Ok((report, hit_list))
+    }
+}
+
+impl RayBatch {
+    /// Traces the rays with the driver's ray-tracing pipeline for `query` (the tracer's top
+    /// level built), timed over `repeats` runs; `None` for an empty batch.
+    pub fn trace_native(
+        &self,
+        ctx: &Context,
+        tracer: &NativeTracer,
+        query: Query,
+        repeats: u32,
+    ) -> Result<Option<NativeTrace>> {
+        if self.count == 0 {
+            return Ok(None);
+        }
+        let (rays, hits) = (Slice::whole(&self.rays), Slice::whole(&self.hits));
+        let record = |rec: &mut Recorder| tracer.record_trace(rec, query, rays, hits, self.count);
+        ctx.submit_and_wait(record)?;
+        let hit_list: Vec<Hit> = ctx.download(&self.hits, 0, self.count as usize)?;
+        let time = time_runs(ctx, repeats, |_| Ok(()), record)?;
+        Ok(Some(NativeTrace {
+            rays: self.kind,
+            query: query_name(query),
+            count: self.count,
+            hits: hit_list.iter().filter(|h| h.triangle != MISS).count() as u32,
+            time,
+        }))
+    }
+}
+
+/// `closest` or `any`.
+fn query_name(query: Query) -> &'static str {
+    match query {
+        Query::Closest => "closest",
+        Query::Any => "any",
     }
 }
 
@@ -247,6 +297,21 @@ impl RaySets {
             index += 1;
         }
         Ok(reports)
+    }
+
+    /// Every batch (those made so far: trace through a structure first) through the driver's
+    /// ray tracing, timed over `repeats` runs.
+    pub fn trace_native(
+        &self,
+        ctx: &Context,
+        tracer: &NativeTracer,
+        repeats: u32,
+    ) -> Result<Vec<NativeTrace>> {
+        let mut traces = Vec::new();
+        for batch in &self.batches {
+            traces.extend(batch.trace_native(ctx, tracer, batch.kind.query(), repeats)?);
+        }
+        Ok(traces)
     }
 
     /// The shadow and reflected rays of the camera rays' hits.

@@ -27,9 +27,14 @@ pub struct RenderBenchArgs {
     /// Bounces of reflected and refracted rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
     pub bounces: u32,
-    /// The structures rebuilt every frame, comma-separated: lbvh, kdtree, bih.
+    /// The structures rebuilt every frame, comma-separated: lbvh, kdtree, bih, grid.
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: Vec<StructureKind>,
+    /// Also build the driver's own acceleration structure over each frame's triangles and
+    /// trace the same camera rays through it with the driver's ray-tracing pipeline (skipped,
+    /// with a note, where the device has none).
+    #[arg(long)]
+    pub native: bool,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -43,8 +48,15 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         height,
         repeats: args.repeats,
         bounces: args.bounces,
+        native: args.native,
         ..FrameConfig::default()
     };
+    if args.native && !ctx.caps().ray_tracing_pipeline {
+        println!(
+            "note: {} has no ray-tracing pipeline (VK_KHR_ray_tracing_pipeline): --native skipped",
+            ctx.caps().name
+        );
+    }
     let mut subjects = Vec::new();
     if args.mesh.is_empty() {
         subjects.push((

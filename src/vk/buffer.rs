@@ -125,12 +125,20 @@ impl Context {
                 } else {
                     vk::BufferUsageFlags::empty()
                 };
+                // Written by the host: the ray-tracing pipeline's shader binding tables.
+                let binding_table =
+                    if kind == MemoryKind::Upload && self.caps().ray_tracing_pipeline {
+                        vk::BufferUsageFlags::SHADER_BINDING_TABLE_KHR
+                    } else {
+                        vk::BufferUsageFlags::empty()
+                    };
                 vk::BufferUsageFlags::STORAGE_BUFFER
                     | vk::BufferUsageFlags::TRANSFER_SRC
                     | vk::BufferUsageFlags::TRANSFER_DST
                     | vk::BufferUsageFlags::INDIRECT_BUFFER
                     | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
                     | build_input
+                    | binding_table
             }
         };
         let info = vk::BufferCreateInfo::default()

@@ -111,6 +111,10 @@ pub struct DeviceCaps {
     /// run on canopy's buffers (see [`crate::accel::native`]). Headless contexts enable it
     /// where the device supports it; on an application's device it is `false`.
     pub acceleration_structure: bool,
+    /// Whether `VK_KHR_ray_tracing_pipeline` is enabled too, so that rays can be traced
+    /// through the driver's structure with its own ray-tracing pipeline
+    /// ([`crate::accel::native::NativeTracer`]).
+    pub ray_tracing_pipeline: bool,
 }
 
 /// Bytes of device-local buffers alive now, and the most alive at once since the last reset.
@@ -250,24 +254,17 @@ pub fn list_devices() -> Result<Vec<(String, vk::PhysicalDeviceType)>> {
     result
 }
 
-/// The ray-traversal feature enabled beside `VK_KHR_acceleration_structure`: the driver's
-/// builder may only be used when one of them is enabled (VUID-...-rayTracingPipeline-03617).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RayFeature {
-    RayQuery,
-    RayTracingPipeline,
+/// The ray-traversal features enabled beside `VK_KHR_acceleration_structure` where the device
+/// has them: the driver's builder may only be used when one of them is enabled
+/// (VUID-...-rayTracingPipeline-03617), and the ray-tracing pipeline traces rays through the
+/// driver's structure ([`crate::accel::native`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct RayFeatures {
+    query: bool,
+    pipeline: bool,
 }
 
-impl RayFeature {
-    fn extension(self) -> &'static CStr {
-        match self {
-            RayFeature::RayQuery => ash::khr::ray_query::NAME,
-            RayFeature::RayTracingPipeline => ash::khr::ray_tracing_pipeline::NAME,
-        }
-    }
-}
-
-fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, Option<RayFeature>) {
+fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, RayFeatures) {
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
@@ -306,24 +303,25 @@ fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, O
         .push_next(&mut float_atomics);
     if as_extensions {
         f2 = f2.push_next(&mut as_features);
-        if has_extension(RayFeature::RayQuery.extension()) {
+        if has_extension(ash::khr::ray_query::NAME) {
             f2 = f2.push_next(&mut query_features);
         }
-        if has_extension(RayFeature::RayTracingPipeline.extension()) {
+        if has_extension(ash::khr::ray_tracing_pipeline::NAME) {
             f2 = f2.push_next(&mut pipeline_features);
         }
     }
     unsafe { instance.get_physical_device_features2(pd, &mut f2) };
     let float_atomic_add = float_atomics.shader_buffer_float32_atomic_add == vk::TRUE;
-    let ray_feature = if query_features.ray_query == vk::TRUE {
-        Some(RayFeature::RayQuery)
-    } else if pipeline_features.ray_tracing_pipeline == vk::TRUE {
-        Some(RayFeature::RayTracingPipeline)
-    } else {
-        None
+    let mut ray_features = RayFeatures {
+        query: query_features.ray_query == vk::TRUE,
+        pipeline: pipeline_features.ray_tracing_pipeline == vk::TRUE,
     };
-    let acceleration_structure =
-        as_extensions && as_features.acceleration_structure == vk::TRUE && ray_feature.is_some();
+    let acceleration_structure = as_extensions
+        && as_features.acceleration_structure == vk::TRUE
+        && (ray_features.query || ray_features.pipeline);
+    if !acceleration_structure {
+        ray_features = RayFeatures::default();
+    }
     let sc = vk::PhysicalDeviceSubgroupSizeControlFeatures {
         subgroup_size_control: sc_features.subgroup_size_control,
         compute_full_subgroups: sc_features.compute_full_subgroups,
@@ -372,8 +370,9 @@ fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, O
         device_local_bytes,
         float_atomic_add,
         acceleration_structure,
+        ray_tracing_pipeline: ray_features.pipeline,
     };
-    (caps, ray_feature)
+    (caps, ray_features)
 }
 
 /// The device extensions behind [`DeviceCaps::acceleration_structure`].
@@ -499,7 +498,7 @@ impl Context {
                 return Err(e);
             }
         };
-        let (mut caps, ray_feature) = read_caps(&instance, physical_device);
+        let (mut caps, ray_features) = read_caps(&instance, physical_device);
         check_caps(&caps)?;
         let override_limit = match options.max_workgroup_count {
             Some(limit) => Some(limit),
@@ -537,10 +536,20 @@ impl Context {
         if caps.float_atomic_add {
             device_extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
         }
-        let ray_feature = ray_feature.filter(|_| caps.acceleration_structure);
-        if let Some(feature) = ray_feature {
+        let ray_features = if caps.acceleration_structure {
+            ray_features
+        } else {
+            RayFeatures::default()
+        };
+        caps.ray_tracing_pipeline = ray_features.pipeline;
+        if caps.acceleration_structure {
             device_extensions.extend(ACCELERATION_STRUCTURE_EXTENSIONS.map(CStr::as_ptr));
-            device_extensions.push(feature.extension().as_ptr());
+        }
+        if ray_features.query {
+            device_extensions.push(ash::khr::ray_query::NAME.as_ptr());
+        }
+        if ray_features.pipeline {
+            device_extensions.push(ash::khr::ray_tracing_pipeline::NAME.as_ptr());
         }
         let mut device_info = required.chain(
             vk::DeviceCreateInfo::default()
@@ -550,12 +559,14 @@ impl Context {
         if caps.float_atomic_add {
             device_info = device_info.push_next(&mut float_atomics);
         }
-        if let Some(feature) = ray_feature {
+        if caps.acceleration_structure {
             device_info = device_info.push_next(&mut as_features);
-            device_info = match feature {
-                RayFeature::RayQuery => device_info.push_next(&mut query_features),
-                RayFeature::RayTracingPipeline => device_info.push_next(&mut pipeline_features),
-            };
+        }
+        if ray_features.query {
+            device_info = device_info.push_next(&mut query_features);
+        }
+        if ray_features.pipeline {
+            device_info = device_info.push_next(&mut pipeline_features);
         }
         let device = unsafe { instance.create_device(physical_device, &device_info, None) }
             .map_err(|e| Error::MissingFeature {
@@ -596,6 +607,7 @@ impl Context {
         }
         // canopy cannot tell which extensions the application enabled.
         caps.acceleration_structure = false;
+        caps.ray_tracing_pipeline = false;
         Self::finish(Parts {
             entry: external.entry,
             instance: external.instance,

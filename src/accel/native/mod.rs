@@ -9,8 +9,15 @@
 //! Only devices with [`DeviceCaps::acceleration_structure`] have it;
 //! [`NativeBlasBuilder::new`] returns `None` on the others.
 //!
+//! [`NativeTracer`] traces rays through it with the driver's ray-tracing pipeline, beside
+//! canopy's traversals of the same rays.
+//!
 //! [LBVH]: crate::accel::bvh::lbvh
 //! [`DeviceCaps::acceleration_structure`]: crate::vk::DeviceCaps::acceleration_structure
+
+mod tracer;
+
+pub use tracer::{NativeRaygenPush, NativeTracer};
 
 use crate::vk::raw as vk;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Recorder, Result};

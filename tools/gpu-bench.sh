@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The GPU measurement run: every structure's figures against its targets and the test suite
+# under the Khronos validation layer, on a machine with a GPU and no Rust (the device tool's
+# NVIDIA H100/H200 machines).
+#
+#   tools/gpu-bench.sh pack        here: builds the release binaries and packs what the run
+#                                  needs into .gpu-bench/ (git-ignored, well under 64 MiB)
+#   tools/gpu-bench.sh run         there, from the checkout's root with .gpu-bench and .gl
+#                                  carried: writes bench.log, tests.log and results.tar.gz
+#                                  (one JSON per benchmark and meta.json) under $OUT
+#   canopy bench report DIR        here: the BENCHMARKS.md rows from the unpacked results
+#
+# .gl/ holds Debian's libvulkan1 and vulkan-validationlayers packages (see the device tool's
+# README for how to download them once); the run unpacks them, since the machine has the
+# NVIDIA driver but neither the loader nor the layer.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PACK=.gpu-bench
+
+pack() {
+    set -e
+    ls .gl/libvulkan1_*.deb .gl/vulkan-validationlayers_*.deb >/dev/null
+    cargo build --release --bins --examples
+    cargo test --release --no-run 2>/dev/null
+    rm -rf "$PACK" /tmp/gpu-bench-pack && mkdir -p "$PACK" /tmp/gpu-bench-pack/bin /tmp/gpu-bench-pack/examples
+    for test in tests/*.rs; do
+        name=$(basename "$test" .rs)
+        binary=$(ls -t target/release/deps/"$name"-* 2>/dev/null | grep -v '\.d$' | head -1)
+        [ -n "$binary" ] && strip -o /tmp/gpu-bench-pack/bin/"$name" "$binary"
+    done
+    strip -o /tmp/gpu-bench-pack/canopy target/release/canopy
+    for example in examples/*.rs; do
+        name=$(basename "$example" .rs)
+        strip -o /tmp/gpu-bench-pack/examples/"$name" target/release/examples/"$name"
+    done
+    mkdir -p /tmp/gpu-bench-pack/data
+    for mesh in armadillo_100k.obj beast.obj; do
+        [ -f ../shared/data/meshes/$mesh ] && cp ../shared/data/meshes/$mesh /tmp/gpu-bench-pack/data/
+    done
+    tar -C /tmp/gpu-bench-pack -cJf "$PACK"/bins.tar.xz .
+    git rev-parse --short HEAD > "$PACK"/commit
+    du -sh "$PACK" .gl
+}
+
+run() {
+    local out=${OUT:-/tmp/gpu-bench-out}
+    mkdir -p "$out" /tmp/gpu-bench/json
+    for deb in .gl/*.deb; do dpkg -x "$deb" / >/dev/null; done
+    ldconfig
+    tar -C /tmp/gpu-bench -xJf "$PACK"/bins.tar.xz
+    local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+    [ -f $icd ] && export VK_DRIVER_FILES=$icd
+    export VK_LAYER_PATH=/usr/share/vulkan/explicit_layer.d
+    # The tests find the binary and the examples where cargo puts them.
+    mkdir -p target/release/examples
+    cp /tmp/gpu-bench/canopy target/release/canopy
+    cp /tmp/gpu-bench/examples/* target/release/examples/
+    local B=/tmp/gpu-bench/canopy J=/tmp/gpu-bench/json D=/tmp/gpu-bench/data
+    {
+        $B info 2>&1 | sed -n 1,4p
+        # Each structure in its own process: builds timed beside others' CPU work were noisy.
+        bench() { local name=$1; shift; echo "== $name: canopy $*"; timeout 300 $B "$@" --json $J/$name.json 2>&1; echo "rc $?"; }
+        local R="--repeats 15 --rays 1024 --reference-up-to 0"
+        bench lbvh bench lbvh --structure lbvh --triangles 1000000,10000000 $R
+        bench render bench render --structure lbvh --triangles 1000000 --size 1920x1080 --bounces 2 --native
+        bench kdtree bench kdtree --structure kdtree --triangles 170000,1000000,5000000 $R --no-native
+        bench bih bench lbvh --structure bih --triangles 79000,175000,1000000 $R --no-native
+        bench grid bench lbvh --structure grid --triangles 870000 $R --no-native
+        bench grid-lbvh bench lbvh --structure lbvh --triangles 870000 $R --no-native
+        bench meshes bench lbvh --structure lbvh,bih,grid --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
+    } > "$out"/bench.log 2>&1
+    {
+        for test in /tmp/gpu-bench/bin/*; do
+            local start=$(date +%s) log
+            log=$(timeout 200 "$test" 2>&1); local rc=$?
+            echo "== $(basename "$test") rc=$rc $(( $(date +%s) - start ))s: $(echo "$log" | grep -E '^test result' | tr '\n' ' ')"
+            echo "$log" | grep -E "panicked|VUID|FAILED|Validation" | head -8
+        done
+    } > "$out"/tests.log 2>&1
+    local device
+    device=$($B info 2>/dev/null | sed -n 's/^device 0: //p' | head -1)
+    printf '{"device": "%s", "date": "%s", "commit": "%s"}\n' "$device" "$(date -u +%F)" "$(cat "$PACK"/commit)" > $J/meta.json
+    tar -C $J -czf "$out"/results.tar.gz .
+    grep -E "^== .* rc=" "$out"/tests.log
+}
+
+case "${1:-}" in
+    pack) pack ;;
+    run) run ;;
+    *) echo "usage: tools/gpu-bench.sh pack|run" >&2; exit 2 ;;
+esac
