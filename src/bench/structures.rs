@@ -243,18 +243,18 @@ impl<'a> MeshBench<'a> {
             }
             _ => Vec::new(),
         };
-        if let (Some((_, builder)), Some(rays)) = (&native, &self.rays) {
-            if let Some(tracer) = NativeTracer::new(ctx, builder)? {
-                let n = mesh.triangle_count();
-                ctx.submit_and_wait(|rec| {
-                    builder.record(rec, &mesh.positions, vertices, &mesh.triangles, n)?;
-                    tracer.record_top_level(rec);
-                    Ok(())
-                })?;
-                let traces = rays.trace_native(ctx, &tracer, config.trace_repeats)?;
-                if let Some((report, _)) = native.as_mut() {
-                    report.traversal = traces;
-                }
+        if let (Some((_, builder)), Some(rays)) = (&native, &self.rays)
+            && let Some(tracer) = NativeTracer::new(ctx, builder)?
+        {
+            let n = mesh.triangle_count();
+            ctx.submit_and_wait(|rec| {
+                builder.record(rec, &mesh.positions, vertices, &mesh.triangles, n)?;
+                tracer.record_top_level(rec);
+                Ok(())
+            })?;
+            let traces = rays.trace_native(ctx, &tracer, config.trace_repeats)?;
+            if let Some((report, _)) = native.as_mut() {
+                report.traversal = traces;
             }
         }
         let native = native.map(|(report, _)| report);
