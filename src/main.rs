@@ -68,6 +68,8 @@ enum BenchCommand {
     Kdtree(cli::structures::KdTreeBenchArgs),
     /// Whole frames of the default scene (or --mesh files) and their camera rays alone.
     Render(cli::bench_render::RenderBenchArgs),
+    /// A GPU run's JSON files (tools/gpu-bench.sh) against canopy's targets, as Markdown rows.
+    Report(cli::bench_report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -128,5 +130,6 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         Command::Bench(BenchCommand::Render(ref bench)) => {
             cli::bench_render::run(&cli::context(&options)?, bench)
         }
+        Command::Bench(BenchCommand::Report(ref report)) => cli::bench_report::run(report),
     }
 }

@@ -10,6 +10,7 @@
 //!   driver's builder and CPU references beside.
 //! - [`frames`]: whole frames of the renderer and ray casting on their own.
 //! - [`display`]: the reports as text (`Display`), as the commands and targets print them.
+//! - [`report`]: a GPU run's JSON against canopy's targets, as BENCHMARKS.md rows.
 //!
 //! GPU times need a GPU; the work counters (dispatches, barriers, bytes, SAH cost, nodes and
 //! primitives per ray) are the same on every device, so they judge a change where none is at
@@ -20,6 +21,7 @@ pub mod frames;
 pub mod harness;
 pub mod meshes;
 pub mod prims;
+pub mod report;
 pub mod structures;
 pub mod traversal;
 

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_render;
+pub mod bench_report;
 pub mod build;
 pub mod info;
 pub mod render;
