@@ -34,6 +34,8 @@ use canopy::accel::native::NativeRaygenPush;
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
+use canopy::accel::pointkd::PointKdNode;
+use canopy::accel::pointkd::knn::KnnPush;
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
@@ -418,6 +420,25 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::POINTKD_KNN,
+            Rust(rust_layout!(KnnPush {
+                nodes_address,
+                entries_address,
+                queries_address,
+                radii_address,
+                ids_address,
+                distances_address,
+                found_address,
+                count_address,
+                host_count,
+                k,
+                radius,
+                max_radius,
+                niter,
+                point_count
+            })),
+        ),
+        (
             shaders::GRID_PROJECT,
             Rust(rust_layout!(ProjectPush {
                 positions_address,
@@ -709,6 +730,18 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32", "vec2<f32>"],
             rust: rust_layout!(BihNode { word0, word1, clip }),
             offsets: &[0, 4, 8],
+        },
+        SharedStruct {
+            kernel: shaders::POINTKD_KNN,
+            name: "PointKdNode",
+            shape: &["vec3<f32>", "u32", "vec3<f32>", "u32"],
+            rust: rust_layout!(PointKdNode {
+                lo,
+                word0,
+                hi,
+                word1
+            }),
+            offsets: &[0, 12, 16, 28],
         },
         SharedStruct {
             kernel: shaders::GRID_REFERENCES,

@@ -19,6 +19,7 @@ pub mod grid;
 pub mod kdtree;
 pub mod native;
 pub mod octree;
+pub mod pointkd;
 pub mod radix_tree;
 mod structure;
 

@@ -1,0 +1,309 @@
+//! Point kd-trees on the CPU: the VVH builder (the reference the GPU builder will be checked
+//! against, and the builder of trees uploaded for the GPU queries until then), the tree's
+//! invariant checker, and brute-force queries, the reference of every GPU query.
+
+use super::{PointKdNode, PointKdParams, PointKdTree};
+
+/// A box, low and high corners.
+type Box3 = ([f32; 3], [f32; 3]);
+
+/// The squared distance between `a` and `b`, summed x, y, z in that order (`distance2` in
+/// `glsl/pointkd/format.glsl`, whose result it equals exactly).
+pub fn distance2(a: [f32; 3], b: [f32; 3]) -> f32 {
+    let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+}
+
+/// The `k` points nearest `q` (all of them when fewer), as (squared distance, index) sorted
+/// by distance, then index.
+pub fn knn_brute_force(points: &[[f32; 3]], q: [f32; 3], k: usize) -> Vec<(f32, u32)> {
+    let mut all: Vec<(f32, u32)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (distance2(p, q), i as u32))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    all.truncate(k);
+    all
+}
+
+/// How many points lie at a squared distance below `r2` from `q`.
+pub fn range_count_brute_force(points: &[[f32; 3]], q: [f32; 3], r2: f32) -> usize {
+    points.iter().filter(|&&p| distance2(p, q) < r2).count()
+}
+
+fn bounds(points: &[[f32; 3]], ids: &[u32]) -> Box3 {
+    let mut lo = [f32::INFINITY; 3];
+    let mut hi = [f32::NEG_INFINITY; 3];
+    for &i in ids {
+        for a in 0..3 {
+            lo[a] = lo[a].min(points[i as usize][a]);
+            hi[a] = hi[a].max(points[i as usize][a]);
+        }
+    }
+    (lo, hi)
+}
+
+/// The volume of `cell` grown by `r` on every side.
+fn grown_volume((lo, hi): Box3, r: f32) -> f64 {
+    (0..3)
+        .map(|a| (hi[a] - lo[a]) as f64 + 2.0 * r as f64)
+        .product()
+}
+
+/// The query radius the VVH prices for: the parameter, or the radius of a sphere holding
+/// `k_estimate` points at the cloud's mean density in its box (flat extents counted as a
+/// thousandth of the largest).
+pub fn query_radius(points: &[[f32; 3]], params: &PointKdParams) -> f32 {
+    if let Some(r) = params.query_radius {
+        return r;
+    }
+    let ids: Vec<u32> = (0..points.len() as u32).collect();
+    let (lo, hi) = bounds(points, &ids);
+    let extents: Vec<f64> = (0..3).map(|a| (hi[a] - lo[a]).max(0.0) as f64).collect();
+    let largest = extents.iter().cloned().fold(0.0, f64::max);
+    if points.is_empty() || largest == 0.0 {
+        return 1.0;
+    }
+    let volume: f64 = extents.iter().map(|&e| e.max(largest * 1e-3)).product();
+    let per_point = volume * params.k_estimate.max(1) as f64 / points.len() as f64;
+    (per_point * 3.0 / (4.0 * std::f64::consts::PI)).cbrt() as f32
+}
+
+/// Builds the VVH point kd-tree of `points` (see the module's documentation). Errors name the
+/// first point that is not finite, or parameters out of range.
+pub fn build(points: &[[f32; 3]], params: &PointKdParams) -> Result<PointKdTree, String> {
+    if let Some(i) = points.iter().position(|p| p.iter().any(|x| !x.is_finite())) {
+        return Err(format!("point {i} is not finite: {:?}", points[i]));
+    }
+    if points.len() >= 1 << 30 {
+        return Err(format!("{} points: at most 2^30", points.len()));
+    }
+    if params.max_depth > super::MAX_DEPTH || params.max_leaf == 0 {
+        return Err(format!(
+            "depth limit {} (at most {}) and leaf size {} (at least 1)",
+            params.max_depth,
+            super::MAX_DEPTH,
+            params.max_leaf
+        ));
+    }
+    let radius = query_radius(points, params);
+    if !(radius.is_finite() && radius > 0.0) {
+        return Err(format!("query radius {radius}: a positive number"));
+    }
+    let mut ids: Vec<u32> = (0..points.len() as u32).collect();
+    let root = bounds(points, &ids);
+    let mut builder = Builder {
+        points,
+        params,
+        radius,
+        nodes: Vec::new(),
+    };
+    builder.node(&mut ids, 0, root, 0);
+    Ok(PointKdTree {
+        nodes: builder.nodes,
+        point_ids: ids,
+    })
+}
+
+struct Builder<'a> {
+    points: &'a [[f32; 3]],
+    params: &'a PointKdParams,
+    radius: f32,
+    nodes: Vec<PointKdNode>,
+}
+
+impl Builder<'_> {
+    /// Emits the subtree of `ids` (entries from `first`) within `cell`, in preorder.
+    fn node(&mut self, ids: &mut [u32], first: u32, cell: Box3, depth: u32) {
+        let n = ids.len() as u32;
+        let tight = bounds(self.points, ids);
+        let index = self.nodes.len();
+        self.nodes.push(PointKdNode::leaf(first, n, tight));
+        if n <= self.params.max_leaf || depth >= self.params.max_depth || tight.0 == tight.1 {
+            return;
+        }
+        let split = if n > self.params.large_node {
+            self.large_split(tight, cell)
+        } else {
+            self.small_split(ids, cell)
+        };
+        let Some((axis, x)) = split else {
+            return;
+        };
+        // Points below the split go left, keeping their order.
+        ids.sort_by_key(|&i| self.points[i as usize][axis] >= x);
+        let left = ids
+            .iter()
+            .filter(|&&i| self.points[i as usize][axis] < x)
+            .count();
+        let (mut left_cell, mut right_cell) = (cell, cell);
+        left_cell.1[axis] = x;
+        right_cell.0[axis] = x;
+        let (left_ids, right_ids) = ids.split_at_mut(left);
+        self.node(left_ids, first, left_cell, depth + 1);
+        let right = self.nodes.len() as u32;
+        self.node(right_ids, first + left as u32, right_cell, depth + 1);
+        self.nodes[index] = PointKdNode::split(axis, x, right, tight);
+    }
+
+    /// A large node's split: the empty part of its cell cut off when it exceeds the empty-space
+    /// fraction on some side (the largest such part), else the spatial median of its points'
+    /// box on its longest axis.
+    fn large_split(&self, (lo, hi): Box3, cell: Box3) -> Option<(usize, f32)> {
+        let mut best: Option<(f32, usize, f32)> = None;
+        for a in 0..3 {
+            let extent = cell.1[a] - cell.0[a];
+            for (empty, plane) in [(lo[a] - cell.0[a], lo[a]), (cell.1[a] - hi[a], hi[a])] {
+                let fraction = if extent > 0.0 { empty / extent } else { 0.0 };
+                if fraction > self.params.empty_space && best.is_none_or(|b| fraction > b.0) {
+                    best = Some((fraction, a, plane));
+                }
+            }
+        }
+        if let Some((_, axis, plane)) = best {
+            // Cutting at the points' high corner keeps them all left: split just above it.
+            let plane = if plane == hi[axis] {
+                plane.next_up()
+            } else {
+                plane
+            };
+            return Some((axis, plane));
+        }
+        let axis = (0..3)
+            .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
+            .unwrap();
+        let middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
+        // A box one ulp wide has no plane strictly inside: split at its top.
+        Some((axis, if middle > lo[axis] { middle } else { hi[axis] }))
+    }
+
+    /// A small node's split of least VVH cost among its points' coordinates, when it costs less
+    /// than testing all its points.
+    fn small_split(&self, ids: &[u32], cell: Box3) -> Option<(usize, f32)> {
+        let parent = grown_volume(cell, self.radius);
+        let n = ids.len();
+        let mut best = (n as f64, None);
+        for axis in 0..3 {
+            let mut coords: Vec<f32> = ids.iter().map(|&i| self.points[i as usize][axis]).collect();
+            coords.sort_by(f32::total_cmp);
+            for left in 1..n {
+                let x = coords[left];
+                if x == coords[left - 1] {
+                    continue;
+                }
+                let (mut l, mut r) = (cell, cell);
+                l.1[axis] = x;
+                r.0[axis] = x;
+                let cost = self.params.traversal_cost as f64
+                    + (left as f64 * grown_volume(l, self.radius)
+                        + (n - left) as f64 * grown_volume(r, self.radius))
+                        / parent;
+                if cost < best.0 {
+                    best = (cost, Some((axis, x)));
+                }
+            }
+        }
+        best.1
+    }
+}
+
+/// What a checked tree holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PointKdStats {
+    /// Nodes.
+    pub nodes: u64,
+    /// Leaves.
+    pub leaves: u64,
+    /// The deepest leaf's level.
+    pub depth: u32,
+    /// The most points in a leaf.
+    pub largest_leaf: u32,
+}
+
+/// Checks `tree` over `points`: every point in exactly one leaf; each node's box is its points'
+/// box, nested in its parent's; every point left of a split lies below it and every point right
+/// of it at or above it; preorder links in range. The error names the first broken invariant.
+pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, String> {
+    let mut seen = vec![false; points.len()];
+    let mut stats = PointKdStats::default();
+    if tree.point_ids.len() != points.len() {
+        return Err(format!(
+            "{} point entries for {} points",
+            tree.point_ids.len(),
+            points.len()
+        ));
+    }
+    // (node, depth, entries it covers)
+    let mut stack = vec![(0usize, 0u32)];
+    let entries_of = |node: usize| -> Result<(u32, u32), String> {
+        // A subtree's entries are contiguous: from its leftmost leaf to its rightmost.
+        let mut first = node;
+        while !tree.nodes[first].is_leaf() {
+            first += 1;
+        }
+        let mut last = node;
+        while !tree.nodes[last].is_leaf() {
+            last = tree.nodes[last].payload() as usize;
+            if last >= tree.nodes.len() {
+                return Err(format!("node {node}: right child out of range"));
+            }
+        }
+        let (a, b) = (&tree.nodes[first], &tree.nodes[last]);
+        Ok((a.word1, b.word1 + b.payload()))
+    };
+    if tree.nodes.is_empty() {
+        return Err("no root".into());
+    }
+    while let Some((index, depth)) = stack.pop() {
+        let node = tree.nodes[index];
+        stats.nodes += 1;
+        let (begin, end) = entries_of(index)?;
+        if begin > end || end as usize > tree.point_ids.len() {
+            return Err(format!("node {index}: entries {begin}..{end} out of range"));
+        }
+        let ids = &tree.point_ids[begin as usize..end as usize];
+        if !ids.is_empty() && bounds(points, ids) != (node.lo, node.hi) {
+            return Err(format!("node {index}: box is not its points' box"));
+        }
+        if node.is_leaf() {
+            stats.leaves += 1;
+            stats.depth = stats.depth.max(depth);
+            stats.largest_leaf = stats.largest_leaf.max(node.payload());
+            for &id in ids {
+                let Some(slot) = seen.get_mut(id as usize) else {
+                    return Err(format!("leaf {index}: point {id} out of range"));
+                };
+                if std::mem::replace(slot, true) {
+                    return Err(format!("point {id} in two leaves"));
+                }
+            }
+            continue;
+        }
+        let (axis, x, right) = (node.axis(), node.split_position(), node.payload() as usize);
+        if right <= index + 1 || right >= tree.nodes.len() {
+            return Err(format!("node {index}: right child {right} out of place"));
+        }
+        let (lb, le) = entries_of(index + 1)?;
+        let (rb, re) = entries_of(right)?;
+        if lb != begin || le != rb || re != end {
+            return Err(format!("node {index}: children do not split its entries"));
+        }
+        let side = |range: (u32, u32), below: bool| {
+            tree.point_ids[range.0 as usize..range.1 as usize]
+                .iter()
+                .all(|&i| (points[i as usize][axis] < x) == below)
+        };
+        if !side((lb, le), true) || !side((rb, re), false) {
+            return Err(format!(
+                "node {index}: a point on the wrong side of its split"
+            ));
+        }
+        stack.push((right, depth + 1));
+        stack.push((index + 1, depth + 1));
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        return Err(format!("point {missing} in no leaf"));
+    }
+    Ok(stats)
+}

@@ -1,0 +1,334 @@
+//! Point kd-trees (seed 000 §5.1-5.2): the CPU VVH builder's invariants on uniform, clustered,
+//! duplicate-heavy and planar clouds and on bad input, and the GPU neighbour queries (Alg. 6)
+//! against brute force, exactly: the same indices and the same squared distances in the same
+//! order, for k from 1 to 64 and beyond the point count, from starting radii far too small and
+//! far too large, range queries, and query counts that fold the dispatch grid.
+
+mod common;
+
+use canopy::accel::pointkd::cpu::{self, check, knn_brute_force, range_count_brute_force};
+use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, MAX_K, PointKdTreeGpu};
+use canopy::accel::pointkd::{PointKdParams, PointKdTree};
+use canopy::vk::{Context, Count, MemoryKind, Slice};
+use common::{Rng, assert_valid, context, folding_context};
+
+fn uniform(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    (0..n)
+        .map(|_| {
+            [
+                rng.f32_in(0.0, 1.0),
+                rng.f32_in(0.0, 1.0),
+                rng.f32_in(0.0, 1.0),
+            ]
+        })
+        .collect()
+}
+
+/// Points in a few tight clusters far apart.
+fn clustered(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    let centres: Vec<[f32; 3]> = (0..5)
+        .map(|_| {
+            [
+                rng.f32_in(0.0, 1.0) * 100.0,
+                rng.f32_in(0.0, 1.0) * 100.0,
+                rng.f32_in(0.0, 1.0) * 100.0,
+            ]
+        })
+        .collect();
+    (0..n)
+        .map(|i| {
+            let c = centres[i % centres.len()];
+            [
+                c[0] + rng.f32_in(0.0, 1.0) * 0.1,
+                c[1] + rng.f32_in(0.0, 1.0) * 0.1,
+                c[2] + rng.f32_in(0.0, 1.0) * 0.1,
+            ]
+        })
+        .collect()
+}
+
+/// Each of a few points many times over.
+fn duplicates(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    let distinct = uniform(rng, 7);
+    (0..n).map(|i| distinct[i % 7]).collect()
+}
+
+/// Points on the plane z = 0.5.
+fn planar(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    (0..n)
+        .map(|_| [rng.f32_in(0.0, 1.0), rng.f32_in(0.0, 1.0), 0.5])
+        .collect()
+}
+
+fn build(points: &[[f32; 3]], label: &str) -> PointKdTree {
+    let tree =
+        cpu::build(points, &PointKdParams::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
+    let stats = check(points, &tree).unwrap_or_else(|e| panic!("{label}: {e}"));
+    assert!(stats.depth <= 60, "{label}: depth {}", stats.depth);
+    tree
+}
+
+/// The GPU's answers to `queries`: ids, squared distances and what each found.
+fn gpu_knn(
+    ctx: &Context,
+    tree: &PointKdTreeGpu,
+    queries: &[[f32; 3]],
+    k: u32,
+    radius: f32,
+    range: Option<f32>,
+) -> (Vec<u32>, Vec<f32>, Vec<KnnFound>) {
+    let n = queries.len();
+    let points = ctx.create_buffer_with("queries", queries).unwrap();
+    let count = ctx.create_buffer_with("query count", &[n as u32]).unwrap();
+    let slots = (n * k as usize) as u64;
+    let ids = ctx
+        .create_buffer("ids", slots * 4, MemoryKind::Device)
+        .unwrap();
+    let distances = ctx
+        .create_buffer("distances", slots * 4, MemoryKind::Device)
+        .unwrap();
+    let found = ctx
+        .create_buffer("found", n as u64 * 8, MemoryKind::Device)
+        .unwrap();
+    let knn = Knn::new(ctx, 2).unwrap();
+    let q = KnnQueries {
+        points: Slice::whole(&points),
+        count: Count::Device {
+            buffer: &count,
+            offset: 0,
+            max: n as u32,
+        },
+        radii: None,
+        radius,
+    };
+    let out = KnnOutput {
+        ids: Slice::whole(&ids),
+        distances2: Slice::whole(&distances),
+        found: Slice::whole(&found),
+    };
+    ctx.submit_and_wait(|rec| match range {
+        None => knn.record(rec, tree, &q, k, &out),
+        Some(r) => knn.record_range(rec, tree, &q, (r, k), &out),
+    })
+    .unwrap();
+    (
+        ctx.download(&ids, 0, n * k as usize).unwrap(),
+        ctx.download(&distances, 0, n * k as usize).unwrap(),
+        ctx.download(&found, 0, n).unwrap(),
+    )
+}
+
+/// The GPU's k nearest equal brute force's for every query.
+fn assert_knn(
+    ctx: &Context,
+    points: &[[f32; 3]],
+    queries: &[[f32; 3]],
+    k: u32,
+    radius: f32,
+    label: &str,
+) {
+    let tree = PointKdTreeGpu::upload(ctx, &build(points, label), points).unwrap();
+    let (ids, d2, found) = gpu_knn(ctx, &tree, queries, k, radius, None);
+    for (i, &q) in queries.iter().enumerate() {
+        let expected = knn_brute_force(points, q, k as usize);
+        let k = k as usize;
+        for j in 0..k {
+            let got = (d2[i * k + j], ids[i * k + j]);
+            let want = expected
+                .get(j)
+                .copied()
+                .unwrap_or((f32::INFINITY, u32::MAX));
+            assert!(
+                got.0.to_bits() == want.0.to_bits() && got.1 == want.1,
+                "{label}, k {k}: query {i} neighbour {j}: GPU {got:?}, brute force {want:?}"
+            );
+        }
+        assert!(
+            found[i].within as usize >= expected.len(),
+            "{label}: query {i} {:?}",
+            found[i]
+        );
+        if let Some(last) = expected.last() {
+            assert!(
+                found[i].radius * found[i].radius >= last.0,
+                "{label}: query {i}: radius {:?} short of {last:?}",
+                found[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn trees_keep_their_invariants_and_bad_input_is_named() {
+    let mut rng = Rng::new(71);
+    for n in [0, 1, 2, 3, 31, 33, 1000, 20_000] {
+        for (name, points) in [
+            ("uniform", uniform(&mut rng, n)),
+            ("clustered", clustered(&mut rng, n)),
+            ("duplicates", duplicates(&mut rng, n)),
+            ("planar", planar(&mut rng, n)),
+        ] {
+            let tree = build(&points, &format!("{name} {n}"));
+            assert_eq!(tree.point_ids.len(), n);
+        }
+    }
+    let mut bad = uniform(&mut rng, 10);
+    bad[4][1] = f32::NAN;
+    let err = cpu::build(&bad, &PointKdParams::default()).unwrap_err();
+    assert!(err.contains("point 4"), "{err}");
+    bad[4][1] = f32::INFINITY;
+    assert!(cpu::build(&bad, &PointKdParams::default()).is_err());
+    let params = PointKdParams {
+        max_depth: 65,
+        ..PointKdParams::default()
+    };
+    assert!(cpu::build(&uniform(&mut rng, 10), &params).is_err());
+    let params = PointKdParams {
+        query_radius: Some(-1.0),
+        ..PointKdParams::default()
+    };
+    assert!(cpu::build(&uniform(&mut rng, 10), &params).is_err());
+}
+
+#[test]
+fn knn_equals_brute_force_on_every_kind_of_cloud() {
+    let ctx = context();
+    let mut rng = Rng::new(72);
+    for (name, points) in [
+        ("uniform", uniform(&mut rng, 3000)),
+        ("clustered", clustered(&mut rng, 3000)),
+        ("duplicates", duplicates(&mut rng, 500)),
+        ("planar", planar(&mut rng, 3000)),
+    ] {
+        let mut queries = uniform(&mut rng, 150);
+        queries.extend(points.iter().step_by(37).copied());
+        for k in [1, 2, 8, 16, 40, 50, MAX_K] {
+            assert_knn(&ctx, &points, &queries, k, 0.05, &format!("{name}"));
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn knn_beyond_the_point_count_and_from_any_starting_radius() {
+    let ctx = context();
+    let mut rng = Rng::new(73);
+    let queries = uniform(&mut rng, 100);
+    // k above the point count: every point, then MISS.
+    assert_knn(
+        &ctx,
+        &uniform(&mut rng, 5),
+        &queries,
+        8,
+        0.1,
+        "5 points, k 8",
+    );
+    assert_knn(&ctx, &uniform(&mut rng, 1), &queries, 3, 0.1, "1 point");
+    assert_knn(&ctx, &[], &queries, 4, 0.1, "no points");
+    let points = uniform(&mut rng, 2000);
+    assert_knn(&ctx, &points, &queries, 16, 1e-6, "radius far too small");
+    assert_knn(&ctx, &points, &queries, 16, 100.0, "radius far too large");
+    assert_knn(
+        &ctx,
+        &duplicates(&mut rng, 300),
+        &queries,
+        64,
+        0.0001,
+        "all at a few places",
+    );
+    assert_valid(&ctx);
+}
+
+#[test]
+fn range_queries_count_and_return_the_nearest_inside() {
+    let ctx = context();
+    let mut rng = Rng::new(74);
+    let points = clustered(&mut rng, 4000);
+    let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "range"), &points).unwrap();
+    let mut queries = uniform(&mut rng, 50);
+    queries.extend(points.iter().step_by(97).copied());
+    for (radius, most) in [(0.02, 8), (0.05, 64), (0.0, 4), (1000.0, 10)] {
+        let (ids, d2, found) = gpu_knn(&ctx, &tree, &queries, most, radius, Some(radius));
+        for (i, &q) in queries.iter().enumerate() {
+            let inside = range_count_brute_force(&points, q, radius * radius);
+            assert_eq!(
+                found[i].within as usize, inside,
+                "radius {radius}: query {i}"
+            );
+            let expected = knn_brute_force(&points, q, (most as usize).min(inside));
+            for (j, want) in expected.iter().enumerate() {
+                let got = (d2[i * most as usize + j], ids[i * most as usize + j]);
+                assert_eq!(got, *want, "radius {radius}: query {i} neighbour {j}");
+            }
+            if expected.len() < most as usize {
+                assert_eq!(ids[i * most as usize + expected.len()], u32::MAX);
+            }
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn many_queries_fold_the_dispatch_grid() {
+    // 20,000 queries under a limit of 64 workgroups per dimension.
+    let ctx = folding_context();
+    let mut rng = Rng::new(75);
+    let points = uniform(&mut rng, 50_000);
+    let queries = uniform(&mut rng, 20_000);
+    let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "folded"), &points).unwrap();
+    let (ids, d2, _) = gpu_knn(&ctx, &tree, &queries, 8, 0.02, None);
+    for (i, &q) in queries.iter().enumerate().step_by(7) {
+        let expected = knn_brute_force(&points, q, 8);
+        for (j, want) in expected.iter().enumerate() {
+            assert_eq!(
+                (d2[i * 8 + j], ids[i * 8 + j]),
+                *want,
+                "query {i} neighbour {j}"
+            );
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn bad_queries_are_named() {
+    let ctx = context();
+    let points = uniform(&mut Rng::new(76), 100);
+    let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "bad"), &points).unwrap();
+    let buffer = ctx.create_buffer("b", 4096, MemoryKind::Device).unwrap();
+    let knn = Knn::new(&ctx, 2).unwrap();
+    let found = ctx.create_buffer("f", 4096, MemoryKind::Device).unwrap();
+    let out = KnnOutput {
+        ids: Slice::whole(&buffer),
+        distances2: Slice::whole(&buffer),
+        found: Slice::whole(&found),
+    };
+    let q = KnnQueries {
+        points: Slice::whole(&buffer),
+        count: Count::Host(10),
+        radii: None,
+        radius: 0.1,
+    };
+    for (k, radius) in [(0, 0.1), (MAX_K + 1, 0.1), (4, 0.0), (4, f32::NAN)] {
+        let q = KnnQueries { radius, ..q };
+        let err = ctx.submit_and_wait(|rec| knn.record(rec, &tree, &q, k, &out));
+        assert!(err.is_err(), "k {k}, radius {radius} accepted");
+    }
+    for radius in [-1.0, f32::NAN, f32::INFINITY] {
+        let err = ctx.submit_and_wait(|rec| knn.record_range(rec, &tree, &q, (radius, 4), &out));
+        assert!(err.is_err(), "range {radius} accepted");
+    }
+    // More answers than the output holds: 100 queries of 64 neighbours.
+    let q = KnnQueries {
+        count: Count::Host(100),
+        ..q
+    };
+    let err = ctx
+        .submit_and_wait(|rec| knn.record(rec, &tree, &q, 64, &out))
+        .unwrap_err();
+    assert!(err.to_string().contains("knn"), "{err}");
+    // A tree over other points.
+    let tree_cpu = build(&points, "bad");
+    assert!(PointKdTreeGpu::upload(&ctx, &tree_cpu, &points[..50]).is_err());
+    assert_valid(&ctx);
+}
