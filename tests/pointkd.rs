@@ -203,7 +203,7 @@ fn knn_equals_brute_force_on_every_kind_of_cloud() {
         let mut queries = uniform(&mut rng, 150);
         queries.extend(points.iter().step_by(37).copied());
         for k in [1, 2, 8, 16, 40, 50, MAX_K] {
-            assert_knn(&ctx, &points, &queries, k, 0.05, &format!("{name}"));
+            assert_knn(&ctx, &points, &queries, k, 0.05, name);
         }
     }
     assert_valid(&ctx);
