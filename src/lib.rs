@@ -9,6 +9,12 @@
 //! | `Lbvh` | linear BVH over triangles ([`accel::bvh`]) | Karras 2012, *Maximizing parallelism in the construction of BVHs, octrees, and k-d trees* |
 //! | `KdTree` | SAH kd-tree over triangles, built breadth-first ([`accel::kdtree`]) | Zhou et al. 2008, *Real-time kd-tree construction on graphics hardware*; Chang et al. 2013 |
 //! | `Octree` | octree and point k-d tree over points ([`accel::octree`]) | Karras 2012 |
+//! | `Bih` | SAH bounding interval hierarchy over triangles, built by a GPU work queue ([`accel::bih`]) | seed 004 |
+//! | `Grid` | screen-space tile x depth-slab grid for a view's camera rays ([`accel::grid`]) | Patidar & Narayanan 2008 |
+//!
+//! Point clouds: VVH point kd-trees with exact k-nearest-neighbour and range queries on the GPU
+//! ([`accel::pointkd`], Zhou et al. 2008 §5), and normals, densities and their orientation
+//! ([`points`], §6).
 //!
 //! Every structure implements the traits of [`accel`] ([`accel::Structure`],
 //! [`accel::RayStructure`] or [`accel::PointStructure`]); those rays go through are
@@ -90,6 +96,7 @@ pub mod bench;
 #[cfg(feature = "png")]
 pub mod export;
 pub mod geom;
+pub mod points;
 pub mod prims;
 pub mod render;
 pub mod rng;

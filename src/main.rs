@@ -54,6 +54,9 @@ enum Command {
     /// nodes and primitives per ray).
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Point clouds: oriented normals and densities from k nearest neighbours.
+    #[command(subcommand)]
+    Points(cli::points::PointsCommand),
 }
 
 #[derive(Subcommand)]
@@ -131,5 +134,6 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
             cli::bench_render::run(&cli::context(&options)?, bench)
         }
         Command::Bench(BenchCommand::Report(ref report)) => cli::bench_report::run(report),
+        Command::Points(ref points) => cli::points::run(&cli::context(&options)?, points),
     }
 }

@@ -39,6 +39,7 @@ use canopy::accel::pointkd::knn::KnnPush;
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
+use canopy::points::NormalsPush;
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
 use canopy::prims::multisplit::BinHistogramPush;
@@ -436,6 +437,17 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 max_radius,
                 niter,
                 point_count
+            })),
+        ),
+        (
+            shaders::POINTS_NORMALS,
+            Rust(rust_layout!(NormalsPush {
+                positions_address,
+                ids_address,
+                distances_address,
+                out_address,
+                count,
+                k
             })),
         ),
         (

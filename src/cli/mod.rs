@@ -6,6 +6,7 @@ pub mod bench_render;
 pub mod bench_report;
 pub mod build;
 pub mod info;
+pub mod points;
 pub mod render;
 pub mod selfcheck;
 pub mod structures;

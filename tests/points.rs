@@ -1,0 +1,162 @@
+//! Point-cloud modelling (seed 000 §6): the GPU's PCA normals and densities against the CPU's
+//! double-precision PCA on a real scan and on samples of a sphere, the orientation making every
+//! normal of a closed surface point outwards, the PLY output read back, and bad clouds.
+
+mod common;
+
+use canopy::points::cpu::{orient_normals, pca_normal};
+use canopy::points::{analyse, write_ply};
+use canopy::scene::Mesh;
+use common::{Rng, assert_valid, context};
+
+/// Points on the unit sphere around `centre`, evenly spread (a Fibonacci lattice).
+fn sphere(n: usize, centre: [f32; 3]) -> Vec<[f32; 3]> {
+    let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+    (0..n)
+        .map(|i| {
+            let y = 1.0 - 2.0 * (i as f64 + 0.5) / n as f64;
+            let r = (1.0 - y * y).sqrt();
+            let a = golden * i as f64;
+            [
+                centre[0] + (r * a.cos()) as f32,
+                centre[1] + y as f32,
+                centre[2] + (r * a.sin()) as f32,
+            ]
+        })
+        .collect()
+}
+
+/// The GPU normals equal the CPU's PCA of the same neighbours (up to sign) where the smallest
+/// eigenvalue is well separated, and the densities equal `k / r_k²`.
+fn assert_matches_cpu(points: &[[f32; 3]], k: u32, label: &str) -> canopy::points::CloudAnalysis {
+    let ctx = context();
+    let result = analyse(&ctx, points, k).unwrap();
+    assert_valid(&ctx);
+    let mut compared = 0;
+    for (i, p) in points.iter().enumerate() {
+        let ids = &result.neighbours[i * k as usize..][..k as usize];
+        let neighbours: Vec<[f32; 3]> = ids.iter().map(|&j| points[j as usize]).collect();
+        let (normal, values) = pca_normal(&neighbours);
+        let r2 = canopy::accel::pointkd::cpu::distance2(*neighbours.last().unwrap(), *p);
+        let density = k as f32 / r2;
+        let got = result.densities[i];
+        assert!(
+            (got - density).abs() <= 1e-5 * density,
+            "{label}: point {i}: density {got}, CPU {density}"
+        );
+        if values[0] < 0.2 * values[1] {
+            let n = result.normals[i];
+            let cos: f64 = (0..3).map(|a| n[a] as f64 * normal[a]).sum::<f64>().abs();
+            let angle = cos.min(1.0).acos();
+            assert!(
+                angle < 1e-3,
+                "{label}: point {i}: normal {n:?}, CPU {normal:?}"
+            );
+            compared += 1;
+        }
+    }
+    assert!(
+        compared * 2 > points.len(),
+        "{label}: only {compared} well separated"
+    );
+    result
+}
+
+#[test]
+fn normals_and_densities_match_the_cpu_on_a_scan() {
+    let points = Mesh::load_points(&common::test_data("meshes/bunny_small.obj")).unwrap();
+    assert_matches_cpu(&points, 16, "bunny_small");
+}
+
+#[test]
+fn a_closed_surface_is_oriented_outwards() {
+    let centre = [3.0, -1.0, 2.0];
+    let points = sphere(4000, centre);
+    let result = assert_matches_cpu(&points, 12, "sphere");
+    for (i, (p, n)) in points.iter().zip(&result.normals).enumerate() {
+        let outward: f32 = (0..3).map(|a| (p[a] - centre[a]) * n[a]).sum();
+        assert!(
+            outward > 0.9,
+            "point {i} at {p:?}: normal {n:?} points inwards"
+        );
+    }
+    // Randomly flipped normals come back oriented.
+    let mut normals = result.normals.clone();
+    let mut rng = Rng::new(81);
+    for n in normals.iter_mut() {
+        if rng.below(2) == 0 {
+            *n = n.map(|x| -x);
+        }
+    }
+    let lists: Vec<Vec<u32>> = result.neighbours.chunks(12).map(<[u32]>::to_vec).collect();
+    orient_normals(&points, &lists, &mut normals);
+    assert_eq!(normals, result.normals);
+}
+
+#[test]
+fn the_ply_reads_back() {
+    let points = sphere(200, [0.0; 3]);
+    let ctx = context();
+    let result = analyse(&ctx, &points, 8).unwrap();
+    let dir = common::files::TempFolder::new("points-ply");
+    let path = dir.0.join("out.ply");
+    write_ply(&path, &points, &result.normals, &result.densities).unwrap();
+    let back = Mesh::load_points(&path).unwrap();
+    assert_eq!(back, points);
+    let bytes = std::fs::read(&path).unwrap();
+    let header = String::from_utf8_lossy(&bytes[..300]);
+    assert!(header.contains("property float nx") && header.contains("property float density"));
+    assert_eq!(dir.names(), vec!["out.ply".to_string()]);
+}
+
+#[test]
+fn bad_clouds_are_named() {
+    let ctx = context();
+    assert!(
+        analyse(&ctx, &[], 8)
+            .unwrap_err()
+            .to_string()
+            .contains("empty")
+    );
+    let err = analyse(&ctx, &[[0.0, f32::NAN, 0.0], [1.0; 3]], 8).unwrap_err();
+    assert!(err.to_string().contains("point 0"), "{err}");
+    // One point, and all points equal: no normal, infinite density, nothing fails.
+    let one = analyse(&ctx, &[[1.0, 2.0, 3.0]], 4).unwrap();
+    assert_eq!(one.normals, vec![[0.0; 3]]);
+    let same = analyse(&ctx, &[[1.0; 3]; 50], 8).unwrap();
+    assert!(same.densities.iter().all(|d| d.is_infinite()));
+    assert_valid(&ctx);
+}
+
+#[test]
+fn canopy_points_normals_writes_the_cloud_with_its_normals() {
+    let scan = common::test_data("points/bun090.ply");
+    let dir = common::files::TempFolder::new("points-cli");
+    let out = dir.0.join("scan_normals.ply");
+    let output = common::files::canopy(&[
+        "points",
+        "normals",
+        scan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-k",
+        "10",
+        "--profile",
+    ]);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        printed.contains("k = 10") && printed.contains("knn"),
+        "{printed}"
+    );
+    let points = Mesh::load_points(&scan).unwrap();
+    assert_eq!(Mesh::load_points(&out).unwrap(), points);
+    let missing = common::files::canopy(&["points", "normals", "no/such/cloud.ply"]);
+    assert!(!missing.status.success());
+    let refused = common::files::canopy(&["points", "normals", scan.to_str().unwrap(), "-k", "65"]);
+    assert!(!refused.status.success());
+}
