@@ -1,13 +1,14 @@
 // The point kd-tree (seed 000 §5.1) as its queries read it; mirrored in
-// src/accel/pointkd/mod.rs. Nodes in preorder (an internal node's left child follows it),
-// each with the box of its points; leaves hold runs of entries: a point's position and index.
+// src/accel/pointkd/mod.rs. The root first, an internal node's two children next to each other
+// (left, right), each node with the box of its points; leaves hold runs of entries: a point's
+// position and index.
 #ifndef CANOPY_POINTKD_FORMAT
 #define CANOPY_POINTKD_FORMAT
 #include "../common/prelude.glsl"
 
 const uint POINT_KD_LEAF = 3;
 
-// word0: axis or POINT_KD_LEAF in bits 0-1, then the right child (internal) or the point count
+// word0: axis or POINT_KD_LEAF in bits 0-1, then the left child (internal) or the point count
 // (leaf); word1: the split's bits (internal) or the leaf's first entry.
 struct PointKdNode {
     vec3 lo;

@@ -66,8 +66,8 @@ uint range_count(vec3 q, float r2, bool bin, float rmin, float r) {
                     }
                 }
             } else {
-                stack[top++] = n.word0 >> 2;
-                node = node + 1;
+                stack[top++] = (n.word0 >> 2) + 1;
+                node = n.word0 >> 2;
                 continue;
             }
         }
@@ -120,8 +120,8 @@ uint gather(vec3 q, float r2, uint limit, out uint inside) {
                     kept = min(kept + 1, limit);
                 }
             } else {
-                stack[top++] = n.word0 >> 2;
-                node = node + 1;
+                stack[top++] = (n.word0 >> 2) + 1;
+                node = n.word0 >> 2;
                 continue;
             }
         }

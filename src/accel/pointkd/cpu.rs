@@ -99,7 +99,8 @@ pub fn build(points: &[[f32; 3]], params: &PointKdParams) -> Result<PointKdTree,
         radius,
         nodes: Vec::new(),
     };
-    builder.node(&mut ids, 0, root, 0);
+    builder.nodes.push(PointKdNode::default());
+    builder.node(0, &mut ids, 0, root, 0);
     Ok(PointKdTree {
         nodes: builder.nodes,
         point_ids: ids,
@@ -114,12 +115,12 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Emits the subtree of `ids` (entries from `first`) within `cell`, in preorder.
-    fn node(&mut self, ids: &mut [u32], first: u32, cell: Box3, depth: u32) {
+    /// Writes node `index`: the subtree of `ids` (entries from `first`) within `cell`, its
+    /// children allocated as a pair after the nodes so far.
+    fn node(&mut self, index: usize, ids: &mut [u32], first: u32, cell: Box3, depth: u32) {
         let n = ids.len() as u32;
         let tight = bounds(self.points, ids);
-        let index = self.nodes.len();
-        self.nodes.push(PointKdNode::leaf(first, n, tight));
+        self.nodes[index] = PointKdNode::leaf(first, n, tight);
         if n <= self.params.max_leaf || depth >= self.params.max_depth || tight.0 == tight.1 {
             return;
         }
@@ -141,10 +142,17 @@ impl Builder<'_> {
         left_cell.1[axis] = x;
         right_cell.0[axis] = x;
         let (left_ids, right_ids) = ids.split_at_mut(left);
-        self.node(left_ids, first, left_cell, depth + 1);
-        let right = self.nodes.len() as u32;
-        self.node(right_ids, first + left as u32, right_cell, depth + 1);
-        self.nodes[index] = PointKdNode::split(axis, x, right, tight);
+        let children = self.nodes.len();
+        self.nodes.extend([PointKdNode::default(); 2]);
+        self.nodes[index] = PointKdNode::split(axis, x, children as u32, tight);
+        self.node(children, left_ids, first, left_cell, depth + 1);
+        self.node(
+            children + 1,
+            right_ids,
+            first + left as u32,
+            right_cell,
+            depth + 1,
+        );
     }
 
     /// A large node's split: the empty part of its cell cut off when it exceeds the empty-space
@@ -183,7 +191,7 @@ impl Builder<'_> {
     fn small_split(&self, ids: &[u32], cell: Box3) -> Option<(usize, f32)> {
         let parent = grown_volume(cell, self.radius);
         let n = ids.len();
-        let mut best = (n as f64, None);
+        let mut best = (n as f32, None);
         for axis in 0..3 {
             let mut coords: Vec<f32> = ids.iter().map(|&i| self.points[i as usize][axis]).collect();
             coords.sort_by(f32::total_cmp);
@@ -195,9 +203,9 @@ impl Builder<'_> {
                 let (mut l, mut r) = (cell, cell);
                 l.1[axis] = x;
                 r.0[axis] = x;
-                let cost = self.params.traversal_cost as f64
-                    + (left as f64 * grown_volume(l, self.radius)
-                        + (n - left) as f64 * grown_volume(r, self.radius))
+                let cost = self.params.traversal_cost
+                    + (left as f32 * grown_volume(l, self.radius)
+                        + (n - left) as f32 * grown_volume(r, self.radius))
                         / parent;
                 if cost < best.0 {
                     best = (cost, Some((axis, x)));
@@ -222,8 +230,8 @@ pub struct PointKdStats {
 }
 
 /// Checks `tree` over `points`: every point in exactly one leaf; each node's box is its points'
-/// box, nested in its parent's; every point left of a split lies below it and every point right
-/// of it at or above it; preorder links in range. The error names the first broken invariant.
+/// box; every point left of a split lies below it and every point right of it at or above it;
+/// children after their parent and in range; every node reached once. The error names the first broken invariant.
 pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, String> {
     let mut seen = vec![false; points.len()];
     let mut stats = PointKdStats::default();
@@ -238,19 +246,26 @@ pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, St
     let mut stack = vec![(0usize, 0u32)];
     let entries_of = |node: usize| -> Result<(u32, u32), String> {
         // A subtree's entries are contiguous: from its leftmost leaf to its rightmost.
-        let mut first = node;
-        while !tree.nodes[first].is_leaf() {
-            first += 1;
-        }
-        let mut last = node;
-        while !tree.nodes[last].is_leaf() {
-            last = tree.nodes[last].payload() as usize;
-            if last >= tree.nodes.len() {
-                return Err(format!("node {node}: right child out of range"));
+        let (mut first, mut last) = (node, node);
+        for _ in 0..=super::MAX_DEPTH {
+            if tree.nodes[first].is_leaf() && tree.nodes[last].is_leaf() {
+                let (a, b) = (&tree.nodes[first], &tree.nodes[last]);
+                return Ok((a.word1, b.word1 + b.payload()));
             }
+            let child = |at: usize, offset: usize| -> Result<usize, String> {
+                if tree.nodes[at].is_leaf() {
+                    return Ok(at);
+                }
+                let c = tree.nodes[at].payload() as usize + offset;
+                if c <= at || c >= tree.nodes.len() {
+                    return Err(format!("node {at}: children out of range"));
+                }
+                Ok(c)
+            };
+            first = child(first, 0)?;
+            last = child(last, 1)?;
         }
-        let (a, b) = (&tree.nodes[first], &tree.nodes[last]);
-        Ok((a.word1, b.word1 + b.payload()))
+        Err(format!("node {node}: deeper than {}", super::MAX_DEPTH))
     };
     if tree.nodes.is_empty() {
         return Err("no root".into());
@@ -280,12 +295,12 @@ pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, St
             }
             continue;
         }
-        let (axis, x, right) = (node.axis(), node.split_position(), node.payload() as usize);
-        if right <= index + 1 || right >= tree.nodes.len() {
-            return Err(format!("node {index}: right child {right} out of place"));
+        let (axis, x, left) = (node.axis(), node.split_position(), node.payload() as usize);
+        if left <= index || left + 1 >= tree.nodes.len() {
+            return Err(format!("node {index}: children {left} out of place"));
         }
-        let (lb, le) = entries_of(index + 1)?;
-        let (rb, re) = entries_of(right)?;
+        let (lb, le) = entries_of(left)?;
+        let (rb, re) = entries_of(left + 1)?;
         if lb != begin || le != rb || re != end {
             return Err(format!("node {index}: children do not split its entries"));
         }
@@ -299,8 +314,15 @@ pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, St
                 "node {index}: a point on the wrong side of its split"
             ));
         }
-        stack.push((right, depth + 1));
-        stack.push((index + 1, depth + 1));
+        stack.push((left + 1, depth + 1));
+        stack.push((left, depth + 1));
+    }
+    if stats.nodes != tree.nodes.len() as u64 {
+        return Err(format!(
+            "{} nodes reached of {}",
+            stats.nodes,
+            tree.nodes.len()
+        ));
     }
     if let Some(missing) = seen.iter().position(|s| !s) {
         return Err(format!("point {missing} in no leaf"));

@@ -13,8 +13,9 @@
 //! where `V(b ± R)` is the volume of cell `b` grown by the query radius `R` on every side: a
 //! query of radius `R` reaches a node when its centre lies in that volume.
 //!
-//! Nodes are stored in preorder: an internal node's left child follows it. Each node keeps the
-//! box of its points (a query skips a node its radius does not reach) and each leaf a run of
+//! An internal node's two children are stored next to each other (the left one first), so a
+//! builder working level by level allocates them as a pair. Each node keeps the box of its
+//! points (a query skips a node its radius does not reach) and each leaf a run of
 //! [`PointKdTree::point_ids`].
 //!
 //! [`cpu`] builds trees on the CPU and answers queries by brute force (the reference);
@@ -28,15 +29,15 @@ pub mod knn;
 pub const POINT_KD_LEAF: u32 = 3;
 
 /// A node, 32 bytes (`PointKdNode` in `glsl/pointkd/format.glsl`). `word0` holds the axis (or
-/// [`POINT_KD_LEAF`]) in bits 0-1 and above them the right child's index (internal; the left
-/// child is the next node) or the point count (leaf); `word1` is the split's bits (internal)
-/// or the leaf's first entry in [`PointKdTree::point_ids`].
+/// [`POINT_KD_LEAF`]) in bits 0-1 and above them the left child's index (internal; the right
+/// child follows it) or the point count (leaf); `word1` is the split's bits (internal) or the
+/// leaf's first entry in [`PointKdTree::point_ids`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PointKdNode {
     /// Low corner of the node's points' box.
     pub lo: [f32; 3],
-    /// Axis or leaf tag, and the right child or point count.
+    /// Axis or leaf tag, and the left child or point count.
     pub word0: u32,
     /// High corner of the node's points' box.
     pub hi: [f32; 3],
@@ -57,11 +58,11 @@ impl PointKdNode {
         }
     }
 
-    /// An internal node splitting on `axis` at `split`, its right child at `right`.
-    pub fn split(axis: usize, split: f32, right: u32, (lo, hi): ([f32; 3], [f32; 3])) -> Self {
+    /// An internal node splitting on `axis` at `split`, its children at `left` and `left + 1`.
+    pub fn split(axis: usize, split: f32, left: u32, (lo, hi): ([f32; 3], [f32; 3])) -> Self {
         Self {
             lo,
-            word0: axis as u32 | (right << 2),
+            word0: axis as u32 | (left << 2),
             hi,
             word1: split.to_bits(),
         }
@@ -77,7 +78,7 @@ impl PointKdNode {
         (self.word0 & 3) as usize
     }
 
-    /// The right child of an internal node, or the point count of a leaf.
+    /// The left child of an internal node, or the point count of a leaf.
     pub fn payload(&self) -> u32 {
         self.word0 >> 2
     }
@@ -88,7 +89,8 @@ impl PointKdNode {
     }
 }
 
-/// A point kd-tree: nodes in preorder (the root first) and the points of each leaf as runs.
+/// A point kd-tree: nodes (the root first, children in pairs) and the points of each leaf as
+/// runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PointKdTree {
     /// The nodes.
