@@ -44,11 +44,11 @@ fn bounds(points: &[[f32; 3]], ids: &[u32]) -> Box3 {
     (lo, hi)
 }
 
-/// The volume of `cell` grown by `r` on every side.
-fn grown_volume((lo, hi): Box3, r: f32) -> f64 {
-    (0..3)
-        .map(|a| (hi[a] - lo[a]) as f64 + 2.0 * r as f64)
-        .product()
+/// The volume of `cell` grown by `r` on every side, in f32 in the order the GPU builder
+/// computes it, so that both price splits alike.
+fn grown_volume((lo, hi): Box3, r: f32) -> f32 {
+    let side = |a: usize| (hi[a] - lo[a]) + 2.0 * r;
+    side(0) * side(1) * side(2)
 }
 
 /// The query radius the VVH prices for: the parameter, or the radius of a sphere holding
