@@ -88,3 +88,12 @@ fn sequence_writes_numbered_frames() {
     assert_eq!((first.0, first.1), (320, 180));
     assert!(first.2 != last.2, "the scene deforms between frames");
 }
+
+#[test]
+fn knn_finds_the_neighbours_brute_force_finds() {
+    let printed = run_example("knn", &["tests/data/meshes/bunny_small.obj", "12"]);
+    assert!(
+        printed.contains("0 differing from brute force"),
+        "{printed}"
+    );
+}
