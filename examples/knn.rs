@@ -1,14 +1,18 @@
 //! k-nearest-neighbour queries as a library call: a point cloud (a PLY or OBJ file's vertices,
-//! or a seeded random cloud), its VVH point kd-tree, and every point's k nearest neighbours
-//! found on the GPU (seed 000 Alg. 6) in one recorded command buffer, checked against brute
-//! force on a sample, with the GPU time of the queries.
+//! or a seeded random cloud), its VVH point kd-tree built on the GPU, and every point's k
+//! nearest neighbours found on the GPU (seed 000 Alg. 6), both in one recorded command buffer,
+//! checked against brute force on a sample, with the GPU time of each.
 //!
-//! `cargo run --release --example knn -- [CLOUD] [K]` (defaults: 20,000 random points, k = 16);
-//! exits non-zero on a wrong answer or a validation error.
+//! `cargo run --release --example knn -- [CLOUD|POINTS] [K]` (a file, or that many random
+//! points in the unit cube; defaults: 20,000 random points, k = 16); exits non-zero on a wrong
+//! answer or a validation error.
 
+use canopy::accel::PointStructure;
 use canopy::accel::pointkd::PointKdParams;
-use canopy::accel::pointkd::cpu::{build, knn_brute_force, query_radius};
-use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, PointKdTreeGpu};
+use canopy::accel::pointkd::build::PointKdStructure;
+use canopy::accel::pointkd::cpu::{knn_brute_force, query_radius};
+use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
+use canopy::geom::PointInput;
 use canopy::rng::Rng;
 use canopy::scene::Mesh;
 use canopy::vk::{Context, ContextOptions, Count, MemoryKind, Profiler, Slice, Validation};
@@ -16,14 +20,15 @@ use std::error::Error;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
-    let points = match args.next() {
-        Some(path) => Mesh::load_points(path.as_ref())?,
-        None => {
+    let cloud = args.next().unwrap_or("20000".into());
+    let points: Vec<[f32; 3]> = match cloud.parse::<u32>() {
+        Ok(count) => {
             let mut rng = Rng::new(1);
-            (0..20_000)
+            (0..count)
                 .map(|_| std::array::from_fn(|_| rng.f32_in(0.0, 1.0)))
                 .collect()
         }
+        Err(_) => Mesh::load_points(cloud.as_ref())?,
     };
     let k: u32 = args.next().map_or(Ok(16), |k| k.parse())?;
     let ctx = Context::new(&ContextOptions {
@@ -31,17 +36,17 @@ fn main() -> Result<(), Box<dyn Error>> {
         ..ContextOptions::default()
     })?;
 
-    // The tree, built on the CPU and uploaded.
     let params = PointKdParams {
         k_estimate: k,
         ..PointKdParams::default()
     };
-    let tree = build(&points, &params)?;
-    let gpu_tree = PointKdTreeGpu::upload(&ctx, &tree, &points)?;
-
-    // Every point queries its k nearest.
     let n = points.len() as u32;
     let positions = ctx.create_buffer_with("points", &points)?;
+    let mut tree = PointKdStructure::new(&ctx, params, n)?;
+    let input = PointInput {
+        positions: Slice::whole(&positions),
+        count: n,
+    };
     let slots = n as u64 * k as u64;
     let ids = ctx.create_buffer("neighbours", slots * 4, MemoryKind::Device)?;
     let distances = ctx.create_buffer("distances", slots * 4, MemoryKind::Device)?;
@@ -58,10 +63,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         distances2: Slice::whole(&distances),
         found: Slice::<KnnFound>::whole(&found),
     };
-    let mut profiler = Profiler::new(&ctx, 4)?;
+    // The tree's build, then every point's k nearest, in one command buffer.
+    let mut profiler = Profiler::new(&ctx, 64)?;
     ctx.submit_profiled(&mut profiler, |rec| {
-        knn.record(rec, &gpu_tree, &queries, k, &output)
+        rec.begin_stage("build");
+        tree.record_build(rec, &input, 0)?;
+        rec.end_stage();
+        knn.record(rec, tree.tree(), &queries, k, &output)
     })?;
+    let build_ms = profiler.stage_ms("build")?.unwrap_or(0.0);
     let ms = profiler.stage_ms("knn")?.unwrap_or(0.0);
 
     // Every 97th answer against brute force.
@@ -76,9 +86,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     println!(
-        "{n} points, {} tree nodes; {n} queries of k = {k} on {}: {ms:.3} ms (GPU); \
-         {wrong} differing from brute force",
-        tree.nodes.len(),
+        "{n} points, {} tree nodes built in {build_ms:.3} ms; {n} queries of k = {k} on {}: \
+         {ms:.3} ms (GPU); {wrong} differing from brute force",
+        tree.status().node_count,
         ctx.caps().name
     );
     ctx.check_validation()?;

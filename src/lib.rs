@@ -12,9 +12,10 @@
 //! | `Bih` | SAH bounding interval hierarchy over triangles, built by a GPU work queue ([`accel::bih`]) | seed 004 |
 //! | `Grid` | screen-space tile x depth-slab grid for a view's camera rays ([`accel::grid`]) | Patidar & Narayanan 2008 |
 //!
-//! Point clouds: VVH point kd-trees with exact k-nearest-neighbour and range queries on the GPU
-//! ([`accel::pointkd`], Zhou et al. 2008 §5), and normals, densities and their orientation
-//! ([`points`], §6).
+//! | `PointKd` | VVH point kd-tree over points, with exact k-nearest-neighbour and range queries ([`accel::pointkd`]) | Zhou et al. 2008 §5 |
+//!
+//! Point clouds: normals, densities and their orientation over the point kd-tree's queries
+//! ([`points`], Zhou et al. 2008 §6).
 //!
 //! Every structure implements the traits of [`accel`] ([`accel::Structure`],
 //! [`accel::RayStructure`] or [`accel::PointStructure`]); those rays go through are

@@ -53,7 +53,7 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
         check_common(r);
         assert_eq!(r.triangles, 600);
     }
-    let [lbvh, kdtree, octree, bih, grid] = &reports[..] else {
+    let [lbvh, kdtree, octree, bih, grid, pointkd] = &reports[..] else {
         unreachable!()
     };
     // LBVH: a binary tree of one triangle per leaf; its reference is the CPU SAH BVH.
@@ -75,6 +75,9 @@ fn every_structure_is_measured_and_traced_with_the_same_rays() {
         "{bih_reference:?}"
     );
     assert!(!bih.traversal.is_empty());
+    // The point kd-tree over the vertices: every vertex in one leaf, no rays.
+    assert_eq!((pointkd.primitives, pointkd.tree.references), (1800, 1800));
+    assert!(pointkd.traversal.is_empty() && pointkd.tree.leaves > 1800 / 32);
     // The octree is built over the vertices and traces nothing.
     assert_eq!(octree.primitives, 1800);
     assert!(octree.traversal.is_empty() && octree.tree.sah_cost.is_none());
@@ -164,6 +167,6 @@ fn structure_names_parse_back() {
     );
     assert_eq!(
         "bvh".parse::<StructureKind>(),
-        Err("'bvh': expected one of lbvh, kdtree, octree, bih, grid".into())
+        Err("'bvh': expected one of lbvh, kdtree, octree, bih, grid, pointkd".into())
     );
 }

@@ -35,6 +35,7 @@ use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
 };
 use canopy::accel::pointkd::PointKdNode;
+use canopy::accel::pointkd::build::{PointKdBuildPush, PointKdBuildRefs, PointKdBuildState};
 use canopy::accel::pointkd::knn::KnnPush;
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
@@ -440,6 +441,38 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::POINTKD_KEYS,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_INIT,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_SPLIT,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_FLAGS,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_SCATTER,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_ROUND_END,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_SMALL,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
+            shaders::POINTKD_ENTRIES,
+            Rust(rust_layout!(PointKdBuildPush { refs_address })),
+        ),
+        (
             shaders::POINTS_NORMALS,
             Rust(rust_layout!(NormalsPush {
                 positions_address,
@@ -742,6 +775,61 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32", "vec2<f32>"],
             rust: rust_layout!(BihNode { word0, word1, clip }),
             offsets: &[0, 4, 8],
+        },
+        SharedStruct {
+            kernel: shaders::POINTKD_SPLIT,
+            name: "PointKdBuildState",
+            shape: &["u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32"],
+            rust: rust_layout!(PointKdBuildState {
+                node_count,
+                tasks,
+                next_tasks,
+                small_tasks,
+                to_partition,
+                parity,
+                queue,
+                overflow
+            }),
+            offsets: &[0, 4, 8, 12, 16, 20, 24, 28],
+        },
+        SharedStruct {
+            kernel: shaders::POINTKD_SPLIT,
+            name: "PointKdBuildRefs",
+            shape: &[
+                "u64", "[u64; 2]", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
+                "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "f32",
+                "f32", "f32", "u32",
+            ],
+            rust: rust_layout!(PointKdBuildRefs {
+                positions,
+                lists,
+                owners,
+                tasks,
+                splits,
+                small,
+                flags,
+                offsets,
+                keys,
+                nodes,
+                entries,
+                state,
+                count,
+                stride,
+                node_capacity,
+                task_capacity,
+                small_capacity,
+                large_node,
+                max_leaf,
+                max_depth,
+                empty_space,
+                traversal_cost,
+                radius,
+                k_estimate
+            }),
+            offsets: &[
+                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 124, 128, 132, 136, 140, 144,
+                148, 152, 156, 160, 164,
+            ],
         },
         SharedStruct {
             kernel: shaders::POINTKD_KNN,

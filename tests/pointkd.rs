@@ -332,3 +332,107 @@ fn bad_queries_are_named() {
     assert!(PointKdTreeGpu::upload(&ctx, &tree_cpu, &points[..50]).is_err());
     assert_valid(&ctx);
 }
+
+/// Builds `points`' tree on the GPU and reads it back.
+fn gpu_build(ctx: &Context, points: &[[f32; 3]], params: PointKdParams) -> PointKdTree {
+    use canopy::accel::pointkd::build::PointKdBuilder;
+    use canopy::geom::PointInput;
+    let n = points.len() as u32;
+    let data: &[[f32; 3]] = if points.is_empty() {
+        &[[0.0; 3]]
+    } else {
+        points
+    };
+    let positions = ctx.create_buffer_with("points", data).unwrap();
+    let mut tree = PointKdTreeGpu::new(ctx, n.max(1), params.large_node).unwrap();
+    let builder = PointKdBuilder::new(ctx, params, n.max(1)).unwrap();
+    let input = PointInput {
+        positions: Slice::whole(&positions),
+        count: n,
+    };
+    ctx.submit_and_wait(|rec| builder.record(rec, &input, &mut tree))
+        .unwrap();
+    let status = builder.status();
+    assert_eq!(status.overflow, 0, "{status:?}");
+    tree.download(ctx, status.node_count).unwrap()
+}
+
+/// The same tree up to node numbering and the order of points within a leaf.
+fn assert_same_tree(cpu: &PointKdTree, gpu: &PointKdTree, label: &str) {
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((c, g)) = stack.pop() {
+        let (a, b) = (cpu.nodes[c], gpu.nodes[g]);
+        let fields = |n: &canopy::accel::pointkd::PointKdNode| (n.lo, n.hi, n.is_leaf(), n.word1);
+        assert_eq!(
+            fields(&a),
+            fields(&b),
+            "{label}: CPU node {c} {a:?}, GPU node {g} {b:?}"
+        );
+        if a.is_leaf() {
+            assert_eq!(a.word0, b.word0, "{label}: leaf sizes");
+            let run = |t: &PointKdTree, n: &canopy::accel::pointkd::PointKdNode| {
+                let mut ids = t.point_ids[n.word1 as usize..][..n.payload() as usize].to_vec();
+                ids.sort();
+                ids
+            };
+            assert_eq!(run(cpu, &a), run(gpu, &b), "{label}: leaf {c} points");
+        } else {
+            assert_eq!(a.axis(), b.axis(), "{label}: node {c} axis");
+            let (l, r) = (a.payload() as usize, b.payload() as usize);
+            stack.push((l, r));
+            stack.push((l + 1, r + 1));
+        }
+    }
+    assert_eq!(cpu.nodes.len(), gpu.nodes.len(), "{label}: node counts");
+}
+
+#[test]
+fn gpu_builds_the_cpu_tree() {
+    let ctx = context();
+    let mut rng = Rng::new(77);
+    let params = PointKdParams {
+        query_radius: Some(0.02),
+        ..PointKdParams::default()
+    };
+    for n in [1, 2, 3, 33, 100, 5000, 40_000] {
+        for (name, points) in [
+            ("uniform", uniform(&mut rng, n)),
+            ("clustered", clustered(&mut rng, n)),
+            ("duplicates", duplicates(&mut rng, n)),
+            ("planar", planar(&mut rng, n)),
+        ] {
+            let label = format!("{name} {n}");
+            let gpu = gpu_build(&ctx, &points, params);
+            check(&points, &gpu).unwrap_or_else(|e| panic!("{label}: GPU tree: {e}"));
+            let cpu = cpu::build(&points, &params).unwrap();
+            assert_same_tree(&cpu, &gpu, &label);
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn gpu_trees_answer_queries_and_fold_at_the_default_scene_size() {
+    // 254,114 points (the default scene's size) under a limit of 64 workgroups per dimension,
+    // R estimated on the GPU.
+    let ctx = folding_context();
+    let mut rng = Rng::new(78);
+    let points = clustered(&mut rng, 254_114);
+    let tree = gpu_build(&ctx, &points, PointKdParams::default());
+    let stats = check(&points, &tree).unwrap();
+    assert!(stats.leaves > 254_114 / 32, "{stats:?}");
+    let gpu = PointKdTreeGpu::upload(&ctx, &tree, &points).unwrap();
+    let queries: Vec<[f32; 3]> = points.iter().step_by(2003).copied().collect();
+    let (ids, d2, _) = gpu_knn(&ctx, &gpu, &queries, 16, 0.01, None);
+    for (i, &q) in queries.iter().enumerate() {
+        let expected = knn_brute_force(&points, q, 16);
+        for (j, want) in expected.iter().enumerate() {
+            assert_eq!(
+                (d2[i * 16 + j], ids[i * 16 + j]),
+                *want,
+                "query {i} neighbour {j}"
+            );
+        }
+    }
+    assert_valid(&ctx);
+}

@@ -41,6 +41,9 @@ pub enum StructureKind {
     Octree,
     /// Binned-SAH bounding interval hierarchy over triangles (seed 004): [`bih`].
     Bih,
+    /// VVH point kd-tree over vertices with k-nearest-neighbour queries (Zhou et al. 2008
+    /// §5): [`pointkd`].
+    PointKd,
     /// Screen-space tile x depth-slab grid for a pinhole view's camera rays (seed 001), with
     /// an LBVH for every other ray: [`grid`].
     Grid,
@@ -48,15 +51,17 @@ pub enum StructureKind {
 
 impl StructureKind {
     /// Every structure, in the order reports list them.
-    pub const ALL: [StructureKind; 5] = [
+    pub const ALL: [StructureKind; 6] = [
         StructureKind::Lbvh,
         StructureKind::KdTree,
         StructureKind::Octree,
         StructureKind::Bih,
         StructureKind::Grid,
+        StructureKind::PointKd,
     ];
 
-    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`, `grid`.
+    /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`, `grid`,
+    /// `pointkd`.
     pub fn name(self) -> &'static str {
         match self {
             StructureKind::Lbvh => "lbvh",
@@ -64,13 +69,14 @@ impl StructureKind {
             StructureKind::Octree => "octree",
             StructureKind::Bih => "bih",
             StructureKind::Grid => "grid",
+            StructureKind::PointKd => "pointkd",
         }
     }
 
-    /// Whether rays can be traced through it ([`crate::trace::Tracer`]); the octree is a
-    /// point structure.
+    /// Whether rays can be traced through it ([`crate::trace::Tracer`]); the octree and the
+    /// point kd-tree are point structures.
     pub fn traceable(self) -> bool {
-        self != StructureKind::Octree
+        self.over_triangles()
     }
 
     /// Whether it is built for a pinhole view ([`RayStructure::set_view`]): the screen grid.
@@ -88,7 +94,7 @@ impl StructureKind {
 
     /// Whether it is built over triangles (else over vertices).
     pub fn over_triangles(self) -> bool {
-        self != StructureKind::Octree
+        !matches!(self, StructureKind::Octree | StructureKind::PointKd)
     }
 }
 

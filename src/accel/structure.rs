@@ -23,6 +23,8 @@ use super::grid::GridParams;
 use super::grid::build::GridStructure;
 use super::kdtree::build::{KdBuildParams, KdTreeStructure};
 use super::octree::OctreeStructure;
+use super::pointkd::PointKdParams;
+use super::pointkd::build::PointKdStructure;
 use crate::geom::ray::{Hit, Query, Ray, RayWork};
 use crate::geom::{PinholeView, PointInput, TriangleInput};
 use crate::prims::{Groups, WORKGROUP_SIZE};
@@ -40,6 +42,8 @@ pub struct BuildParams {
     pub bih: BihParams,
     /// The screen grid's (its LBVH takes `lbvh`).
     pub grid: GridParams,
+    /// The point kd-tree's.
+    pub pointkd: PointKdParams,
 }
 
 /// The shape of a tree, read back and checked.
@@ -244,6 +248,11 @@ impl StructureKind {
             StructureKind::Bih => {
                 AnyStructure::Rays(Box::new(BihStructure::new(ctx, params.bih, triangles)?))
             }
+            StructureKind::PointKd => AnyStructure::Points(Box::new(PointKdStructure::new(
+                ctx,
+                params.pointkd,
+                vertices,
+            )?)),
             StructureKind::Grid => AnyStructure::Rays(Box::new(GridStructure::new(
                 ctx,
                 params.grid,

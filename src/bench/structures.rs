@@ -331,7 +331,9 @@ impl<'a> MeshBench<'a> {
                 let shape = stats.shape(&params);
                 ("CPU binned-SAH BIH", shape, Some(CpuTree::Bih(tree)))
             }
-            StructureKind::Octree | StructureKind::Grid => return Ok(None),
+            StructureKind::Octree | StructureKind::Grid | StructureKind::PointKd => {
+                return Ok(None);
+            }
         };
         let cpu_seconds = started.elapsed().as_secs_f64();
         let traversal = match (cpu_tree, self.rays.as_mut()) {

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 /// Options of `canopy build`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct BuildArgs {
-    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid (the octree
-    /// is built over the vertices: point clouds too; the screen grid for the camera rays'
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid, pointkd (the octree
+    /// and the point kd-tree are built over the vertices: point clouds too; the screen grid for the camera rays'
     /// view, with an LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,

@@ -59,7 +59,7 @@ pub struct LbvhArgs {
     /// 10000,40000,160000,640000,1000000,2500000,4000000 and a 1,000,000-triangle soup].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid, pointkd
     /// (the screen grid for the camera rays' view, its LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
@@ -81,7 +81,7 @@ pub struct KdTreeBenchArgs {
     /// --mesh: 170000,1000000].
     #[arg(long, value_delimiter = ',')]
     pub triangles: Vec<u64>,
-    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid
+    /// The structures to build, comma-separated: lbvh, kdtree, octree, bih, grid, pointkd
     /// (the screen grid for the camera rays' view, its LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "kdtree", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,

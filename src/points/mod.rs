@@ -5,14 +5,17 @@
 //! ([`cpu::orient_normals`], on the CPU), and the result written as PLY ([`write_ply`]).
 //! [`analyse`] runs the whole job on a cloud.
 //!
-//! The tree is built on the CPU ([`crate::accel::pointkd::cpu::build`]) and the orientation runs
-//! on the CPU until their GPU versions land.
+//! The tree is built on the GPU ([`crate::accel::pointkd::build`]); the orientation runs on the
+//! CPU until its GPU version lands.
 
 pub mod cpu;
 
+use crate::accel::PointStructure;
 use crate::accel::pointkd::PointKdParams;
-use crate::accel::pointkd::cpu::{build, query_radius};
-use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, PointKdTreeGpu};
+use crate::accel::pointkd::build::PointKdStructure;
+use crate::accel::pointkd::cpu::query_radius;
+use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
+use crate::geom::PointInput;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
 use crate::vk::{Context, Count, Error, MemoryKind, Pipeline, Profiler, Recorder, Result, Slice};
@@ -96,29 +99,32 @@ pub struct CloudAnalysis {
     pub neighbours: Vec<u32>,
     /// Normals flipped by the orientation.
     pub flipped: usize,
-    /// GPU time per stage (`knn`, `points: normals and density`).
+    /// GPU time per stage (`point kd-tree build`, `knn`, `points: normals and density`).
     pub stages: Vec<(String, f64)>,
-    /// CPU seconds: building the tree, orienting.
-    pub cpu_seconds: (f64, f64),
+    /// CPU seconds of the orientation.
+    pub orientation_seconds: f64,
 }
 
-/// Analyses `points`: the tree (CPU), every point's `k` nearest neighbours, normals and
-/// densities (GPU), the orientation (CPU).
+/// Analyses `points`: the tree, every point's `k` nearest neighbours, normals and densities
+/// (GPU), the orientation (CPU).
 pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalysis> {
     if points.is_empty() {
         return Err(Error::InvalidInput("an empty point cloud".into()));
     }
-    let started = std::time::Instant::now();
+    if let Some(i) = points.iter().position(|p| p.iter().any(|x| !x.is_finite())) {
+        return Err(Error::InvalidInput(format!(
+            "point {i} is not finite: {:?}",
+            points[i]
+        )));
+    }
     let params = PointKdParams {
         k_estimate: k,
         ..PointKdParams::default()
     };
-    let tree = build(points, &params).map_err(Error::InvalidInput)?;
     let radius = query_radius(points, &params);
-    let build_seconds = started.elapsed().as_secs_f64();
-    let gpu_tree = PointKdTreeGpu::upload(ctx, &tree, points)?;
     let n = points.len() as u32;
     let positions = ctx.create_buffer_with("cloud positions", points)?;
+    let mut structure = PointKdStructure::new(ctx, params, n)?;
     let slots = n as u64 * k as u64;
     let ids = ctx.create_buffer("cloud neighbours", slots * 4, MemoryKind::Device)?;
     let distances = ctx.create_buffer("cloud distances", slots * 4, MemoryKind::Device)?;
@@ -136,9 +142,16 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         radii: None,
         radius,
     };
-    let mut profiler = Profiler::new(ctx, 8)?;
+    let input = PointInput {
+        positions: Slice::whole(&positions),
+        count: n,
+    };
+    let mut profiler = Profiler::new(ctx, 64)?;
     ctx.submit_profiled(&mut profiler, |rec| {
-        knn.record(rec, &gpu_tree, &queries, k, &output)?;
+        rec.begin_stage("point kd-tree build");
+        structure.record_build(rec, &input, 0)?;
+        rec.end_stage();
+        knn.record(rec, structure.tree(), &queries, k, &output)?;
         normals.record(
             rec,
             Slice::whole(&positions),
@@ -147,7 +160,13 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
             Slice::whole(&results),
         )
     })?;
-    let stages = ["knn", "points: normals and density"]
+    if structure.status().overflow != 0 {
+        return Err(Error::InvalidInput(format!(
+            "the point kd-tree build outgrew its lists: {:?}",
+            structure.status()
+        )));
+    }
+    let stages = ["point kd-tree build", "knn", "points: normals and density"]
         .iter()
         .filter_map(|&s| Some((s.to_string(), profiler.stage_ms(s).ok()??)))
         .collect();
@@ -164,7 +183,7 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         neighbours,
         flipped,
         stages,
-        cpu_seconds: (build_seconds, started.elapsed().as_secs_f64()),
+        orientation_seconds: started.elapsed().as_secs_f64(),
     })
 }
 

@@ -53,21 +53,22 @@ fn grown_volume((lo, hi): Box3, r: f32) -> f32 {
 
 /// The query radius the VVH prices for: the parameter, or the radius of a sphere holding
 /// `k_estimate` points at the cloud's mean density in its box (flat extents counted as a
-/// thousandth of the largest).
+/// thousandth of the largest), in f32 as the GPU builder estimates it (`init.comp`).
 pub fn query_radius(points: &[[f32; 3]], params: &PointKdParams) -> f32 {
     if let Some(r) = params.query_radius {
         return r;
     }
     let ids: Vec<u32> = (0..points.len() as u32).collect();
     let (lo, hi) = bounds(points, &ids);
-    let extents: Vec<f64> = (0..3).map(|a| (hi[a] - lo[a]).max(0.0) as f64).collect();
-    let largest = extents.iter().cloned().fold(0.0, f64::max);
-    if points.is_empty() || largest == 0.0 {
+    let extents: [f32; 3] = std::array::from_fn(|a| (hi[a] - lo[a]).max(0.0));
+    let largest = extents[0].max(extents[1]).max(extents[2]);
+    if points.is_empty() || largest <= 0.0 {
         return 1.0;
     }
-    let volume: f64 = extents.iter().map(|&e| e.max(largest * 1e-3)).product();
-    let per_point = volume * params.k_estimate.max(1) as f64 / points.len() as f64;
-    (per_point * 3.0 / (4.0 * std::f64::consts::PI)).cbrt() as f32
+    let sides = extents.map(|e| e.max(largest * 1e-3));
+    let volume = sides[0] * sides[1] * sides[2];
+    let per_point = volume * params.k_estimate.max(1) as f32 / points.len() as f32;
+    (per_point * 3.0 / (4.0 * std::f32::consts::PI)).powf(1.0 / 3.0)
 }
 
 /// Builds the VVH point kd-tree of `points` (see the module's documentation). Errors name the

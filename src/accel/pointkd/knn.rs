@@ -13,7 +13,7 @@ use super::{MAX_DEPTH, PointKdNode, PointKdTree};
 use crate::geom::ray::MISS;
 use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
-use crate::vk::{Buffer, Context, Count, Error, Pipeline, Recorder, Result, Slice};
+use crate::vk::{Buffer, Context, Count, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
 use std::sync::Arc;
 
 /// The most neighbours one query returns (`K_MAX` in `knn.comp`).
@@ -71,9 +71,45 @@ pub struct PointKdTreeGpu {
     /// Leaf entries: `[x, y, z, index bits]`.
     pub entries: Buffer,
     point_count: u32,
+    capacity: u32,
 }
 
 impl PointKdTreeGpu {
+    /// Room for a tree over up to `capacity` points, for [`super::build::PointKdBuilder`]
+    /// with `large_node` as its `T`.
+    pub fn new(ctx: &Context, capacity: u32, large_node: u32) -> Result<Self> {
+        let nodes = super::build::PointKdBuilder::max_nodes(capacity, large_node) as u64;
+        Ok(Self {
+            nodes: ctx.create_buffer("point kd-tree nodes", nodes * 32, MemoryKind::Device)?,
+            entries: ctx.create_buffer(
+                "point kd-tree entries",
+                capacity.max(1) as u64 * 16,
+                MemoryKind::Device,
+            )?,
+            point_count: 0,
+            capacity,
+        })
+    }
+
+    /// The most points it holds.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    pub(super) fn set_point_count(&mut self, count: u32) {
+        self.point_count = count;
+    }
+
+    /// The tree read back: its first `node_count` nodes (the builder's status says how many)
+    /// and its entries' point indices.
+    pub fn download(&self, ctx: &Context, node_count: u32) -> Result<PointKdTree> {
+        let entries: Vec<[f32; 4]> = ctx.download(&self.entries, 0, self.point_count as usize)?;
+        Ok(PointKdTree {
+            nodes: ctx.download(&self.nodes, 0, node_count as usize)?,
+            point_ids: entries.iter().map(|e| e[3].to_bits()).collect(),
+        })
+    }
+
     /// Uploads `tree`, built over `points`. Trees deeper than [`MAX_DEPTH`] are refused.
     pub fn upload(ctx: &Context, tree: &PointKdTree, points: &[[f32; 3]]) -> Result<Self> {
         if tree.point_ids.len() != points.len() {
@@ -107,6 +143,7 @@ impl PointKdTreeGpu {
             nodes: ctx.create_buffer_with("point kd-tree nodes", nodes)?,
             entries: ctx.create_buffer_with("point kd-tree entries", &entries)?,
             point_count: points.len() as u32,
+            capacity: points.len() as u32,
         })
     }
 

@@ -22,6 +22,7 @@
 //! [`knn`] runs the queries on the GPU (Alg. 6: range searches with a histogram of distances
 //! that narrow the radius to the k-th neighbour's, then one gathering the k nearest).
 
+pub mod build;
 pub mod cpu;
 pub mod knn;
 
