@@ -160,3 +160,42 @@ fn canopy_points_normals_writes_the_cloud_with_its_normals() {
     let refused = common::files::canopy(&["points", "normals", scan.to_str().unwrap(), "-k", "65"]);
     assert!(!refused.status.success());
 }
+
+#[test]
+fn aligned_scans_merge_as_their_conf_says() {
+    use canopy::scene::scans::load_aligned_scans;
+    let dir = common::files::TempFolder::new("points-conf");
+    let scan = common::test_data("points/bun090.ply");
+    std::fs::copy(&scan, dir.0.join("a.ply")).unwrap();
+    // The scan as is, then turned 90 degrees about y and moved by (1, 2, 3); a third listed
+    // scan is missing.
+    let half = std::f64::consts::FRAC_1_SQRT_2;
+    let conf = format!(
+        "camera 0 0 0 0 0 0 1\nbmesh a.ply 0 0 0 0 0 0 1\nbmesh a.ply 1 2 3 0 {half} 0 {half}\nbmesh gone.ply 0 0 0 0 0 0 1\n"
+    );
+    std::fs::write(dir.0.join("scans.conf"), conf).unwrap();
+    let merged = load_aligned_scans(&dir.0.join("scans.conf")).unwrap();
+    let points = Mesh::load_points(&scan).unwrap();
+    let n = points.len();
+    assert_eq!(merged.points.len(), 2 * n);
+    assert_eq!(&merged.points[..n], &points[..]);
+    for (p, q) in points.iter().zip(&merged.points[n..]) {
+        // (x, y, z) turned about y by 90 degrees: (z, y, -x).
+        let expected = [p[2] + 1.0, p[1] + 2.0, -p[0] + 3.0];
+        assert!(
+            (0..3).all(|a| (q[a] - expected[a]).abs() < 1e-5),
+            "{p:?} -> {q:?}"
+        );
+    }
+    assert_eq!(merged.missing, vec![dir.0.join("gone.ply")]);
+    // A malformed line names its number; a rotation that is not a unit quaternion is refused.
+    std::fs::write(dir.0.join("bad.conf"), "bmesh a.ply 0 0 zero 0 0 0 1\n").unwrap();
+    let err = load_aligned_scans(&dir.0.join("bad.conf"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 1"), "{err}");
+    std::fs::write(dir.0.join("bad.conf"), "bmesh a.ply 0 0 0 0 0 0 2\n").unwrap();
+    assert!(load_aligned_scans(&dir.0.join("bad.conf")).is_err());
+    std::fs::write(dir.0.join("bad.conf"), "bmesh gone.ply 0 0 0 0 0 0 1\n").unwrap();
+    assert!(load_aligned_scans(&dir.0.join("bad.conf")).is_err());
+}

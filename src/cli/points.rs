@@ -4,6 +4,7 @@
 use super::CliError;
 use canopy::accel::pointkd::knn::MAX_K;
 use canopy::scene::Mesh;
+use canopy::scene::scans::load_aligned_scans;
 use canopy::vk::Context;
 use std::path::PathBuf;
 
@@ -11,15 +12,15 @@ use std::path::PathBuf;
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum PointsCommand {
     /// Oriented PCA normals and densities (k / r_k²) of every point of a cloud (PLY, OBJ: the
-    /// vertices), from its k nearest neighbours on the GPU; written as binary PLY
-    /// (x y z nx ny nz density).
+    /// vertices; or a Stanford .conf whose aligned scans are merged), from its k nearest
+    /// neighbours on the GPU; written as binary PLY (x y z nx ny nz density).
     Normals(NormalsArgs),
 }
 
 /// Options of `canopy points normals`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct NormalsArgs {
-    /// The point cloud.
+    /// The point cloud, or a .conf file of aligned scans (bun.conf) to merge.
     pub input: PathBuf,
     /// Where to write the PLY [default: the input's name with `_normals.ply`].
     #[arg(short, long, value_name = "FILE")]
@@ -35,7 +36,19 @@ pub struct NormalsArgs {
 /// Runs a `canopy points` command.
 pub fn run(ctx: &Context, command: &PointsCommand) -> Result<(), CliError> {
     let PointsCommand::Normals(args) = command;
-    let points = Mesh::load_points(&args.input).map_err(|e| CliError::Failed(e.to_string()))?;
+    let failed = |e: canopy::scene::SceneError| CliError::Failed(e.to_string());
+    let points = if args.input.extension().is_some_and(|e| e == "conf") {
+        let scans = load_aligned_scans(&args.input).map_err(failed)?;
+        for (scan, count) in &scans.merged {
+            println!("merged {} ({count} points)", scan.display());
+        }
+        for scan in &scans.missing {
+            println!("note: {} is listed but missing: left out", scan.display());
+        }
+        scans.points
+    } else {
+        Mesh::load_points(&args.input).map_err(failed)?
+    };
     let output = args.output.clone().unwrap_or_else(|| {
         let stem = args.input.file_stem().unwrap_or_default().to_string_lossy();
         args.input.with_file_name(format!("{stem}_normals.ply"))

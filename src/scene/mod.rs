@@ -7,6 +7,7 @@ pub mod material;
 pub mod mesh;
 pub mod obj;
 pub mod ply;
+pub mod scans;
 pub mod shapes;
 
 pub use material::{GpuLight, Light, Material, MaterialKind};
