@@ -182,7 +182,9 @@ pub struct KnnOutput<'a> {
 
 /// The neighbour-query kernel.
 pub struct Knn {
-    pipeline: Arc<Pipeline>,
+    /// The kernel specialised for lists of 8, 16, 32 and 64 neighbours: a query keeps its
+    /// list in private memory, which the smaller sizes keep in registers.
+    pipelines: Vec<(u32, Arc<Pipeline>)>,
     /// Histogram iterations (the paper: 2).
     iterations: u32,
 }
@@ -191,7 +193,14 @@ impl Knn {
     /// The queries of Alg. 6 with `iterations` histogram passes (the paper's `niter`: 2).
     pub fn new(ctx: &Context, iterations: u32) -> Result<Self> {
         Ok(Self {
-            pipeline: ctx.pipeline(&shaders::POINTKD_KNN, WORKGROUP_SIZE, &[("K_MAX", MAX_K)])?,
+            pipelines: [8, 16, 32, MAX_K]
+                .into_iter()
+                .map(|size| {
+                    let pipeline =
+                        ctx.pipeline(&shaders::POINTKD_KNN, WORKGROUP_SIZE, &[("K_MAX", size)])?;
+                    Ok((size, pipeline))
+                })
+                .collect::<Result<_>>()?,
             iterations,
         })
     }
@@ -281,7 +290,12 @@ impl Knn {
         rec.begin_stage("knn");
         // Device counts over-launch to their bound: invocations past the count return at once.
         let groups = queries.count.max().div_ceil(WORKGROUP_SIZE);
-        rec.dispatch(&self.pipeline, &push, groups)?;
+        let (_, pipeline) = self
+            .pipelines
+            .iter()
+            .find(|(size, _)| *size >= k)
+            .expect("a list size holds every k up to MAX_K");
+        rec.dispatch(pipeline, &push, groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
