@@ -71,6 +71,8 @@ enum BenchCommand {
     Kdtree(cli::structures::KdTreeBenchArgs),
     /// Whole frames of the default scene (or --mesh files) and their camera rays alone.
     Render(cli::bench_render::RenderBenchArgs),
+    /// Point kd-tree builds and every point's k nearest neighbours over seeded clouds.
+    Knn(cli::bench_knn::KnnBenchArgs),
     /// A GPU run's JSON files (tools/gpu-bench.sh) against canopy's targets, as Markdown rows.
     Report(cli::bench_report::ReportArgs),
 }
@@ -134,6 +136,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
             cli::bench_render::run(&cli::context(&options)?, bench)
         }
         Command::Bench(BenchCommand::Report(ref report)) => cli::bench_report::run(report),
+        Command::Bench(BenchCommand::Knn(ref bench)) => {
+            cli::bench_knn::run(&cli::context(&options)?, bench)
+        }
         Command::Points(ref points) => cli::points::run(&cli::context(&options)?, points),
     }
 }

@@ -278,3 +278,33 @@ fn options_that_would_be_ignored_are_refused() {
         );
     }
 }
+
+#[test]
+fn bench_knn_measures_builds_and_queries() {
+    let json = json_file("knn");
+    let out = stdout(&canopy(&[
+        "bench",
+        "knn",
+        "--points",
+        "3000",
+        "--k",
+        "1,16",
+        "--distribution",
+        "surface",
+        "--repeats",
+        "1",
+        "--sampled",
+        "8",
+        "--json",
+        json.to_str().unwrap(),
+    ]));
+    assert!(out.contains("surface 3000 points: build"), "{out}");
+    let report = read_json(&json);
+    let queries = &report["reports"][0]["queries"];
+    assert_eq!(queries[1]["k"], 16);
+    let final_ratio = queries[1]["final_over_rk"].as_f64().unwrap();
+    assert!((1.0..1.1).contains(&final_ratio), "{final_ratio}");
+    assert!(queries[0]["final_over_rk"].is_null());
+    let refused = canopy(&["bench", "knn", "--k", "65"]);
+    assert!(!refused.status.success());
+}

@@ -9,6 +9,7 @@
 //!   mesh: times, work, memory, tree shape and SAH cost, traversal work ([`traversal`]), the
 //!   driver's builder and CPU references beside.
 //! - [`frames`]: whole frames of the renderer and ray casting on their own.
+//! - [`knn`]: point kd-tree builds and neighbour queries over seeded clouds.
 //! - [`display`]: the reports as text (`Display`), as the commands and targets print them.
 //! - [`report`]: a GPU run's JSON against canopy's targets, as BENCHMARKS.md rows.
 //!
@@ -19,6 +20,7 @@
 pub mod display;
 pub mod frames;
 pub mod harness;
+pub mod knn;
 pub mod meshes;
 pub mod prims;
 pub mod report;

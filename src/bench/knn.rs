@@ -1,0 +1,268 @@
+//! Point kd-trees and neighbour queries measured (`canopy bench knn`): for clouds of each
+//! distribution and size, the GPU build (time per stage, work, memory) and every point's k
+//! nearest neighbours for each k (time), with how far the final search radius lies from the
+//! true k-th neighbour's on a sample of queries (brute force).
+//!
+//! Clouds, seeded: **uniform** in the unit cube; **clustered**: 32 tight clusters in it;
+//! **surface**: evenly spread on the unit sphere (a Fibonacci lattice), as scans are.
+
+use super::Result;
+use super::harness::{Timing, count_work, time_runs};
+use crate::accel::PointStructure;
+use crate::accel::Structure;
+use crate::accel::pointkd::PointKdParams;
+use crate::accel::pointkd::build::PointKdStructure;
+use crate::accel::pointkd::cpu::{knn_brute_force, query_radius};
+use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
+use crate::geom::PointInput;
+use crate::rng::Rng;
+use crate::vk::{Context, Count, MemoryKind, Slice, WorkCounts};
+
+/// A kind of cloud.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Distribution {
+    /// Uniform in the unit cube.
+    Uniform,
+    /// 32 tight clusters.
+    Clustered,
+    /// On the unit sphere.
+    Surface,
+}
+
+impl Distribution {
+    /// Every distribution.
+    pub const ALL: [Distribution; 3] = [
+        Distribution::Uniform,
+        Distribution::Clustered,
+        Distribution::Surface,
+    ];
+
+    /// `uniform`, `clustered` or `surface`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distribution::Uniform => "uniform",
+            Distribution::Clustered => "clustered",
+            Distribution::Surface => "surface",
+        }
+    }
+
+    /// `n` points of this distribution (seeded).
+    pub fn points(self, n: u32) -> Vec<[f32; 3]> {
+        let mut rng = Rng::new(n as u64 ^ 0x6b6e6e);
+        match self {
+            Distribution::Uniform => (0..n)
+                .map(|_| std::array::from_fn(|_| rng.f32_in(0.0, 1.0)))
+                .collect(),
+            Distribution::Clustered => {
+                let centres: Vec<[f32; 3]> = (0..32)
+                    .map(|_| std::array::from_fn(|_| rng.f32_in(0.0, 1.0)))
+                    .collect();
+                (0..n)
+                    .map(|i| {
+                        let c = centres[i as usize % 32];
+                        std::array::from_fn(|a| c[a] + rng.f32_in(-0.01, 0.01))
+                    })
+                    .collect()
+            }
+            Distribution::Surface => {
+                let golden = std::f64::consts::PI * (3.0 - 5f64.sqrt());
+                (0..n)
+                    .map(|i| {
+                        let y = 1.0 - 2.0 * (i as f64 + 0.5) / n as f64;
+                        let r = (1.0 - y * y).sqrt();
+                        let a = golden * i as f64;
+                        [(r * a.cos()) as f32, y as f32, (r * a.sin()) as f32]
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Distribution {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        Distribution::ALL
+            .into_iter()
+            .find(|d| d.name() == text.trim())
+            .ok_or_else(|| format!("'{text}': expected uniform, clustered or surface"))
+    }
+}
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct KnnConfig {
+    /// Cloud sizes.
+    pub sizes: Vec<u32>,
+    /// Neighbours per query.
+    pub ks: Vec<u32>,
+    /// Cloud kinds.
+    pub distributions: Vec<Distribution>,
+    /// Timed runs (after a warm-up); the median is reported.
+    pub repeats: u32,
+    /// Queries whose final radius is compared with brute force's k-th distance.
+    pub sampled: u32,
+}
+
+/// Every point's k nearest, for one k.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct KnnQueryReport {
+    /// Neighbours per query.
+    pub k: u32,
+    /// Queries (every point).
+    pub queries: u32,
+    /// GPU time.
+    pub time: Timing,
+    /// The starting radius over the true k-th neighbour's distance, mean over the sampled
+    /// queries whose k-th neighbour is not at distance 0 (none for k = 1: a point is its own
+    /// nearest).
+    pub r0_over_rk: Option<f64>,
+    /// The final search radius over the true k-th neighbour's distance, likewise.
+    pub final_over_rk: Option<f64>,
+    /// Points within the final radius per query, likewise (at least k).
+    pub found_per_query: Option<f64>,
+}
+
+/// One cloud: its build and its queries.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct KnnReport {
+    /// The cloud's kind.
+    pub distribution: Distribution,
+    /// Its points.
+    pub points: u32,
+    /// GPU build time, per stage.
+    pub build: Timing,
+    /// Work of one build.
+    pub work: WorkCounts,
+    /// Tree bytes.
+    pub tree_bytes: u64,
+    /// Nodes of the tree.
+    pub nodes: u32,
+    /// The queries, per k.
+    pub queries: Vec<KnnQueryReport>,
+}
+
+/// Measures every cloud of `config`, handing each report to `each` as it is made.
+pub fn measure(
+    ctx: &Context,
+    config: &KnnConfig,
+    mut each: impl FnMut(&KnnReport),
+) -> Result<Vec<KnnReport>> {
+    let knn = Knn::new(ctx, 2)?;
+    let mut reports = Vec::new();
+    for &distribution in &config.distributions {
+        for &n in &config.sizes {
+            let points = distribution.points(n);
+            let positions = ctx.create_buffer_with("bench cloud", &points)?;
+            let mut structure = PointKdStructure::new(ctx, PointKdParams::default(), n)?;
+            let input = PointInput {
+                positions: Slice::whole(&positions),
+                count: n,
+            };
+            let build = time_runs(
+                ctx,
+                config.repeats,
+                |_| Ok(()),
+                |rec| structure.record_build(rec, &input, 0),
+            )?;
+            let work = count_work(ctx, |rec| structure.record_build(rec, &input, 0))?;
+            let mut queries = Vec::new();
+            let largest = config.ks.iter().copied().max().unwrap_or(1) as u64;
+            let ids = ctx.create_buffer("bench ids", n as u64 * largest * 4, MemoryKind::Device)?;
+            let d2 = ctx.create_buffer("bench d2", n as u64 * largest * 4, MemoryKind::Device)?;
+            let found = ctx.create_buffer("bench found", n as u64 * 8, MemoryKind::Device)?;
+            for &k in &config.ks {
+                let params = PointKdParams {
+                    k_estimate: k,
+                    ..PointKdParams::default()
+                };
+                let r0 = query_radius(&points, &params);
+                let q = KnnQueries {
+                    points: Slice::whole(&positions),
+                    count: Count::Host(n),
+                    radii: None,
+                    radius: r0,
+                };
+                let out = KnnOutput {
+                    ids: Slice::new(&ids, 0, n as u64 * k as u64),
+                    distances2: Slice::new(&d2, 0, n as u64 * k as u64),
+                    found: Slice::<KnnFound>::whole(&found),
+                };
+                let tree = structure.tree();
+                let time = time_runs(
+                    ctx,
+                    config.repeats,
+                    |_| Ok(()),
+                    |rec| knn.record(rec, tree, &q, k, &out),
+                )?;
+                let answers: Vec<KnnFound> = ctx.download(&found, 0, n as usize)?;
+                let step = (n / config.sampled.max(1)).max(1) as usize;
+                let (mut r0_ratio, mut final_ratio, mut within, mut m) = (0.0, 0.0, 0.0, 0);
+                for i in (0..n as usize).step_by(step) {
+                    let nearest = knn_brute_force(&points, points[i], k as usize);
+                    let rk = nearest.last().map_or(0.0, |l| l.0.sqrt()) as f64;
+                    if rk > 0.0 {
+                        r0_ratio += r0 as f64 / rk;
+                        final_ratio += answers[i].radius as f64 / rk;
+                        within += answers[i].within as f64;
+                        m += 1;
+                    }
+                }
+                let mean = |sum: f64| (m > 0).then(|| sum / m as f64);
+                queries.push(KnnQueryReport {
+                    k,
+                    queries: n,
+                    time,
+                    r0_over_rk: mean(r0_ratio),
+                    final_over_rk: mean(final_ratio),
+                    found_per_query: mean(within),
+                });
+            }
+            let report = KnnReport {
+                distribution,
+                points: n,
+                build,
+                work,
+                tree_bytes: structure.tree_bytes(),
+                nodes: structure.status().node_count,
+                queries,
+            };
+            each(&report);
+            reports.push(report);
+        }
+    }
+    Ok(reports)
+}
+
+impl std::fmt::Display for KnnReport {
+    /// The build line, then a line per k.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        writeln!(
+            f,
+            "{} {} points: build {:.4} ms ({} nodes, {:.2} MiB; {})",
+            self.distribution.name(),
+            self.points,
+            self.build.median_ms,
+            self.nodes,
+            self.tree_bytes as f64 / (1 << 20) as f64,
+            self.work
+        )?;
+        let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
+        for q in &self.queries {
+            writeln!(
+                f,
+                "  k {:>2}: {} queries {:.4} ms = {:.1} M queries/s; r0 / r_k {}, final / r_k {}, points within {}",
+                q.k,
+                q.queries,
+                q.time.median_ms,
+                q.queries as f64 / q.time.median_ms * 1e-3,
+                ratio(q.r0_over_rk),
+                ratio(q.final_over_rk),
+                ratio(q.found_per_query)
+            )?;
+        }
+        Ok(())
+    }
+}
