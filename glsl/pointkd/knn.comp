@@ -40,59 +40,26 @@ layout(push_constant, scalar) uniform Push {
 
 shared uint histogram[WORKGROUP_SIZE][NHIST];
 
-// Points within distance r (squared: r2) of q; with `bin` set, each is counted in the
-// histogram row of this invocation by (d - rmin) / (r - rmin).
-uint range_count(vec3 q, float r2, bool bin, float rmin, float r) {
+// The k nearest so far, in (squared distance, index) order.
+float best_d2[K_MAX];
+uint best_id[K_MAX];
+
+// What a range search does with each point it finds besides counting it.
+const uint COUNT = 0;     // nothing
+const uint HISTOGRAM = 1; // count it in this invocation's histogram row by (d - rmin) / (r - rmin)
+const uint GATHER = 2;    // keep the nearest `limit` in best_d2/best_id (how many: `kept`)
+
+// Every point within squared distance r2 of q, found depth first with a stack, skipping nodes
+// whose box lies beyond: returns how many there are, and does with each what `mode` says.
+uint range_search(vec3 q, float r2, uint mode, float rmin, float r, uint limit, out uint kept) {
     PointKdNodes nodes = PointKdNodes(pc.nodes_address);
     PointEntries entries = PointEntries(pc.entries_address);
     uint stack[STACK_SIZE];
     uint top = 0;
     uint node = 0;
     uint count = 0;
+    kept = 0;
     float scale = float(NHIST) / max(r - rmin, 1e-30);
-    while (true) {
-        PointKdNode n = nodes.v[node];
-        if (box_distance2(q, n.lo, n.hi) < r2) {
-            if ((n.word0 & 3u) == POINT_KD_LEAF) {
-                uint end = n.word1 + (n.word0 >> 2);
-                for (uint e = n.word1; e < end; ++e) {
-                    float d2 = distance2(entries.v[e].xyz, q);
-                    if (d2 < r2) {
-                        count += 1;
-                        if (bin) {
-                            float at = (sqrt(d2) - rmin) * scale;
-                            histogram[gl_LocalInvocationIndex][min(uint(max(at, 0.0)), NHIST - 1)] += 1;
-                        }
-                    }
-                }
-            } else {
-                stack[top++] = (n.word0 >> 2) + 1;
-                node = n.word0 >> 2;
-                continue;
-            }
-        }
-        if (top == 0) {
-            break;
-        }
-        node = stack[--top];
-    }
-    return count;
-}
-
-// The k nearest so far, in (squared distance, index) order.
-float best_d2[K_MAX];
-uint best_id[K_MAX];
-
-// Gathers the nearest `limit` points within squared distance r2 of q into best_d2/best_id;
-// returns how many it kept, and in `inside` how many lie within r2.
-uint gather(vec3 q, float r2, uint limit, out uint inside) {
-    PointKdNodes nodes = PointKdNodes(pc.nodes_address);
-    PointEntries entries = PointEntries(pc.entries_address);
-    uint stack[STACK_SIZE];
-    uint top = 0;
-    uint node = 0;
-    uint kept = 0;
-    inside = 0;
     while (true) {
         PointKdNode n = nodes.v[node];
         if (box_distance2(q, n.lo, n.hi) < r2) {
@@ -101,11 +68,18 @@ uint gather(vec3 q, float r2, uint limit, out uint inside) {
                 for (uint e = n.word1; e < end; ++e) {
                     vec4 entry = entries.v[e];
                     float d2 = distance2(entry.xyz, q);
-                    uint id = floatBitsToUint(entry.w);
                     if (d2 >= r2) {
                         continue;
                     }
-                    inside += 1;
+                    count += 1;
+                    if (mode == HISTOGRAM) {
+                        float at = (sqrt(d2) - rmin) * scale;
+                        histogram[gl_LocalInvocationIndex][min(uint(max(at, 0.0)), NHIST - 1)] += 1;
+                    }
+                    if (mode != GATHER) {
+                        continue;
+                    }
+                    uint id = floatBitsToUint(entry.w);
                     if (kept == limit && (d2 > best_d2[limit - 1] || (d2 == best_d2[limit - 1] && id > best_id[limit - 1]))) {
                         continue;
                     }
@@ -130,7 +104,13 @@ uint gather(vec3 q, float r2, uint limit, out uint inside) {
         }
         node = stack[--top];
     }
-    return kept;
+    return count;
+}
+
+// Points within distance r of q.
+uint range_count(vec3 q, float r) {
+    uint unused;
+    return range_search(q, r * r, COUNT, 0.0, r, 0, unused);
 }
 
 // Relative widening of a narrowed radius: the histogram bins distances through sqrt, the
@@ -148,10 +128,10 @@ void main() {
     float r = pc.radii_address != 0ul ? F32s(pc.radii_address).v[i] : pc.radius;
     r = min(max(r, 1e-30), pc.max_radius);
     // A radius holding `wanted` points, unless the bound stops it.
-    uint within = pc.point_count > 0 ? range_count(q, r * r, false, 0.0, r) : 0;
+    uint within = pc.point_count > 0 ? range_count(q, r) : 0;
     while (within < wanted && r < pc.max_radius) {
         r = min(r * 2.0, pc.max_radius);
-        within = range_count(q, r * r, false, 0.0, r);
+        within = range_count(q, r);
     }
     float holding = r;
     // Narrow [rmin, r) to the histogram bin holding the wanted-th nearest.
@@ -160,7 +140,8 @@ void main() {
         for (uint b = 0; b < NHIST; ++b) {
             histogram[gl_LocalInvocationIndex][b] = 0;
         }
-        range_count(q, r * r, true, rmin, r);
+        uint unused;
+        range_search(q, r * r, HISTOGRAM, rmin, r, 0, unused);
         uint below = 0;
         uint bin = 0;
         while (bin < NHIST - 1 && below + histogram[gl_LocalInvocationIndex][bin] < wanted) {
@@ -172,11 +153,14 @@ void main() {
         rmin = rmin + float(bin) * width;
     }
     uint inside = 0;
-    uint kept = pc.point_count > 0 ? gather(q, r * r, limit, inside) : 0;
+    uint kept = 0;
+    if (pc.point_count > 0) {
+        inside = range_search(q, r * r, GATHER, 0.0, r, limit, kept);
+    }
     if (kept < wanted) {
         // Rounding left the narrowed radius short: the radius that held them.
         r = holding;
-        kept = gather(q, r * r, limit, inside);
+        inside = range_search(q, r * r, GATHER, 0.0, r, limit, kept);
     }
     uint base = i * pc.k;
     for (uint j = 0; j < pc.k; ++j) {

@@ -134,11 +134,9 @@ impl Builder<'_> {
             return;
         };
         // Points below the split go left, keeping their order.
-        ids.sort_by_key(|&i| self.points[i as usize][axis] >= x);
-        let left = ids
-            .iter()
-            .filter(|&&i| self.points[i as usize][axis] < x)
-            .count();
+        let below = |&i: &u32| self.points[i as usize][axis] < x;
+        ids.sort_by_key(|i| !below(i));
+        let left = ids.partition_point(below);
         let (mut left_cell, mut right_cell) = (cell, cell);
         left_cell.1[axis] = x;
         right_cell.0[axis] = x;
