@@ -53,7 +53,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let found = ctx.create_buffer("found", n as u64 * 8, MemoryKind::Device)?;
     let knn = Knn::new(&ctx, 2)?;
     let queries = KnnQueries {
-        points: Slice::whole(&positions),
+        points: Some(Slice::whole(&positions)),
         count: Count::Host(n),
         radii: None,
         radius: query_radius(&points, &params),
@@ -62,6 +62,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         ids: Slice::whole(&ids),
         distances2: Slice::whole(&distances),
         found: Slice::<KnnFound>::whole(&found),
+        counters: None,
     };
     // The tree's build, then every point's k nearest, in one command buffer.
     let mut profiler = Profiler::new(&ctx, 64)?;

@@ -36,11 +36,13 @@ use canopy::accel::octree::{
 };
 use canopy::accel::pointkd::PointKdNode;
 use canopy::accel::pointkd::build::{PointKdBuildPush, PointKdBuildRefs, PointKdBuildState};
-use canopy::accel::pointkd::knn::KnnPush;
+use canopy::accel::pointkd::knn::{KnnCounters, KnnPush, PointKdHeader};
+use canopy::accel::pointkd::radius::{RadiusEstimatePush, RadiusSelectPush, RadiusStorePush};
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
 use canopy::points::NormalsPush;
+use canopy::points::orient::{OrientPush, OrientStats};
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
 use canopy::prims::multisplit::BinHistogramPush;
@@ -425,6 +427,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             shaders::POINTKD_KNN,
             Rust(rust_layout!(KnnPush {
                 nodes_address,
+                header_address,
                 entries_address,
                 queries_address,
                 radii_address,
@@ -432,12 +435,67 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 distances_address,
                 found_address,
                 count_address,
+                counters_address,
                 host_count,
                 k,
                 radius,
                 max_radius,
                 niter,
                 point_count
+            })),
+        ),
+        (
+            shaders::POINTKD_RADIUS_SELECT,
+            Rust(rust_layout!(RadiusSelectPush {
+                nodes_address,
+                header_address,
+                centres_address,
+                chosen_address,
+                count_address,
+                top_points,
+                levels
+            })),
+        ),
+        (
+            shaders::POINTKD_RADIUS_STORE,
+            Rust(rust_layout!(RadiusStorePush {
+                chosen_address,
+                found_address,
+                radii_address,
+                count_address
+            })),
+        ),
+        (
+            shaders::POINTKD_RADIUS_ESTIMATE,
+            Rust(rust_layout!(RadiusEstimatePush {
+                nodes_address,
+                header_address,
+                node_radii_address,
+                entries_address,
+                queries_address,
+                radii_address,
+                count_address,
+                host_count,
+                pad
+            })),
+        ),
+        (
+            shaders::POINTS_ORIENT,
+            Rust(rust_layout!(OrientPush {
+                positions_address,
+                normals_address,
+                ids_address,
+                component_address,
+                parity_address,
+                parent_address,
+                link_address,
+                lightest_address,
+                top_address,
+                stats_address,
+                count,
+                k,
+                round,
+                pad
             })),
         ),
         (
@@ -797,8 +855,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             name: "PointKdBuildRefs",
             shape: &[
                 "u64", "[u64; 2]", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
-                "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "f32",
-                "f32", "f32", "u32",
+                "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "f32", "f32", "f32", "u32",
             ],
             rust: rust_layout!(PointKdBuildRefs {
                 positions,
@@ -813,6 +871,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 nodes,
                 entries,
                 state,
+                header,
                 count,
                 stride,
                 node_capacity,
@@ -827,9 +886,42 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 k_estimate
             }),
             offsets: &[
-                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 124, 128, 132, 136, 140, 144,
-                148, 152, 156, 160, 164,
+                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,
+                152, 156, 160, 164, 168, 172,
             ],
+        },
+        SharedStruct {
+            kernel: shaders::POINTKD_KNN,
+            name: "PointKdHeader",
+            shape: &["u32", "f32"],
+            rust: rust_layout!(PointKdHeader {
+                node_count,
+                query_radius
+            }),
+            offsets: &[0, 4],
+        },
+        SharedStruct {
+            kernel: shaders::POINTKD_KNN,
+            name: "KnnCounters",
+            shape: &["u64", "u64", "u64", "u64"],
+            rust: rust_layout!(KnnCounters {
+                queries,
+                range_searches,
+                nodes_tested,
+                points_tested
+            }),
+            offsets: &[0, 8, 16, 24],
+        },
+        SharedStruct {
+            kernel: shaders::POINTS_ORIENT,
+            name: "OrientStats",
+            shape: &["[u32; 32]", "u32", "u32"],
+            rust: rust_layout!(OrientStats {
+                hooks,
+                flipped,
+                pad
+            }),
+            offsets: &[0, 128, 132],
         },
         SharedStruct {
             kernel: shaders::POINTKD_KNN,

@@ -6,8 +6,12 @@
 
 mod common;
 
+use canopy::accel::pointkd::build::PointKdBuilder;
 use canopy::accel::pointkd::cpu::{self, check, knn_brute_force, range_count_brute_force};
-use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, MAX_K, PointKdTreeGpu};
+use canopy::accel::pointkd::knn::{
+    Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries, MAX_K, PointKdTreeGpu,
+};
+use canopy::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use canopy::accel::pointkd::{PointKdParams, PointKdTree};
 use canopy::vk::{Context, Count, MemoryKind, Slice};
 use common::{Rng, assert_valid, context, folding_context};
@@ -92,7 +96,7 @@ fn gpu_knn(
         .unwrap();
     let knn = Knn::new(ctx, 2).unwrap();
     let q = KnnQueries {
-        points: Slice::whole(&points),
+        points: Some(Slice::whole(&points)),
         count: Count::Device {
             buffer: &count,
             offset: 0,
@@ -105,6 +109,7 @@ fn gpu_knn(
         ids: Slice::whole(&ids),
         distances2: Slice::whole(&distances),
         found: Slice::whole(&found),
+        counters: None,
     };
     ctx.submit_and_wait(|rec| match range {
         None => knn.record(rec, tree, &q, k, &out),
@@ -268,6 +273,122 @@ fn range_queries_count_and_return_the_nearest_inside() {
     assert_valid(&ctx);
 }
 
+/// Alg. 7's starting radii for `queries` (the cloud's own points first, `own` of them; `None`:
+/// every point of the tree, by [`KnnQueries::every_point`]) and the search from them: each own
+/// point's radius at least its k-th neighbour's distance, and every answer still brute
+/// force's. Returns the chosen nodes and the queries' work counters.
+fn assert_estimated_radii(
+    ctx: &Context,
+    (points, tree): (&[[f32; 3]], &PointKdTreeGpu),
+    (queries, own): (Option<&[[f32; 3]]>, usize),
+    k: u32,
+    label: &str,
+) -> (u32, KnnCounters) {
+    let targets = queries.unwrap_or(points);
+    let n = targets.len().max(1);
+    let positions = ctx.create_buffer_with("queries", targets).unwrap();
+    let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+    let radii = device("radii", n as u64 * 4).unwrap();
+    let ids = device("ids", n as u64 * k as u64 * 4).unwrap();
+    let distances = device("distances", n as u64 * k as u64 * 4).unwrap();
+    let found = device("found", n as u64 * 8).unwrap();
+    let counters = ctx
+        .create_buffer_with("counters", &[KnnCounters::default(); 2])
+        .unwrap();
+    let knn = Knn::new(ctx, 2).unwrap();
+    let capacity = PointKdBuilder::max_nodes(points.len() as u32, 32);
+    let estimator = RadiusEstimator::new(ctx, RadiusParams::default(), capacity).unwrap();
+    let out = KnnOutput {
+        ids: Slice::whole(&ids),
+        distances2: Slice::whole(&distances),
+        found: Slice::whole(&found),
+        counters: Some(Slice::new(&counters, 32, 1)),
+    };
+    let q = match queries {
+        Some(queries) => KnnQueries {
+            points: Some(Slice::whole(&positions)),
+            count: Count::Host(queries.len() as u32),
+            radii: Some(Slice::whole(&radii)),
+            radius: 0.0,
+        },
+        None => KnnQueries::every_point(tree, Some(Slice::whole(&radii))),
+    };
+    ctx.submit_and_wait(|rec| {
+        let precompute_counters = Some(Slice::new(&counters, 0, 1));
+        estimator.record_precompute(rec, &knn, tree, k, precompute_counters)?;
+        estimator.record_estimate(rec, tree, &q)?;
+        knn.record(rec, tree, &q, k, &out)
+    })
+    .unwrap();
+    let n = targets.len();
+    let r0: Vec<f32> = ctx.download(&radii, 0, n).unwrap();
+    let got_ids: Vec<u32> = ctx.download(&ids, 0, n * k as usize).unwrap();
+    let got_d2: Vec<f32> = ctx.download(&distances, 0, n * k as usize).unwrap();
+    for (i, &q) in targets.iter().enumerate() {
+        let expected = knn_brute_force(points, q, k as usize);
+        if let (true, Some(last)) = (i < own, expected.last()) {
+            assert!(
+                r0[i] >= last.0.sqrt(),
+                "{label}, k {k}: point {i}'s starting radius {} short of {}",
+                r0[i],
+                last.0.sqrt()
+            );
+        }
+        for (j, want) in expected.iter().enumerate() {
+            let at = i * k as usize + j;
+            assert_eq!(
+                (got_d2[at], got_ids[at]),
+                *want,
+                "{label}, k {k}: query {i} neighbour {j}"
+            );
+        }
+    }
+    let chosen: u32 = ctx.download(estimator.chosen_count(), 0, 1).unwrap()[0];
+    let counted: Vec<KnnCounters> = ctx.download(&counters, 0, 2).unwrap();
+    assert_eq!(counted[0].queries, chosen as u64, "{label}: node queries");
+    (chosen, counted[1])
+}
+
+#[test]
+fn starting_radii_never_fall_short_and_keep_the_search_exact() {
+    let ctx = context();
+    let mut rng = Rng::new(79);
+    for (name, points) in [
+        ("uniform", uniform(&mut rng, 4000)),
+        ("clustered", clustered(&mut rng, 4000)),
+        ("duplicates", duplicates(&mut rng, 600)),
+        ("planar", planar(&mut rng, 4000)),
+        ("one point", uniform(&mut rng, 1)),
+    ] {
+        let tree = PointKdTreeGpu::upload(&ctx, &build(&points, name), &points).unwrap();
+        let mut queries: Vec<[f32; 3]> = points.iter().step_by(3).copied().collect();
+        let own = queries.len();
+        queries.extend(uniform(&mut rng, 100));
+        for k in [1, 8, 16, 50] {
+            let cloud = (&points[..], &tree);
+            let (chosen, work) =
+                assert_estimated_radii(&ctx, cloud, (Some(&queries), own), k, name);
+            let n = queries.len() as u64;
+            assert_eq!(work.queries, n, "{name}: queries counted");
+            // The histogram passes and the gather at least.
+            assert!(work.range_searches >= 3 * n, "{name}: {work:?}");
+            let wanted = (k as u64).min(points.len() as u64);
+            assert!(work.points_tested >= wanted * n, "{name}: {work:?}");
+            assert!(work.nodes_tested >= work.range_searches, "{name}: {work:?}");
+            // At most 7 per top node (3 levels), top nodes of up to 4k points (at least 32)
+            // holding more than half that in a tree that splits near the middle.
+            let bound = (14 * points.len() as u32 / (4 * k).max(32)).max(1);
+            assert!(chosen <= bound, "{name}, k {k}: {chosen} node queries");
+            // Every point as a query, in the tree's leaf order.
+            let everyone = (None, points.len());
+            let label = format!("{name}, every point");
+            let (_, work) = assert_estimated_radii(&ctx, cloud, everyone, k, &label);
+            assert_eq!(work.queries, points.len() as u64, "{label}");
+        }
+    }
+    assert_valid(&ctx);
+}
+
 #[test]
 fn many_queries_fold_the_dispatch_grid() {
     // 20,000 queries under a limit of 64 workgroups per dimension.
@@ -302,14 +423,15 @@ fn bad_queries_are_named() {
         ids: Slice::whole(&buffer),
         distances2: Slice::whole(&buffer),
         found: Slice::whole(&found),
+        counters: None,
     };
     let q = KnnQueries {
-        points: Slice::whole(&buffer),
+        points: Some(Slice::whole(&buffer)),
         count: Count::Host(10),
         radii: None,
         radius: 0.1,
     };
-    for (k, radius) in [(0, 0.1), (MAX_K + 1, 0.1), (4, 0.0), (4, f32::NAN)] {
+    for (k, radius) in [(0, 0.1), (MAX_K + 1, 0.1), (4, -1.0), (4, f32::NAN)] {
         let q = KnnQueries { radius, ..q };
         let err = ctx.submit_and_wait(|rec| knn.record(rec, &tree, &q, k, &out));
         assert!(err.is_err(), "k {k}, radius {radius} accepted");
@@ -335,7 +457,6 @@ fn bad_queries_are_named() {
 
 /// Builds `points`' tree on the GPU and reads it back.
 fn gpu_build(ctx: &Context, points: &[[f32; 3]], params: PointKdParams) -> PointKdTree {
-    use canopy::accel::pointkd::build::PointKdBuilder;
     use canopy::geom::PointInput;
     let n = points.len() as u32;
     let data: &[[f32; 3]] = if points.is_empty() {
@@ -354,7 +475,7 @@ fn gpu_build(ctx: &Context, points: &[[f32; 3]], params: PointKdParams) -> Point
         .unwrap();
     let status = builder.status();
     assert_eq!(status.overflow, 0, "{status:?}");
-    tree.download(ctx, status.node_count).unwrap()
+    tree.download(ctx).unwrap()
 }
 
 /// The same tree up to node numbering and the order of points within a leaf.

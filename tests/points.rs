@@ -88,8 +88,7 @@ fn a_closed_surface_is_oriented_outwards() {
             *n = n.map(|x| -x);
         }
     }
-    let lists: Vec<Vec<u32>> = result.neighbours.chunks(12).map(<[u32]>::to_vec).collect();
-    orient_normals(&points, &lists, &mut normals);
+    orient_normals(&points, (&result.neighbours, 12), &mut normals);
     assert_eq!(normals, result.normals);
 }
 
@@ -198,4 +197,90 @@ fn aligned_scans_merge_as_their_conf_says() {
     assert!(load_aligned_scans(&dir.0.join("bad.conf")).is_err());
     std::fs::write(dir.0.join("bad.conf"), "bmesh gone.ply 0 0 0 0 0 0 1\n").unwrap();
     assert!(load_aligned_scans(&dir.0.join("bad.conf")).is_err());
+}
+
+/// A cloud of `n` random points, each with `k` random neighbours (some missing, some itself),
+/// and unit normals: random ones, or from three directions so that edge weights tie often.
+fn random_graph(
+    rng: &mut Rng,
+    (n, k): (usize, usize),
+    tied: bool,
+) -> (Vec<[f32; 3]>, Vec<u32>, Vec<[f32; 4]>) {
+    let points = (0..n)
+        .map(|_| std::array::from_fn(|_| rng.f32_in(-1.0, 1.0)))
+        .collect();
+    let ids = (0..n * k)
+        .map(|slot| match rng.below(20) {
+            0 => u32::MAX,
+            1 => (slot / k) as u32,
+            _ => rng.below(n as u32),
+        })
+        .collect();
+    let directions = [[0.0, 1.0, 0.0], [0.6, -0.8, 0.0], [0.0, 0.0, -1.0]];
+    let normals = (0..n)
+        .map(|_| {
+            let d: [f32; 3] = if tied {
+                directions[rng.below(3) as usize]
+            } else {
+                let v: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-1.0, 1.0));
+                let length = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.map(|x| x / length)
+            };
+            [d[0], d[1], d[2], 1.0]
+        })
+        .collect();
+    (points, ids, normals)
+}
+
+#[test]
+fn gpu_orientation_equals_kruskal() {
+    use canopy::points::orient::NormalOrienter;
+    use canopy::vk::Slice;
+    // Past 64 workgroups per dimension, the grids fold.
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(82);
+    for (n, k, tied) in [
+        (1, 1, false),
+        (2, 1, false),
+        (100, 4, false),
+        (100, 4, true),
+        (5000, 12, false),
+        (5000, 3, true),
+        (20_000, 1, false),
+    ] {
+        let label = format!("{n} points, k {k}, tied {tied}");
+        let (points, ids, normals) = random_graph(&mut rng, (n, k), tied);
+        let positions = ctx.create_buffer_with("positions", &points).unwrap();
+        let neighbours = ctx.create_buffer_with("ids", &ids).unwrap();
+        let oriented = ctx.create_buffer_with("normals", &normals).unwrap();
+        let orienter = NormalOrienter::new(&ctx, n as u32).unwrap();
+        ctx.submit_and_wait(|rec| {
+            orienter.record(
+                rec,
+                (Slice::whole(&positions), n as u32),
+                (Slice::whole(&neighbours), k as u32),
+                Slice::whole(&oriented),
+            )
+        })
+        .unwrap();
+        let gpu: Vec<[f32; 4]> = ctx.download(&oriented, 0, n).unwrap();
+        let stats = orienter.stats(&ctx).unwrap();
+        let mut cpu: Vec<[f32; 3]> = normals.iter().map(|v| [v[0], v[1], v[2]]).collect();
+        let summary = orient_normals(&points, (&ids, k), &mut cpu);
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            assert_eq!([g[0], g[1], g[2]], *c, "{label}: point {i}");
+            assert_eq!(g[3], 1.0, "{label}: point {i}'s density kept");
+        }
+        assert_eq!(stats.flipped as usize, summary.flipped, "{label}");
+        assert_eq!(
+            stats.forest_edges() as usize,
+            summary.forest_edges,
+            "{label}"
+        );
+        assert!(
+            stats.rounds() <= 1 + n.ilog2() as usize,
+            "{label}: {stats:?}"
+        );
+    }
+    common::assert_valid(&ctx);
 }

@@ -86,6 +86,7 @@ struct PointKdBuildRefs {
     uint64_t nodes;       // PointKdNode
     uint64_t entries;     // vec4 per entry (the tree's)
     uint64_t state;       // PointKdBuildState
+    uint64_t header;      // PointKdHeader (the tree's)
     uint count;           // points
     uint stride;          // list length (count rounded up to 4)
     uint node_capacity;

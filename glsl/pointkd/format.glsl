@@ -18,6 +18,14 @@ struct PointKdNode {
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer PointKdNodes { PointKdNode v[]; };
 
+// What a query needs to know of the tree as a whole (src/accel/pointkd/knn.rs
+// PointKdHeader): how many nodes it has, and the query radius R its VVH priced.
+struct PointKdHeader {
+    uint node_count;
+    float query_radius;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer PointKdHeaders { PointKdHeader h; };
+
 // A leaf entry: the point's position, and its index as the bits of w.
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer PointEntries { vec4 v[]; };
 

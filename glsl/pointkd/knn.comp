@@ -4,14 +4,20 @@
 // current radius in a histogram of NHIST distance bins (in shared memory, one row per
 // invocation) and narrow the radius to the bin holding the k-th nearest; a final range
 // search gathers the points within that radius into a list of the k nearest, sorted by
-// squared distance and then index, so the answer is exact and deterministic. A radius that
-// holds fewer than k points (a starting guess too small) doubles until it holds them or
-// reaches max_radius; a range query is this search with max_radius as its bound and k as the
-// most points it returns. Range searches walk the tree depth first with a stack, skipping
-// nodes whose box lies beyond the radius.
+// squared distance and then index, so the answer is exact and deterministic. The first
+// histogram's total is the count of points within r0: a radius that holds fewer than k (a
+// starting guess too small) doubles until it holds them or reaches max_radius. A range query
+// (NITER 0, max_radius its radius, k the most points it returns) is the gathering search
+// alone. Range searches walk the tree depth first with a stack, skipping nodes whose box lies
+// beyond the radius. With no query list (queries_address 0) the queries are the tree's own
+// points in leaf order, answered at their indices.
 //
 // Writes per query: the k (or fewer) nearest indices and squared distances (MISS and INF
-// past the last), the final radius, and how many points lie within it.
+// past the last), the final radius, and how many points lie within it. Without a list to
+// write (ids_address 0) the final search only counts, to confirm the narrowed radius holds k:
+// the radius alone is wanted (glsl/pointkd/radius_*.comp's node queries). With a counters
+// address it adds the work done (range searches, nodes and points tested), one atomic per
+// subgroup.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "pointkd/format.glsl"
@@ -23,22 +29,37 @@ const uint MISS = 0xffffffffu;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t nodes_address;     // PointKdNode, the root first
+    uint64_t header_address;    // PointKdHeader
     uint64_t entries_address;   // vec4 per leaf entry: position, index bits
-    uint64_t queries_address;   // vec3 per query
-    uint64_t radii_address;     // float r0 per query, or 0: `radius` for all
+    uint64_t queries_address;   // vec3 per query, or 0: every point of the tree
+    uint64_t radii_address;     // float r0 per query (by point index for the tree's points),
+                                // or 0: `radius` for all
     uint64_t ids_address;       // out: k indices per query
     uint64_t distances_address; // out: k squared distances per query
     uint64_t found_address;     // out: uvec2 per query: points within the final radius, its bits
     uint64_t count_address;
+    uint64_t counters_address;  // KnnCounters, or 0
     uint host_count;
     uint k;
-    float radius;               // r0 when radii_address is 0
+    float radius;               // r0 when radii_address is 0 (0: the tree's R)
     float max_radius;           // range bound (INF for plain KNN)
     uint niter;
     uint point_count;
 } pc;
 
 shared uint histogram[WORKGROUP_SIZE][NHIST];
+
+// The work counted (src/accel/pointkd/knn.rs KnnCounters).
+struct KnnCounters {
+    uint64_t queries;
+    uint64_t range_searches;
+    uint64_t nodes_tested;
+    uint64_t points_tested;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 8) buffer KnnCountersBuffer { KnnCounters c; };
+uint searches = 0;
+uint nodes_tested = 0;
+uint points_tested = 0;
 
 // The k nearest so far, in (squared distance, index) order.
 float best_d2[K_MAX];
@@ -60,11 +81,14 @@ uint range_search(vec3 q, float r2, uint mode, float rmin, float r, uint limit, 
     uint count = 0;
     kept = 0;
     float scale = float(NHIST) / max(r - rmin, 1e-30);
+    searches += 1;
     while (true) {
         PointKdNode n = nodes.v[node];
+        nodes_tested += 1;
         if (box_distance2(q, n.lo, n.hi) < r2) {
             if ((n.word0 & 3u) == POINT_KD_LEAF) {
                 uint end = n.word1 + (n.word0 >> 2);
+                points_tested += end - n.word1;
                 for (uint e = n.word1; e < end; ++e) {
                     vec4 entry = entries.v[e];
                     float d2 = distance2(entry.xyz, q);
@@ -107,67 +131,111 @@ uint range_search(vec3 q, float r2, uint mode, float rmin, float r, uint limit, 
     return count;
 }
 
-// Points within distance r of q.
-uint range_count(vec3 q, float r) {
+// Fills this invocation's histogram row with the points within r of q, binned over [rmin, r);
+// returns how many there are.
+uint histogram_pass(vec3 q, float rmin, float r) {
+    for (uint b = 0; b < NHIST; ++b) {
+        histogram[gl_LocalInvocationIndex][b] = 0;
+    }
     uint unused;
-    return range_search(q, r * r, COUNT, 0.0, r, 0, unused);
+    return range_search(q, r * r, HISTOGRAM, rmin, r, 0, unused);
 }
 
 // Relative widening of a narrowed radius: the histogram bins distances through sqrt, the
 // final search compares squared distances.
 const float RADIUS_SLACK = 1e-5;
 
+// Narrows [rmin, r) to the histogram bin holding the wanted-th nearest.
+void narrow(uint wanted, inout float rmin, inout float r) {
+    uint below = 0;
+    uint bin = 0;
+    while (bin < NHIST - 1 && below + histogram[gl_LocalInvocationIndex][bin] < wanted) {
+        below += histogram[gl_LocalInvocationIndex][bin];
+        bin += 1;
+    }
+    float width = (r - rmin) / float(NHIST);
+    r = min((rmin + float(bin + 1) * width) * (1.0 + RADIUS_SLACK), r);
+    rmin = rmin + float(bin) * width;
+}
+
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
         return;
     }
-    vec3 q = Vec3s(pc.queries_address).v[i];
+    // Every point of the tree in leaf order (neighbouring invocations walk neighbouring
+    // paths), answered at its own index; or the given queries.
+    vec3 q;
+    uint slot = i;
+    if (pc.queries_address == 0ul) {
+        vec4 entry = PointEntries(pc.entries_address).v[i];
+        q = entry.xyz;
+        slot = floatBitsToUint(entry.w);
+    } else {
+        q = Vec3s(pc.queries_address).v[i];
+    }
     uint limit = min(pc.k, K_MAX);
     uint wanted = min(limit, pc.point_count);
-    float r = pc.radii_address != 0ul ? F32s(pc.radii_address).v[i] : pc.radius;
-    r = min(max(r, 1e-30), pc.max_radius);
-    // A radius holding `wanted` points, unless the bound stops it.
-    uint within = pc.point_count > 0 ? range_count(q, r) : 0;
-    while (within < wanted && r < pc.max_radius) {
-        r = min(r * 2.0, pc.max_radius);
-        within = range_count(q, r);
+    float r = pc.radius > 0.0 ? pc.radius : PointKdHeaders(pc.header_address).h.query_radius;
+    if (pc.radii_address != 0ul) {
+        r = F32s(pc.radii_address).v[slot];
     }
+    r = min(max(r, 1e-30), pc.max_radius);
     float holding = r;
-    // Narrow [rmin, r) to the histogram bin holding the wanted-th nearest.
-    float rmin = 0.0;
-    for (uint iter = 0; iter < pc.niter && within >= wanted && wanted > 0; ++iter) {
-        for (uint b = 0; b < NHIST; ++b) {
-            histogram[gl_LocalInvocationIndex][b] = 0;
+    if (pc.niter > 0 && wanted > 0) {
+        // The first histogram counts too: the radius doubles until it holds `wanted` points
+        // (unless the bound stops it), then each histogram narrows it.
+        uint within = histogram_pass(q, 0.0, r);
+        while (within < wanted && r < pc.max_radius) {
+            r = min(r * 2.0, pc.max_radius);
+            within = histogram_pass(q, 0.0, r);
         }
-        uint unused;
-        range_search(q, r * r, HISTOGRAM, rmin, r, 0, unused);
-        uint below = 0;
-        uint bin = 0;
-        while (bin < NHIST - 1 && below + histogram[gl_LocalInvocationIndex][bin] < wanted) {
-            below += histogram[gl_LocalInvocationIndex][bin];
-            bin += 1;
+        holding = r;
+        if (within >= wanted) {
+            float rmin = 0.0;
+            narrow(wanted, rmin, r);
+            for (uint iter = 1; iter < pc.niter; ++iter) {
+                histogram_pass(q, rmin, r);
+                narrow(wanted, rmin, r);
+            }
         }
-        float width = (r - rmin) / float(NHIST);
-        r = min((rmin + float(bin + 1) * width) * (1.0 + RADIUS_SLACK), r);
-        rmin = rmin + float(bin) * width;
     }
     uint inside = 0;
     uint kept = 0;
+    uint mode = pc.ids_address != 0ul ? GATHER : COUNT;
     if (pc.point_count > 0) {
-        inside = range_search(q, r * r, GATHER, 0.0, r, limit, kept);
+        inside = range_search(q, r * r, mode, 0.0, r, limit, kept);
+        kept = mode == GATHER ? kept : min(inside, wanted);
+        if (kept < wanted && r < holding) {
+            // Rounding left the narrowed radius short: the radius that held them.
+            r = holding;
+            inside = range_search(q, r * r, mode, 0.0, r, limit, kept);
+            kept = mode == GATHER ? kept : min(inside, wanted);
+        }
     }
-    if (kept < wanted) {
-        // Rounding left the narrowed radius short: the radius that held them.
-        r = holding;
-        inside = range_search(q, r * r, GATHER, 0.0, r, limit, kept);
+    if (pc.ids_address != 0ul) {
+        uint base = slot * pc.k;
+        for (uint j = 0; j < pc.k; ++j) {
+            bool have = j < kept;
+            U32s(pc.ids_address).v[base + j] = have ? best_id[j] : MISS;
+            F32s(pc.distances_address).v[base + j] = have ? best_d2[j] : INF;
+        }
     }
-    uint base = i * pc.k;
-    for (uint j = 0; j < pc.k; ++j) {
-        bool have = j < kept;
-        U32s(pc.ids_address).v[base + j] = have ? best_id[j] : MISS;
-        F32s(pc.distances_address).v[base + j] = have ? best_d2[j] : INF;
+    U32s(pc.found_address).v[2 * slot] = inside;
+    U32s(pc.found_address).v[2 * slot + 1] = floatBitsToUint(r);
+    if (pc.counters_address != 0ul) {
+        // A subgroup's sums fit 32 bits: a search tests each point at most once, and a query makes
+        // a few searches.
+        uint subgroup_searches = subgroupAdd(searches);
+        uint subgroup_nodes = subgroupAdd(nodes_tested);
+        uint subgroup_points = subgroupAdd(points_tested);
+        uint subgroup_queries = subgroupAdd(1u);
+        if (subgroupElect()) {
+            KnnCountersBuffer counters = KnnCountersBuffer(pc.counters_address);
+            atomicAdd(counters.c.queries, uint64_t(subgroup_queries));
+            atomicAdd(counters.c.range_searches, uint64_t(subgroup_searches));
+            atomicAdd(counters.c.nodes_tested, uint64_t(subgroup_nodes));
+            atomicAdd(counters.c.points_tested, uint64_t(subgroup_points));
+        }
     }
-    U32s(pc.found_address).v[2 * i] = inside;
-    U32s(pc.found_address).v[2 * i + 1] = floatBitsToUint(r);
 }

@@ -1,7 +1,9 @@
 //! Point kd-trees and neighbour queries measured (`canopy bench knn`): for clouds of each
 //! distribution and size, the GPU build (time per stage, work, memory) and every point's k
-//! nearest neighbours for each k (time), with how far the final search radius lies from the
-//! true k-th neighbour's on a sample of queries (brute force).
+//! nearest neighbours for each k: the time of the starting radii (Alg. 7) and of the search,
+//! the work per query (range searches, nodes and points tested, against k), and how far the
+//! starting and final radii lie from the true k-th neighbour's on a sample of queries (brute
+//! force).
 //!
 //! Clouds, seeded: **uniform** in the unit cube; **clustered**: 32 tight clusters in it;
 //! **surface**: evenly spread on the unit sphere (a Fibonacci lattice), as scans are.
@@ -11,12 +13,14 @@ use super::harness::{Timing, count_work, time_runs};
 use crate::accel::PointStructure;
 use crate::accel::Structure;
 use crate::accel::pointkd::PointKdParams;
+use crate::accel::pointkd::build::PointKdBuilder;
 use crate::accel::pointkd::build::PointKdStructure;
-use crate::accel::pointkd::cpu::{knn_brute_force, query_radius};
-use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
+use crate::accel::pointkd::cpu::knn_brute_force;
+use crate::accel::pointkd::knn::{Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries};
+use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use crate::geom::PointInput;
 use crate::rng::Rng;
-use crate::vk::{Context, Count, MemoryKind, Slice, WorkCounts};
+use crate::vk::{Context, MemoryKind, Slice, WorkCounts};
 
 /// A kind of cloud.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -113,8 +117,14 @@ pub struct KnnQueryReport {
     pub k: u32,
     /// Queries (every point).
     pub queries: u32,
-    /// GPU time.
+    /// GPU time: the starting radii (`knn: starting radii`) and the search (`knn`).
     pub time: Timing,
+    /// Nodes whose k-th radius the starting radii needed (PRECOMPUTERADIUS's queries).
+    pub node_queries: u32,
+    /// The work of the node queries.
+    pub node_work: KnnCounters,
+    /// The work of the queries.
+    pub work: KnnCounters,
     /// The starting radius over the true k-th neighbour's distance, mean over the sampled
     /// queries whose k-th neighbour is not at distance 0 (none for k = 1: a point is its own
     /// nearest).
@@ -173,30 +183,43 @@ pub fn measure(
             let ids = ctx.create_buffer("bench ids", n as u64 * largest * 4, MemoryKind::Device)?;
             let d2 = ctx.create_buffer("bench d2", n as u64 * largest * 4, MemoryKind::Device)?;
             let found = ctx.create_buffer("bench found", n as u64 * 8, MemoryKind::Device)?;
+            let radii = ctx.create_buffer("bench r0", n as u64 * 4, MemoryKind::Device)?;
+            let counters = ctx.create_buffer("bench knn counters", 64, MemoryKind::Device)?;
+            let estimator = RadiusEstimator::new(
+                ctx,
+                RadiusParams::default(),
+                PointKdBuilder::max_nodes(n, PointKdParams::default().large_node),
+            )?;
             for &k in &config.ks {
-                let params = PointKdParams {
-                    k_estimate: k,
-                    ..PointKdParams::default()
-                };
-                let r0 = query_radius(&points, &params);
-                let q = KnnQueries {
-                    points: Slice::whole(&positions),
-                    count: Count::Host(n),
-                    radii: None,
-                    radius: r0,
-                };
+                let tree = structure.tree();
+                let q = KnnQueries::every_point(tree, Some(Slice::whole(&radii)));
                 let out = KnnOutput {
                     ids: Slice::new(&ids, 0, n as u64 * k as u64),
                     distances2: Slice::new(&d2, 0, n as u64 * k as u64),
                     found: Slice::<KnnFound>::whole(&found),
+                    counters: None,
                 };
-                let tree = structure.tree();
-                let time = time_runs(
-                    ctx,
-                    config.repeats,
-                    |_| Ok(()),
-                    |rec| knn.record(rec, tree, &q, k, &out),
-                )?;
+                let search = |rec: &mut crate::vk::Recorder,
+                              counted: Option<(Slice<KnnCounters>, Slice<KnnCounters>)>|
+                 -> crate::vk::Result<()> {
+                    estimator.record_precompute(rec, &knn, tree, k, counted.map(|c| c.0))?;
+                    estimator.record_estimate(rec, tree, &q)?;
+                    let out = KnnOutput {
+                        counters: counted.map(|c| c.1),
+                        ..out
+                    };
+                    knn.record(rec, tree, &q, k, &out)
+                };
+                let time = time_runs(ctx, config.repeats, |_| Ok(()), |rec| search(rec, None))?;
+                ctx.submit_and_wait(|rec| {
+                    rec.fill(&counters, 0, 64, 0);
+                    rec.barrier_transfer_to_compute();
+                    let halves = (Slice::new(&counters, 0, 1), Slice::new(&counters, 32, 1));
+                    search(rec, Some(halves))
+                })?;
+                let counted: Vec<KnnCounters> = ctx.download(&counters, 0, 2)?;
+                let node_queries: u32 = ctx.download(estimator.chosen_count(), 0, 1)?[0];
+                let starts: Vec<f32> = ctx.download(&radii, 0, n as usize)?;
                 let answers: Vec<KnnFound> = ctx.download(&found, 0, n as usize)?;
                 let step = (n / config.sampled.max(1)).max(1) as usize;
                 let (mut r0_ratio, mut final_ratio, mut within, mut m) = (0.0, 0.0, 0.0, 0);
@@ -204,7 +227,7 @@ pub fn measure(
                     let nearest = knn_brute_force(&points, points[i], k as usize);
                     let rk = nearest.last().map_or(0.0, |l| l.0.sqrt()) as f64;
                     if rk > 0.0 {
-                        r0_ratio += r0 as f64 / rk;
+                        r0_ratio += starts[i] as f64 / rk;
                         final_ratio += answers[i].radius as f64 / rk;
                         within += answers[i].within as f64;
                         m += 1;
@@ -215,6 +238,9 @@ pub fn measure(
                     k,
                     queries: n,
                     time,
+                    node_queries,
+                    node_work: counted[0],
+                    work: counted[1],
                     r0_over_rk: mean(r0_ratio),
                     final_over_rk: mean(final_ratio),
                     found_per_query: mean(within),
@@ -251,16 +277,32 @@ impl std::fmt::Display for KnnReport {
         )?;
         let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
         for q in &self.queries {
+            let per_query = |x: u64| x as f64 / q.work.queries.max(1) as f64;
             writeln!(
                 f,
-                "  k {:>2}: {} queries {:.4} ms = {:.1} M queries/s; r0 / r_k {}, final / r_k {}, points within {}",
+                "  k {:>2}: {} queries {:.4} ms (starting radii {:.4} ms, search {:.4} ms) = {:.1} M \
+                 queries/s; r0 / r_k {}, final / r_k {}, points within {}",
                 q.k,
                 q.queries,
                 q.time.median_ms,
+                q.time.stage_ms("knn: starting radii"),
+                q.time.stage_ms("knn"),
                 q.queries as f64 / q.time.median_ms * 1e-3,
                 ratio(q.r0_over_rk),
                 ratio(q.final_over_rk),
                 ratio(q.found_per_query)
+            )?;
+            writeln!(
+                f,
+                "        per query: {:.2} range searches, {:.1} nodes, {:.1} points tested \
+                 ({:.2} k); {} node queries ({:.3} per point), {:.1} points tested each",
+                per_query(q.work.range_searches),
+                per_query(q.work.nodes_tested),
+                per_query(q.work.points_tested),
+                per_query(q.work.points_tested) / q.k as f64,
+                q.node_queries,
+                q.node_queries as f64 / q.queries.max(1) as f64,
+                q.node_work.points_tested as f64 / q.node_work.queries.max(1) as f64,
             )?;
         }
         Ok(())

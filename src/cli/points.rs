@@ -65,13 +65,16 @@ pub fn run(ctx: &Context, command: &PointsCommand) -> Result<(), CliError> {
     let mean = finite.iter().map(|&d| d as f64).sum::<f64>() / finite.len().max(1) as f64;
     let without = result.normals.iter().filter(|n| **n == [0.0; 3]).count();
     println!(
-        "{}: {} points, k = {}: {} normals oriented ({} flipped, {} without a normal), mean density {:.4e}; wrote {}",
+        "{}: {} points, k = {}: {} normals oriented ({} flipped, {} without a normal; {} trees \
+         joined in {} rounds), mean density {:.4e}; wrote {}",
         args.input.display(),
         points.len(),
         args.k,
         points.len() - without,
-        result.flipped,
+        result.orientation.flipped,
         without,
+        points.len() as u64 - result.orientation.forest_edges(),
+        result.orientation.rounds(),
         mean,
         output.display()
     );
@@ -79,10 +82,6 @@ pub fn run(ctx: &Context, command: &PointsCommand) -> Result<(), CliError> {
         for (stage, ms) in &result.stages {
             println!("  {stage:<28} {ms:.4} ms (GPU)");
         }
-        println!(
-            "  {:<28} {:.4} s (CPU)",
-            "orientation", result.orientation_seconds
-        );
     }
     Ok(())
 }

@@ -2,8 +2,6 @@
 //! the k nearest neighbours, cyclic Jacobi in double precision), and the orientation of
 //! normals by a minimum spanning tree over the neighbour graph (Hoppe et al. 1992).
 
-use std::collections::BinaryHeap;
-
 /// A symmetric 3x3 matrix's eigenvalues and eigenvectors (columns of the second), by cyclic
 /// Jacobi rotations until the off-diagonal vanishes.
 pub fn symmetric_eigen(mut a: [[f64; 3]; 3]) -> ([f64; 3], [[f64; 3]; 3]) {
@@ -72,60 +70,105 @@ pub fn pca_normal(neighbours: &[[f32; 3]]) -> ([f64; 3], [f64; 3]) {
     (normal.map(|x| x / length), order.map(|i| values[i]))
 }
 
+/// The weight of the edge between normals `a` and `b`, `1 - |a . b|` (at least 0), and whether
+/// they point away from each other (`a . b < 0`), in f32 as `glsl/points/orient.comp` computes
+/// them.
+pub fn edge_weight(a: [f32; 3], b: [f32; 3]) -> (f32, bool) {
+    let d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let w = 1.0 - d.abs();
+    (if w <= 0.0 { 0.0 } else { w }, d < 0.0)
+}
+
+/// What an orientation did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Orientation {
+    /// Normals flipped.
+    pub flipped: usize,
+    /// Edges of the spanning forest.
+    pub forest_edges: usize,
+}
+
 /// Orients `normals` consistently (Hoppe et al. 1992): over the graph joining each point to its
-/// neighbours (`neighbours[i]`, `u32::MAX` for none), weighted `1 - |n_i . n_j|`, a minimum
-/// spanning forest is grown by Prim's algorithm from the highest point of each component (its
-/// normal turned to point up, +y), and each normal is flipped to agree with its parent's.
-/// Returns the number of normals flipped.
+/// `k` neighbours (`neighbours`, `k` per point, `u32::MAX` for none), edges weighted
+/// `1 - |n_v . n_u|` and ordered by (weight, `v * k + slot`), the minimum spanning forest (by
+/// Kruskal's algorithm, the one `glsl/points/orient.comp` grows by Borůvka's) carries each
+/// point's sign relative to its tree: across an edge the signs differ where the normals point
+/// away from each other. In each tree the highest point (largest y, then lowest index) has its
+/// normal turned up (+y).
 pub fn orient_normals(
     points: &[[f32; 3]],
-    neighbours: &[Vec<u32>],
+    (neighbours, k): (&[u32], usize),
     normals: &mut [[f32; 3]],
-) -> usize {
+) -> Orientation {
     let n = points.len();
-    let dot = |a: [f32; 3], b: [f32; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-    // Symmetric adjacency: an edge wherever either point lists the other.
-    let mut adjacency: Vec<Vec<u32>> = neighbours.to_vec();
-    for (i, list) in neighbours.iter().enumerate() {
-        for &j in list.iter().filter(|&&j| j != u32::MAX && j as usize != i) {
-            adjacency[j as usize].push(i as u32);
+    let mut edges: Vec<(u32, u32)> = Vec::new();
+    for (edge, &u) in neighbours.iter().enumerate() {
+        let v = edge / k;
+        if u != u32::MAX && u as usize != v {
+            let (w, _) = edge_weight(normals[v], normals[u as usize]);
+            edges.push((w.to_bits(), edge as u32));
         }
     }
-    let mut done = vec![false; n];
-    let mut flipped = 0;
-    let mut by_height: Vec<u32> = (0..n as u32).collect();
-    by_height.sort_by(|&a, &b| points[b as usize][1].total_cmp(&points[a as usize][1]));
-    for &root in &by_height {
-        if done[root as usize] {
-            continue;
+    edges.sort_unstable();
+    // Union-find with each point's parity relative to its parent.
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    let mut parity = vec![false; n];
+    fn find(parent: &mut [u32], parity: &mut [bool], x: u32) -> (u32, bool) {
+        let (mut root, mut total) = (x, false);
+        while parent[root as usize] != root {
+            total ^= parity[root as usize];
+            root = parent[root as usize];
         }
-        if normals[root as usize][1] < 0.0 {
-            normals[root as usize] = normals[root as usize].map(|x| -x);
+        // Path compression: each point on the way to the root hangs from it directly.
+        let (mut at, mut below) = (x, total);
+        while parent[at as usize] != root && at != root {
+            let (up, own) = (parent[at as usize], parity[at as usize]);
+            parent[at as usize] = root;
+            parity[at as usize] = below;
+            below ^= own;
+            at = up;
+        }
+        (root, total)
+    }
+    let mut forest_edges = 0;
+    for &(_, edge) in &edges {
+        let (v, u) = (edge / k as u32, neighbours[edge as usize]);
+        let (rv, pv) = find(&mut parent, &mut parity, v);
+        let (ru, pu) = find(&mut parent, &mut parity, u);
+        if rv != ru {
+            let (_, away) = edge_weight(normals[v as usize], normals[u as usize]);
+            parent[ru as usize] = rv;
+            parity[ru as usize] = away ^ pv ^ pu;
+            forest_edges += 1;
+        }
+    }
+    let signs: Vec<(u32, bool)> = (0..n as u32)
+        .map(|v| find(&mut parent, &mut parity, v))
+        .collect();
+    // Each tree's highest point: its sign relative to the root, and whether it points down.
+    let mut top: Vec<Option<u32>> = vec![None; n];
+    for v in 0..n {
+        let slot = &mut top[signs[v].0 as usize];
+        if slot.is_none_or(|t| points[v][1] > points[t as usize][1]) {
+            *slot = Some(v as u32);
+        }
+    }
+    // Flip only after every decision read the normals as they were.
+    let flips: Vec<bool> = (0..n)
+        .map(|v| {
+            let t = top[signs[v].0 as usize].expect("every tree has a point") as usize;
+            signs[v].1 ^ signs[t].1 ^ (normals[t][1] < 0.0)
+        })
+        .collect();
+    let mut flipped = 0;
+    for (normal, flip) in normals.iter_mut().zip(flips) {
+        if flip {
+            *normal = normal.map(|x| -x);
             flipped += 1;
         }
-        // Max-heap on the negated weight: the lightest edge first (weights in [0, 1]).
-        let mut heap = BinaryHeap::new();
-        let push = |heap: &mut BinaryHeap<(i64, u32, u32)>, from: u32, normals: &[[f32; 3]]| {
-            for &to in &adjacency[from as usize] {
-                if to != u32::MAX {
-                    let w = 1.0 - dot(normals[from as usize], normals[to as usize]).abs();
-                    heap.push((-((w as f64 * 1e9) as i64), to, from));
-                }
-            }
-        };
-        done[root as usize] = true;
-        push(&mut heap, root, normals);
-        while let Some((_, to, from)) = heap.pop() {
-            if done[to as usize] {
-                continue;
-            }
-            done[to as usize] = true;
-            if dot(normals[to as usize], normals[from as usize]) < 0.0 {
-                normals[to as usize] = normals[to as usize].map(|x| -x);
-                flipped += 1;
-            }
-            push(&mut heap, to, normals);
-        }
     }
-    flipped
+    Orientation {
+        flipped,
+        forest_edges,
+    }
 }

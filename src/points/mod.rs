@@ -1,24 +1,23 @@
 //! Point-cloud modelling (seed 000 §6) over the point kd-tree's neighbour queries
-//! ([`crate::accel::pointkd`]): per point, its k nearest neighbours, its PCA normal and its
-//! density `k / r_k²` on the GPU ([`PointNormals`], `glsl/points/normals.comp`), the normals
-//! oriented consistently by a minimum spanning tree over the neighbour graph
-//! ([`cpu::orient_normals`], on the CPU), and the result written as PLY ([`write_ply`]).
-//! [`analyse`] runs the whole job on a cloud.
-//!
-//! The tree is built on the GPU ([`crate::accel::pointkd::build`]); the orientation runs on the
-//! CPU until its GPU version lands.
+//! ([`crate::accel::pointkd`]), all on the GPU: per point, its k nearest neighbours, its PCA
+//! normal and its density `k / r_k²` ([`PointNormals`], `glsl/points/normals.comp`), the
+//! normals oriented consistently by a minimum spanning forest over the neighbour graph
+//! ([`orient::NormalOrienter`]), and the result written as PLY ([`write_ply`]). [`analyse`]
+//! runs the whole job on a cloud; [`cpu`] holds the references.
 
 pub mod cpu;
+pub mod orient;
 
 use crate::accel::PointStructure;
 use crate::accel::pointkd::PointKdParams;
-use crate::accel::pointkd::build::PointKdStructure;
-use crate::accel::pointkd::cpu::query_radius;
+use crate::accel::pointkd::build::{PointKdBuilder, PointKdStructure};
 use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
+use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use crate::geom::PointInput;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
-use crate::vk::{Context, Count, Error, MemoryKind, Pipeline, Profiler, Recorder, Result, Slice};
+use crate::vk::{Context, Error, MemoryKind, Pipeline, Profiler, Recorder, Result, Slice};
+use orient::{NormalOrienter, OrientStats};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -97,16 +96,24 @@ pub struct CloudAnalysis {
     pub densities: Vec<f32>,
     /// The neighbour indices, `k` per point.
     pub neighbours: Vec<u32>,
-    /// Normals flipped by the orientation.
-    pub flipped: usize,
-    /// GPU time per stage (`point kd-tree build`, `knn`, `points: normals and density`).
+    /// What the orientation did.
+    pub orientation: OrientStats,
+    /// GPU time per stage ([`ANALYSIS_STAGES`]).
     pub stages: Vec<(String, f64)>,
-    /// CPU seconds of the orientation.
-    pub orientation_seconds: f64,
 }
 
-/// Analyses `points`: the tree, every point's `k` nearest neighbours, normals and densities
-/// (GPU), the orientation (CPU).
+/// The stages of [`analyse`], as its profile names them.
+pub const ANALYSIS_STAGES: [&str; 6] = [
+    "point kd-tree build",
+    "knn: node radii",
+    "knn: starting radii",
+    "knn",
+    "points: normals and density",
+    "points: orientation",
+];
+
+/// Analyses `points` on the GPU in one submission: the tree, the starting radii (Alg. 7),
+/// every point's `k` nearest neighbours, normals and densities, and the orientation.
 pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalysis> {
     if points.is_empty() {
         return Err(Error::InvalidInput("an empty point cloud".into()));
@@ -121,26 +128,26 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         k_estimate: k,
         ..PointKdParams::default()
     };
-    let radius = query_radius(points, &params);
     let n = points.len() as u32;
     let positions = ctx.create_buffer_with("cloud positions", points)?;
     let mut structure = PointKdStructure::new(ctx, params, n)?;
     let slots = n as u64 * k as u64;
-    let ids = ctx.create_buffer("cloud neighbours", slots * 4, MemoryKind::Device)?;
-    let distances = ctx.create_buffer("cloud distances", slots * 4, MemoryKind::Device)?;
-    let found = ctx.create_buffer("cloud found", n as u64 * 8, MemoryKind::Device)?;
-    let results = ctx.create_buffer("cloud normals", n as u64 * 16, MemoryKind::Device)?;
-    let (knn, normals) = (Knn::new(ctx, 2)?, PointNormals::new(ctx)?);
+    let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+    let ids = device("cloud neighbours", slots * 4)?;
+    let distances = device("cloud distances", slots * 4)?;
+    let found = device("cloud found", n as u64 * 8)?;
+    let radii = device("cloud starting radii", n as u64 * 4)?;
+    let results = device("cloud normals", n as u64 * 16)?;
+    let knn = Knn::new(ctx, 2)?;
+    let node_capacity = PointKdBuilder::max_nodes(n, params.large_node);
+    let estimator = RadiusEstimator::new(ctx, RadiusParams::default(), node_capacity)?;
+    let normals = PointNormals::new(ctx)?;
+    let orienter = NormalOrienter::new(ctx, n)?;
     let output = KnnOutput {
         ids: Slice::whole(&ids),
         distances2: Slice::whole(&distances),
         found: Slice::<KnnFound>::whole(&found),
-    };
-    let queries = KnnQueries {
-        points: Slice::whole(&positions),
-        count: Count::Host(n),
-        radii: None,
-        radius,
+        counters: None,
     };
     let input = PointInput {
         positions: Slice::whole(&positions),
@@ -151,14 +158,14 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         rec.begin_stage("point kd-tree build");
         structure.record_build(rec, &input, 0)?;
         rec.end_stage();
-        knn.record(rec, structure.tree(), &queries, k, &output)?;
-        normals.record(
-            rec,
-            Slice::whole(&positions),
-            n,
-            (&output, k),
-            Slice::whole(&results),
-        )
+        let tree = structure.tree();
+        let queries = KnnQueries::every_point(tree, Some(Slice::whole(&radii)));
+        estimator.record_precompute(rec, &knn, tree, k, None)?;
+        estimator.record_estimate(rec, tree, &queries)?;
+        knn.record(rec, tree, &queries, k, &output)?;
+        let cloud = (Slice::whole(&positions), n);
+        normals.record(rec, cloud.0, n, (&output, k), Slice::whole(&results))?;
+        orienter.record(rec, cloud, (Slice::whole(&ids), k), Slice::whole(&results))
     })?;
     if structure.status().overflow != 0 {
         return Err(Error::InvalidInput(format!(
@@ -166,24 +173,17 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
             structure.status()
         )));
     }
-    let stages = ["point kd-tree build", "knn", "points: normals and density"]
+    let stages = ANALYSIS_STAGES
         .iter()
         .filter_map(|&s| Some((s.to_string(), profiler.stage_ms(s).ok()??)))
         .collect();
-    let neighbours: Vec<u32> = ctx.download(&ids, 0, slots as usize)?;
     let packed: Vec<[f32; 4]> = ctx.download(&results, 0, n as usize)?;
-    let mut normals: Vec<[f32; 3]> = packed.iter().map(|r| [r[0], r[1], r[2]]).collect();
-    let densities = packed.iter().map(|r| r[3]).collect();
-    let started = std::time::Instant::now();
-    let lists: Vec<Vec<u32>> = neighbours.chunks(k as usize).map(<[u32]>::to_vec).collect();
-    let flipped = cpu::orient_normals(points, &lists, &mut normals);
     Ok(CloudAnalysis {
-        normals,
-        densities,
-        neighbours,
-        flipped,
+        normals: packed.iter().map(|r| [r[0], r[1], r[2]]).collect(),
+        densities: packed.iter().map(|r| r[3]).collect(),
+        neighbours: ctx.download(&ids, 0, slots as usize)?,
+        orientation: orienter.stats(ctx)?,
         stages,
-        orientation_seconds: started.elapsed().as_secs_f64(),
     })
 }
 

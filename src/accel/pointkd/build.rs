@@ -11,7 +11,8 @@
 //!    `round_end.comp` moves to the next level.
 //! 3. **pointkd: small nodes** (`small.comp`): one invocation per node of at most `T` points
 //!    builds its subtree by exact VVH over its points' coordinates, with bit masks.
-//! 4. **pointkd: entries** (`entries.comp`): positions and indices in leaf order.
+//! 4. **pointkd: entries** (`entries.comp`): positions and indices in leaf order, and the
+//!    tree's header (node count and `R`) for the queries.
 //!
 //! The decisions are those of [`super::cpu::build`], priced in the same f32 arithmetic, so the
 //! trees are the same up to the numbering of nodes and the order of points within a leaf.
@@ -58,6 +59,8 @@ pub struct PointKdBuildRefs {
     pub entries: u64,
     /// [`PointKdBuildState`].
     pub state: u64,
+    /// The tree's [`super::knn::PointKdHeader`].
+    pub header: u64,
     /// Points.
     pub count: u32,
     /// List length.
@@ -271,6 +274,7 @@ impl PointKdBuilder {
             nodes: tree.nodes.address(),
             entries: tree.entries.address(),
             state: self.state.address(),
+            header: tree.header.address(),
             count: n,
             stride: self.stride,
             node_capacity: Self::max_nodes(tree.capacity(), self.params.large_node),
@@ -345,7 +349,8 @@ impl PointKdBuilder {
         rec.end_stage();
 
         rec.begin_stage("pointkd: entries");
-        rec.dispatch(&self.kernels[ENTRIES], &push, n.div_ceil(WORKGROUP_SIZE))?;
+        let groups = n.div_ceil(WORKGROUP_SIZE).max(1);
+        rec.dispatch(&self.kernels[ENTRIES], &push, groups)?;
         rec.barrier_compute_to_transfer();
         rec.copy_buffer(&self.state, 0, &self.status, 0, STATE_BYTES);
         rec.barrier_transfer_to_host();
@@ -400,7 +405,7 @@ impl Structure for PointKdStructure {
         if status.overflow != 0 {
             return Ok(Err(format!("the build outgrew its lists: {status:?}")));
         }
-        let tree = self.tree.download(ctx, status.node_count)?;
+        let tree = self.tree.download(ctx)?;
         let points = &mesh.positions[..tree.point_ids.len().min(mesh.positions.len())];
         Ok(super::cpu::check(points, &tree).map(|stats| TreeShape {
             nodes: stats.nodes,

@@ -105,6 +105,7 @@ pub fn build(points: &[[f32; 3]], params: &PointKdParams) -> Result<PointKdTree,
     Ok(PointKdTree {
         nodes: builder.nodes,
         point_ids: ids,
+        query_radius: radius,
     })
 }
 

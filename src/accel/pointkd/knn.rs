@@ -25,6 +25,8 @@ pub const MAX_K: u32 = 64;
 pub struct KnnPush {
     /// Nodes.
     pub nodes_address: u64,
+    /// The tree's [`PointKdHeader`].
+    pub header_address: u64,
     /// Leaf entries (position, index bits).
     pub entries_address: u64,
     /// Query positions.
@@ -39,11 +41,13 @@ pub struct KnnPush {
     pub found_address: u64,
     /// Device query count, or 0.
     pub count_address: u64,
+    /// [`KnnCounters`] to add to, or 0.
+    pub counters_address: u64,
     /// Host query count.
     pub host_count: u32,
     /// Neighbours per query.
     pub k: u32,
-    /// Starting radius when there is no radius per query.
+    /// Starting radius when there is no radius per query (0: the tree's `R`).
     pub radius: f32,
     /// Bound of the search radius.
     pub max_radius: f32,
@@ -63,13 +67,42 @@ pub struct KnnFound {
     pub radius: f32,
 }
 
-/// A point kd-tree on the device: its nodes and its leaf entries (each point's position and
-/// index, in leaf order, so a leaf's points are read together).
+/// The work a batch of queries did, added up on the device (zero the buffer first).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable, serde::Serialize,
+)]
+pub struct KnnCounters {
+    /// Queries answered.
+    pub queries: u64,
+    /// Range searches walked (counting, histogram and gathering passes, and the doublings of
+    /// a starting radius too small).
+    pub range_searches: u64,
+    /// Nodes whose box a search tested.
+    pub nodes_tested: u64,
+    /// Points whose distance a search computed.
+    pub points_tested: u64,
+}
+
+/// A point kd-tree's header on the device (`PointKdHeader` in `glsl/pointkd/format.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PointKdHeader {
+    /// Nodes in the tree.
+    pub node_count: u32,
+    /// The query radius `R` its VVH priced.
+    pub query_radius: f32,
+}
+
+/// A point kd-tree on the device: its nodes, its leaf entries (each point's position and
+/// index, in leaf order, so a leaf's points are read together) and its header.
 pub struct PointKdTreeGpu {
     /// Nodes, the root first.
     pub nodes: Buffer,
     /// Leaf entries: `[x, y, z, index bits]`.
     pub entries: Buffer,
+    /// A [`PointKdHeader`], written by the build.
+    pub header: Buffer,
     point_count: u32,
     capacity: u32,
 }
@@ -86,6 +119,7 @@ impl PointKdTreeGpu {
                 capacity.max(1) as u64 * 16,
                 MemoryKind::Device,
             )?,
+            header: ctx.create_buffer("point kd-tree header", 8, MemoryKind::Device)?,
             point_count: 0,
             capacity,
         })
@@ -100,13 +134,14 @@ impl PointKdTreeGpu {
         self.point_count = count;
     }
 
-    /// The tree read back: its first `node_count` nodes (the builder's status says how many)
-    /// and its entries' point indices.
-    pub fn download(&self, ctx: &Context, node_count: u32) -> Result<PointKdTree> {
+    /// The tree read back: its nodes, its entries' point indices and its `R`.
+    pub fn download(&self, ctx: &Context) -> Result<PointKdTree> {
+        let header: PointKdHeader = ctx.download(&self.header, 0, 1)?[0];
         let entries: Vec<[f32; 4]> = ctx.download(&self.entries, 0, self.point_count as usize)?;
         Ok(PointKdTree {
-            nodes: ctx.download(&self.nodes, 0, node_count as usize)?,
+            nodes: ctx.download(&self.nodes, 0, header.node_count as usize)?,
             point_ids: entries.iter().map(|e| e[3].to_bits()).collect(),
+            query_radius: header.query_radius,
         })
     }
 
@@ -139,9 +174,14 @@ impl PointKdTreeGpu {
             entries.push([0.0, 0.0, 0.0, f32::from_bits(MISS)]);
         }
         let nodes: &[PointKdNode] = &tree.nodes;
+        let header = PointKdHeader {
+            node_count: nodes.len() as u32,
+            query_radius: tree.query_radius,
+        };
         Ok(Self {
             nodes: ctx.create_buffer_with("point kd-tree nodes", nodes)?,
             entries: ctx.create_buffer_with("point kd-tree entries", &entries)?,
+            header: ctx.create_buffer_with("point kd-tree header", &[header])?,
             point_count: points.len() as u32,
             capacity: points.len() as u32,
         })
@@ -156,16 +196,54 @@ impl PointKdTreeGpu {
 /// Query points and where each query's search starts.
 #[derive(Clone, Copy, Debug)]
 pub struct KnnQueries<'a> {
-    /// Query positions.
-    pub points: Slice<'a, [f32; 3]>,
-    /// How many.
+    /// Query positions; `None`: every point of the tree, answered at its index (the queries
+    /// run in the tree's leaf order, so neighbouring invocations walk neighbouring paths; see
+    /// [`Self::every_point`]).
+    pub points: Option<Slice<'a, [f32; 3]>>,
+    /// How many (the tree's point count for every point).
     pub count: Count<'a>,
-    /// A starting radius per query (from [`super::cpu::query_radius`] or a previous search);
-    /// `None`: `radius` for every query.
+    /// A starting radius per query (per point index for every point; from
+    /// [`super::radius::RadiusEstimator`] or a previous search); `None`: `radius` for every
+    /// query.
     pub radii: Option<Slice<'a, f32>>,
-    /// The starting radius when there is none per query. Too small a radius is doubled until
-    /// it holds k points; too large a one costs time, not exactness.
+    /// The starting radius when there is none per query; 0: the tree's `R` (the radius its
+    /// VVH priced, [`PointKdHeader::query_radius`]). Too small a radius is doubled until it
+    /// holds k points; too large a one costs time, not exactness.
     pub radius: f32,
+}
+
+impl<'a> KnnQueries<'a> {
+    /// Every point of `tree` as a query, starting from `radii` (by point index) or the tree's
+    /// `R`.
+    pub fn every_point(tree: &PointKdTreeGpu, radii: Option<Slice<'a, f32>>) -> Self {
+        Self {
+            points: None,
+            count: Count::Host(tree.point_count()),
+            radii,
+            radius: 0.0,
+        }
+    }
+
+    /// Checks the queries against `tree`; returns the query positions' address (0 for every
+    /// point).
+    pub(super) fn check(&self, tree: &PointKdTreeGpu, what: &str) -> Result<u64> {
+        let n = self.count.max() as u64;
+        if let Some(radii) = &self.radii {
+            radii.check(&format!("{what} radii"), n, 4)?;
+        }
+        match &self.points {
+            Some(points) => {
+                points.check(&format!("{what} queries"), n, 4)?;
+                Ok(points.address())
+            }
+            None if matches!(self.count, Count::Host(c) if c == tree.point_count()) => Ok(0),
+            None => Err(Error::InvalidInput(format!(
+                "{what}: every point of a tree of {} points, counted as {:?}",
+                tree.point_count(),
+                self.count.max()
+            ))),
+        }
+    }
 }
 
 /// Where the answers go: `k` entries per query in `ids` and `distances2`, one [`KnnFound`]
@@ -178,6 +256,28 @@ pub struct KnnOutput<'a> {
     pub distances2: Slice<'a, f32>,
     /// Points within the final radius, and the radius.
     pub found: Slice<'a, KnnFound>,
+    /// Where to add the work done, if anywhere.
+    pub counters: Option<Slice<'a, KnnCounters>>,
+}
+
+/// A starting radius must be finite and at least 0 (0: the tree's `R`).
+fn check_starting_radius(queries: &KnnQueries) -> Result<()> {
+    if queries.radius.is_finite() && queries.radius >= 0.0 {
+        return Ok(());
+    }
+    Err(Error::InvalidInput(format!(
+        "starting radius {}: a finite number of at least 0 (0: the tree's R)",
+        queries.radius
+    )))
+}
+
+/// Where one dispatch of `knn.comp` writes: neighbour lists (or none: radii only), what each
+/// query found, the work counters; and the profile stage it is timed as.
+struct Answers<'a> {
+    lists: Option<(Slice<'a, u32>, Slice<'a, f32>)>,
+    found: Slice<'a, KnnFound>,
+    counters: Option<Slice<'a, KnnCounters>>,
+    stage: &'a str,
 }
 
 /// The neighbour-query kernel.
@@ -214,14 +314,35 @@ impl Knn {
         k: u32,
         out: &KnnOutput,
     ) -> Result<()> {
-        let usable = queries.radius.is_finite() && queries.radius > 0.0;
-        if !usable && queries.radii.is_none() {
-            return Err(Error::InvalidInput(format!(
-                "starting radius {}: a finite positive number",
-                queries.radius
-            )));
-        }
+        check_starting_radius(queries)?;
         self.record_search(rec, tree, queries, (k, f32::INFINITY, self.iterations), out)
+    }
+
+    /// Records the k-th neighbour's radius of every query (a radius holding `k` points, within
+    /// the histogram's resolution of the k-th distance) into `found`, with no neighbour list:
+    /// the search of [`Self::record`] whose last pass counts instead of gathering.
+    pub fn record_radii(
+        &self,
+        rec: &mut Recorder,
+        tree: &PointKdTreeGpu,
+        queries: &KnnQueries,
+        k: u32,
+        (found, counters): (Slice<KnnFound>, Option<Slice<KnnCounters>>),
+    ) -> Result<()> {
+        check_starting_radius(queries)?;
+        let answers = Answers {
+            lists: None,
+            found,
+            counters,
+            stage: "knn: radii",
+        };
+        self.record_pass(
+            rec,
+            tree,
+            queries,
+            (k, f32::INFINITY, self.iterations),
+            answers,
+        )
     }
 
     /// Records fixed-radius range queries: every point within `radius` of each query, the
@@ -253,8 +374,31 @@ impl Knn {
         rec: &mut Recorder,
         tree: &PointKdTreeGpu,
         queries: &KnnQueries,
-        (k, max_radius, niter): (u32, f32, u32),
+        limits: (u32, f32, u32),
         out: &KnnOutput,
+    ) -> Result<()> {
+        let answers = Answers {
+            lists: Some((out.ids, out.distances2)),
+            found: out.found,
+            counters: out.counters,
+            stage: "knn",
+        };
+        self.record_pass(rec, tree, queries, limits, answers)
+    }
+
+    /// One dispatch of `knn.comp`: neighbour lists when given, else radii only.
+    fn record_pass(
+        &self,
+        rec: &mut Recorder,
+        tree: &PointKdTreeGpu,
+        queries: &KnnQueries,
+        (k, max_radius, niter): (u32, f32, u32),
+        Answers {
+            lists,
+            found,
+            counters,
+            stage,
+        }: Answers,
     ) -> Result<()> {
         if !(1..=MAX_K).contains(&k) {
             return Err(Error::InvalidInput(format!(
@@ -263,23 +407,27 @@ impl Knn {
         }
         check_count("knn", &queries.count, u32::MAX / MAX_K)?;
         let n = queries.count.max() as u64;
-        queries.points.check("knn queries", n, 4)?;
-        if let Some(radii) = &queries.radii {
-            radii.check("knn radii", n, 4)?;
+        let queries_address = queries.check(tree, "knn")?;
+        if let Some((ids, distances2)) = &lists {
+            ids.check("knn ids", n * k as u64, 4)?;
+            distances2.check("knn distances", n * k as u64, 4)?;
         }
-        out.ids.check("knn ids", n * k as u64, 4)?;
-        out.distances2.check("knn distances", n * k as u64, 4)?;
-        out.found.check("knn found", n, 8)?;
+        found.check("knn found", n, 8)?;
+        if let Some(counters) = &counters {
+            counters.check("knn counters", 1, 8)?;
+        }
         let (count_address, host_count) = queries.count.push();
         let push = KnnPush {
             nodes_address: tree.nodes.address(),
+            header_address: tree.header.address(),
             entries_address: tree.entries.address(),
-            queries_address: queries.points.address(),
+            queries_address,
             radii_address: queries.radii.as_ref().map_or(0, |r| r.address()),
-            ids_address: out.ids.address(),
-            distances_address: out.distances2.address(),
-            found_address: out.found.address(),
+            ids_address: lists.as_ref().map_or(0, |(ids, _)| ids.address()),
+            distances_address: lists.as_ref().map_or(0, |(_, d)| d.address()),
+            found_address: found.address(),
             count_address,
+            counters_address: counters.as_ref().map_or(0, |c| c.address()),
             host_count,
             k,
             radius: queries.radius,
@@ -287,7 +435,7 @@ impl Knn {
             niter,
             point_count: tree.point_count,
         };
-        rec.begin_stage("knn");
+        rec.begin_stage(stage);
         // Device counts over-launch to their bound: invocations past the count return at once.
         let groups = queries.count.max().div_ceil(WORKGROUP_SIZE);
         let (_, pipeline) = self

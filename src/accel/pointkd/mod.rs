@@ -25,6 +25,7 @@
 pub mod build;
 pub mod cpu;
 pub mod knn;
+pub mod radius;
 
 /// The leaf tag in a node's `word0` (axes are 0-2).
 pub const POINT_KD_LEAF: u32 = 3;
@@ -98,6 +99,8 @@ pub struct PointKdTree {
     pub nodes: Vec<PointKdNode>,
     /// Point indices, a run per leaf.
     pub point_ids: Vec<u32>,
+    /// The query radius `R` its VVH priced.
+    pub query_radius: f32,
 }
 
 /// How a point kd-tree is built.

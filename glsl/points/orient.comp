@@ -1,0 +1,204 @@
+#version 460
+// Consistent orientation of a cloud's normals (Hoppe et al. 1992; seed 000 §6 does it on the
+// CPU) by a minimum spanning forest of the neighbour graph, grown on the GPU by Borůvka's
+// algorithm, the sign of every normal carried along as a parity so no tree walk is needed.
+//
+// The graph joins each point to its k nearest (knn.comp's lists); an edge weighs
+// 1 - |n_v . n_u| and edges are ordered by (weight bits, v * k + slot), a total order, so the
+// forest is unique (src/points/cpu.rs orient_normals grows the same one by Kruskal's
+// algorithm). Each point keeps its component's representative and its parity: whether its
+// normal must flip relative to the representative's. An edge asks its endpoints to disagree
+// (parity 1) when their normals point away from each other (n_v . n_u < 0). One Borůvka round:
+//   EDGES    each point offers each edge leaving its component to both components'
+//            lightest-edge slot (64-bit atomicMin of the packed order);
+//   HOOK     each representative with an edge hooks onto the other side's representative,
+//            with the parity between the two;
+//   CYCLES   two representatives that chose the same edge hook onto each other: the lower
+//            one stays a representative;
+//   FLATTEN  each point follows the hooks to its new representative, adding up parities,
+//            and clears the slots for the next round.
+// A round that hooks nothing ends the work (the later rounds return at once). Then
+//   TOP      each component finds its highest point (largest y, then lowest index);
+//   SIGN     each representative's flip, chosen so its highest point's normal points up (+y);
+//   APPLY    each normal flips by its parity and its representative's, and the flips are
+//            counted.
+// INIT sets every point up as its own component.
+#include "../common/prelude.glsl"
+#include "../common/geometry.glsl"
+
+layout(constant_id = 2) const uint STEP = 0;
+const uint INIT = 0;
+const uint EDGES = 1;
+const uint HOOK = 2;
+const uint CYCLES = 3;
+const uint FLATTEN = 4;
+const uint TOP = 5;
+const uint SIGN = 6;
+const uint APPLY = 7;
+
+const uint MISS = 0xffffffffu;
+const uint64_t NO_EDGE = 0xfffffffffffffffful;
+const uint MAX_ROUNDS = 32;
+
+// The work done (src/points/orient.rs OrientStats).
+struct OrientStats {
+    uint hooks[MAX_ROUNDS]; // hooks that became forest edges, per round
+    uint flipped;           // normals flipped by APPLY
+    uint pad;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer OrientStatsBuffer { OrientStats s; };
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t positions_address;  // vec3 per point
+    uint64_t normals_address;    // vec4 per point: normal (oriented in place), density
+    uint64_t ids_address;        // k neighbour indices per point (MISS past the last)
+    uint64_t component_address;  // uint per point: its component's representative
+    uint64_t parity_address;     // uint per point: flip relative to the representative
+    uint64_t parent_address;     // uint per representative: what it hooked onto (itself)
+    uint64_t link_address;       // uint per representative: the parity of its hook (SIGN:
+                                 // its flip)
+    uint64_t lightest_address;   // uint64 per representative: its lightest edge this round
+    uint64_t top_address;        // uint64 per representative: its highest point
+    uint64_t stats_address;      // OrientStats
+    uint count;
+    uint k;
+    uint round;
+    uint pad;
+} pc;
+
+U32s components() {
+    return U32s(pc.component_address);
+}
+
+U32s parities() {
+    return U32s(pc.parity_address);
+}
+
+U32s parents() {
+    return U32s(pc.parent_address);
+}
+
+U64s lightest() {
+    return U64s(pc.lightest_address);
+}
+
+vec3 normal(uint v) {
+    return Vec4s(pc.normals_address).v[v].xyz;
+}
+
+// 1 - |n_v . n_u|, at least 0, in the order src/points/cpu.rs computes it.
+float edge_weight(vec3 a, vec3 b, out bool away) {
+    precise float d = a.x * b.x + a.y * b.y + a.z * b.z;
+    away = d < 0.0;
+    precise float w = 1.0 - abs(d);
+    return w <= 0.0 ? 0.0 : w;
+}
+
+// A float's bits as an unsigned key in the float's order.
+uint ordered_bits(float x) {
+    uint bits = floatBitsToUint(x);
+    return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
+}
+
+// Whether the previous round hooked anything (round 0: yes).
+bool still_merging() {
+    return pc.round == 0 || OrientStatsBuffer(pc.stats_address).s.hooks[pc.round - 1] != 0;
+}
+
+void main() {
+    uint v = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (v >= pc.count) {
+        return;
+    }
+    if (STEP == INIT) {
+        components().v[v] = v;
+        parities().v[v] = 0;
+        parents().v[v] = v;
+        lightest().v[v] = NO_EDGE;
+        U64s(pc.top_address).v[v] = 0;
+    } else if (STEP == EDGES) {
+        if (!still_merging()) {
+            return;
+        }
+        uint cv = components().v[v];
+        vec3 nv = normal(v);
+        for (uint j = 0; j < pc.k; ++j) {
+            uint u = U32s(pc.ids_address).v[v * pc.k + j];
+            if (u == MISS || u == v) {
+                continue;
+            }
+            uint cu = components().v[u];
+            if (cu == cv) {
+                continue;
+            }
+            bool away;
+            float w = edge_weight(nv, normal(u), away);
+            uint64_t key = (uint64_t(floatBitsToUint(w)) << 32) | uint64_t(v * pc.k + j);
+            atomicMin(lightest().v[cv], key);
+            atomicMin(lightest().v[cu], key);
+        }
+    } else if (STEP == HOOK) {
+        uint64_t key = lightest().v[v];
+        if (!still_merging() || components().v[v] != v || key == NO_EDGE) {
+            return;
+        }
+        uint edge = uint(key & 0xffffffffu);
+        uint a = edge / pc.k;
+        uint b = U32s(pc.ids_address).v[edge];
+        uint ca = components().v[a];
+        bool away;
+        edge_weight(normal(a), normal(b), away);
+        parents().v[v] = ca == v ? components().v[b] : ca;
+        U32s(pc.link_address).v[v] = uint(away) ^ parities().v[a] ^ parities().v[b];
+    } else if (STEP == CYCLES) {
+        if (!still_merging() || components().v[v] != v || lightest().v[v] == NO_EDGE) {
+            return;
+        }
+        uint other = parents().v[v];
+        bool stays = parents().v[other] == v && v < other;
+        if (stays) {
+            parents().v[v] = v;
+        }
+        uint hooked = subgroupAdd(stays ? 0u : 1u);
+        if (subgroupElect()) {
+            atomicAdd(OrientStatsBuffer(pc.stats_address).s.hooks[pc.round], hooked);
+        }
+    } else if (STEP == FLATTEN) {
+        if (!still_merging()) {
+            return;
+        }
+        uint c = components().v[v];
+        uint parity = parities().v[v];
+        uint up = parents().v[c];
+        while (up != c) {
+            parity ^= U32s(pc.link_address).v[c];
+            c = up;
+            up = parents().v[c];
+        }
+        components().v[v] = c;
+        parities().v[v] = parity;
+        lightest().v[v] = NO_EDGE;
+    } else if (STEP == TOP) {
+        float y = Vec3s(pc.positions_address).v[v].y;
+        uint64_t key = (uint64_t(ordered_bits(y)) << 32) | uint64_t(~v);
+        atomicMax(U64s(pc.top_address).v[components().v[v]], key);
+    } else if (STEP == SIGN) {
+        if (components().v[v] != v) {
+            return;
+        }
+        uint top = ~uint(U64s(pc.top_address).v[v] & 0xffffffffu);
+        U32s(pc.link_address).v[v] = parities().v[top] ^ uint(normal(top).y < 0.0);
+    } else if (STEP == APPLY) {
+        uint c = components().v[v];
+        bool flip = (parities().v[v] ^ U32s(pc.link_address).v[c]) != 0u;
+        if (flip) {
+            Vec4s normals = Vec4s(pc.normals_address);
+            normals.v[v].xyz = -normals.v[v].xyz;
+        }
+        uint flipped = subgroupAdd(flip ? 1u : 0u);
+        if (subgroupElect()) {
+            atomicAdd(OrientStatsBuffer(pc.stats_address).s.flipped, flipped);
+        }
+    }
+}
