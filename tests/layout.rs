@@ -452,8 +452,11 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 centres_address,
                 chosen_address,
                 count_address,
+                radii_address,
                 top_points,
-                levels
+                levels,
+                k,
+                pad
             })),
         ),
         (

@@ -5,7 +5,7 @@
 mod common;
 
 use canopy::points::cpu::{orient_normals, pca_normal};
-use canopy::points::{analyse, write_ply};
+use canopy::points::{analyse, normal_columns, write_ply};
 use canopy::scene::Mesh;
 use common::{Rng, assert_valid, context};
 
@@ -99,7 +99,7 @@ fn the_ply_reads_back() {
     let result = analyse(&ctx, &points, 8).unwrap();
     let dir = common::files::TempFolder::new("points-ply");
     let path = dir.0.join("out.ply");
-    write_ply(&path, &points, &result.normals, &result.densities).unwrap();
+    write_ply(&path, &points, &normal_columns(&result)).unwrap();
     let back = Mesh::load_points(&path).unwrap();
     assert_eq!(back, points);
     let bytes = std::fs::read(&path).unwrap();
@@ -283,4 +283,96 @@ fn gpu_orientation_equals_kruskal() {
         );
     }
     common::assert_valid(&ctx);
+}
+
+#[test]
+fn deformation_strength_matches_the_cpu() {
+    use canopy::points::cpu::deformation_strength as cpu_strength;
+    use canopy::points::deform::deformation_strength;
+    let ctx = context();
+    let points = sphere(3000, [0.5, 0.0, -2.0]);
+    let by_height = |test: &dyn Fn(f32) -> bool| -> Vec<u32> {
+        (0..points.len() as u32)
+            .filter(|&i| test(points[i as usize][1]))
+            .collect()
+    };
+    let top = by_height(&|y| y > 0.8);
+    let bottom = by_height(&|y| y < -0.5);
+    let belt = by_height(&|y| y.abs() < 0.05);
+    for (label, active, fixed) in [
+        ("top against bottom", &top, &bottom),
+        ("top alone", &top, &vec![]),
+        (
+            "belt against top and bottom",
+            &belt,
+            &[top.clone(), bottom.clone()].concat(),
+        ),
+        (
+            "every point active, the top static too",
+            &(0..3000).collect(),
+            &top,
+        ),
+    ] {
+        let gpu = deformation_strength(&ctx, &points, active, fixed).unwrap();
+        let cpu = cpu_strength(&points, active, fixed);
+        for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+            assert!(
+                (g - c).abs() <= 1e-5,
+                "{label}: point {i}: GPU {g}, CPU {c}"
+            );
+        }
+        for &i in active.iter().filter(|i| !fixed.contains(i)) {
+            assert_eq!(gpu[i as usize], 1.0, "{label}: active point {i}");
+        }
+        for &i in fixed {
+            assert_eq!(gpu[i as usize], 0.0, "{label}: static point {i}");
+        }
+    }
+    // Bad handles.
+    assert!(deformation_strength(&ctx, &points, &[], &top).is_err());
+    assert!(deformation_strength(&ctx, &points, &[3000], &[]).is_err());
+    assert!(deformation_strength(&ctx, &[], &[0], &[]).is_err());
+    assert_valid(&ctx);
+}
+
+#[test]
+fn canopy_points_strength_writes_the_field() {
+    let scan = common::test_data("points/bun090.ply");
+    let points = Mesh::load_points(&scan).unwrap();
+    let top = points.iter().map(|p| p[1]).fold(f32::MIN, f32::max);
+    let dir = common::files::TempFolder::new("points-strength");
+    let out = dir.0.join("strength.ply");
+    let active = format!("-1,{},-1,1,1,1", top - 0.02);
+    let output = common::files::canopy(&[
+        "points",
+        "strength",
+        scan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--active-box",
+        &active,
+        "--static-box",
+        "-1,-1,-1,1,0.06,1",
+    ]);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(printed.contains("in the active handle"), "{printed}");
+    assert_eq!(Mesh::load_points(&out).unwrap(), points);
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(String::from_utf8_lossy(&bytes[..300]).contains("property float strength"));
+    // A box holding no point, and a malformed one.
+    for bad in ["5,5,5,6,6,6", "1,2,3"] {
+        let refused = common::files::canopy(&[
+            "points",
+            "strength",
+            scan.to_str().unwrap(),
+            "--active-box",
+            bad,
+        ]);
+        assert!(!refused.status.success(), "{bad} accepted");
+    }
 }

@@ -3,8 +3,11 @@
 // along q's side of every split, the least |q - C_i| + R_i over the nodes with a radius R_i
 // (radius_store.comp). The ball of radius R_i about C_i holds k points and lies within the
 // ball of that radius about q, so the estimate is never below q's k-th neighbour distance
-// (widened by a relative 1e-5 against rounding). A query whose path meets no such node (only
-// outside the cloud's nodes) starts from the tree's R.
+// for any node on any path (widened by a relative 1e-5 against rounding). Where q's side is an
+// empty node (an empty-space cut, which a query away from the cloud often meets) the path
+// takes the other side: a point's own path never meets one, and every path to a leaf with
+// points meets a chosen node, so every query gets an estimate; only an empty tree leaves the
+// tree's R.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "pointkd/radius.glsl"
@@ -50,7 +53,11 @@ void main() {
             break;
         }
         uint axis = n.word0 & 3u;
-        node = (n.word0 >> 2) + (q[axis] < uintBitsToFloat(n.word1) ? 0u : 1u);
+        uint side = q[axis] < uintBitsToFloat(n.word1) ? 0u : 1u;
+        if (node_is_empty(PointKdNodes(pc.nodes_address).v[(n.word0 >> 2) + side])) {
+            side ^= 1u;
+        }
+        node = (n.word0 >> 2) + side;
     }
     F32s(pc.radii_address).v[slot] = r < INF ? r : header.query_radius;
 }

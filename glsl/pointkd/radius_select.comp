@@ -2,7 +2,9 @@
 // PRECOMPUTERADIUS's choice of nodes (seed 000 Alg. 7), one invocation per node: the nodes of
 // at most `top_points` points whose parent holds more (the top of the work list), with their
 // descendants down to `levels` levels in all, are appended to a list of node queries (the
-// node and its box's centre) whose k-th neighbour radius knn.comp then finds. The paper
+// node and its box's centre, with a starting radius: half the box's diagonal scaled by the
+// cube root of k over the node's points, the radius that would hold k of them at the node's
+// density) whose k-th neighbour radius knn.comp then finds. The paper
 // chooses by radius against a global R; a count follows the cloud's local density, so
 // clusters and sparse regions get nodes of the same few tens of points. A leaf of more points
 // is appended alone, so that every point's path from the root meets a chosen node and every
@@ -19,12 +21,17 @@ layout(push_constant, scalar) uniform Push {
     uint64_t centres_address;  // out: vec3 per chosen node
     uint64_t chosen_address;   // out: node index per chosen node
     uint64_t count_address;    // out: chosen nodes (zeroed before)
+    uint64_t radii_address;    // out: starting radius per chosen node
     uint top_points;
     uint levels;               // 1 to MAX_LEVELS
+    uint k;
+    uint pad;
 } pc;
 
 const uint MAX_LEVELS = 4;
 const uint MAX_CHOSEN = (1u << MAX_LEVELS) - 1u;
+
+uint point_count(uint node);
 
 void choose(uint node) {
     PointKdNode n = PointKdNodes(pc.nodes_address).v[node];
@@ -34,6 +41,13 @@ void choose(uint node) {
     uint at = atomicAdd(U32s(pc.count_address).v[0], 1u);
     Vec3s(pc.centres_address).v[at] = node_centre(n);
     U32s(pc.chosen_address).v[at] = node;
+    float half_diagonal = 0.5 * length(n.hi - n.lo);
+    float radius = half_diagonal * pow(float(pc.k) / float(point_count(node)), 1.0 / 3.0);
+    // Points all at one place: the tree's R (a radius of 0 would double from nothing).
+    if (!(radius > 0.0)) {
+        radius = PointKdHeaders(pc.header_address).h.query_radius;
+    }
+    F32s(pc.radii_address).v[at] = radius;
 }
 
 // `top` and its descendants down to `levels` levels, breadth first.

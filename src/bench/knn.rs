@@ -108,6 +108,8 @@ pub struct KnnConfig {
     pub repeats: u32,
     /// Queries whose final radius is compared with brute force's k-th distance.
     pub sampled: u32,
+    /// How the trees are built.
+    pub tree: PointKdParams,
 }
 
 /// Every point's k nearest, for one k.
@@ -166,7 +168,7 @@ pub fn measure(
         for &n in &config.sizes {
             let points = distribution.points(n);
             let positions = ctx.create_buffer_with("bench cloud", &points)?;
-            let mut structure = PointKdStructure::new(ctx, PointKdParams::default(), n)?;
+            let mut structure = PointKdStructure::new(ctx, config.tree, n)?;
             let input = PointInput {
                 positions: Slice::whole(&positions),
                 count: n,
@@ -188,7 +190,7 @@ pub fn measure(
             let estimator = RadiusEstimator::new(
                 ctx,
                 RadiusParams::default(),
-                PointKdBuilder::max_nodes(n, PointKdParams::default().large_node),
+                PointKdBuilder::max_nodes(n, config.tree.large_node),
             )?;
             for &k in &config.ks {
                 let tree = structure.tree();

@@ -2,6 +2,7 @@
 //! clouds ([`canopy::bench::knn`]), printed as they are measured.
 
 use super::CliError;
+use canopy::accel::pointkd::PointKdParams;
 use canopy::accel::pointkd::knn::MAX_K;
 use canopy::bench::knn::{Distribution, KnnConfig, measure};
 use canopy::vk::Context;
@@ -29,6 +30,12 @@ pub struct KnnBenchArgs {
     /// Queries whose final radius is compared with brute force.
     #[arg(long, default_value_t = 64)]
     pub sampled: u32,
+    /// The trees' Cts: the cost of visiting a node, in point tests (larger: larger leaves).
+    #[arg(long, default_value_t = PointKdParams::default().traversal_cost)]
+    pub traversal_cost: f32,
+    /// The trees' leaf size below which nodes are leaves without pricing.
+    #[arg(long, default_value_t = PointKdParams::default().max_leaf)]
+    pub max_leaf: u32,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -53,6 +60,11 @@ pub fn run(ctx: &Context, args: &KnnBenchArgs) -> Result<(), CliError> {
         distributions: args.distribution.clone(),
         repeats: args.repeats,
         sampled: args.sampled,
+        tree: PointKdParams {
+            traversal_cost: args.traversal_cost,
+            max_leaf: args.max_leaf,
+            ..PointKdParams::default()
+        },
     };
     let reports = measure(ctx, &config, |report| print!("{report}"))?;
     super::write_json(args.json.as_deref(), ctx, "bench knn", &reports)

@@ -172,3 +172,30 @@ pub fn orient_normals(
         forest_edges,
     }
 }
+
+/// The deformation strength of each point (`glsl/points/strength.comp`): from its distances
+/// `d_a` to the nearest point of `active` and `d_s` to the nearest of `fixed` (none: infinitely
+/// far), `beta(d_s / (d_s + d_a))` with `beta(x) = x² (3 - 2x)`; 0 where `d_s` is 0.
+pub fn deformation_strength(points: &[[f32; 3]], active: &[u32], fixed: &[u32]) -> Vec<f32> {
+    let nearest = |p: [f32; 3], handle: &[u32]| {
+        handle
+            .iter()
+            .map(|&i| crate::accel::pointkd::cpu::distance2(p, points[i as usize]))
+            .fold(f32::INFINITY, f32::min)
+            .sqrt()
+    };
+    points
+        .iter()
+        .map(|&p| {
+            let (to_active, to_static) = (nearest(p, active), nearest(p, fixed));
+            let x = if to_static == f32::INFINITY {
+                1.0
+            } else if to_static > 0.0 {
+                to_static / (to_static + to_active)
+            } else {
+                0.0
+            };
+            x * x * (3.0 - 2.0 * x)
+        })
+        .collect()
+}

@@ -3,9 +3,11 @@
 //! normal and its density `k / r_k²` ([`PointNormals`], `glsl/points/normals.comp`), the
 //! normals oriented consistently by a minimum spanning forest over the neighbour graph
 //! ([`orient::NormalOrienter`]), and the result written as PLY ([`write_ply`]). [`analyse`]
-//! runs the whole job on a cloud; [`cpu`] holds the references.
+//! runs the whole job on a cloud. [`deform`] computes the deformation strength field of
+//! editing from handle point sets; [`cpu`] holds the references.
 
 pub mod cpu;
+pub mod deform;
 pub mod orient;
 
 use crate::accel::PointStructure;
@@ -187,26 +189,50 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
     })
 }
 
-/// Writes `points` with their normals and densities as a binary little-endian PLY
-/// (`x y z nx ny nz density`, floats), atomically (a partial file never has the final name).
-pub fn write_ply(
-    path: &Path,
-    points: &[[f32; 3]],
-    normals: &[[f32; 3]],
-    densities: &[f32],
-) -> std::io::Result<()> {
+/// Per-point float properties to write beside the positions: each a PLY property name and a
+/// value per point.
+pub type PlyColumns<'a> = [(&'a str, Vec<f32>)];
+
+/// The columns `nx ny nz density` of an analysis.
+pub fn normal_columns(analysis: &CloudAnalysis) -> Vec<(&'static str, Vec<f32>)> {
+    let axis = |a: usize| analysis.normals.iter().map(|n| n[a]).collect();
+    vec![
+        ("nx", axis(0)),
+        ("ny", axis(1)),
+        ("nz", axis(2)),
+        ("density", analysis.densities.clone()),
+    ]
+}
+
+/// Writes `points` as a binary little-endian PLY (`x y z` and then each of `columns`, floats),
+/// atomically (a partial file never has the final name).
+pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std::io::Result<()> {
+    if let Some((name, values)) = columns.iter().find(|(_, v)| v.len() != points.len()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} values of {name} for {} points",
+                values.len(),
+                points.len()
+            ),
+        ));
+    }
     let partial = path.with_extension("ply.partial");
     {
         let mut file = std::io::BufWriter::new(std::fs::File::create(&partial)?);
         write!(
             file,
-            "ply\nformat binary_little_endian 1.0\ncomment canopy points normals\nelement vertex {}\n\
-             property float x\nproperty float y\nproperty float z\nproperty float nx\n\
-             property float ny\nproperty float nz\nproperty float density\nend_header\n",
+            "ply\nformat binary_little_endian 1.0\ncomment canopy points\nelement vertex {}\n\
+             property float x\nproperty float y\nproperty float z\n",
             points.len()
         )?;
-        for ((p, n), d) in points.iter().zip(normals).zip(densities) {
-            for x in p.iter().chain(n).chain(std::iter::once(d)) {
+        for (name, _) in columns {
+            writeln!(file, "property float {name}")?;
+        }
+        writeln!(file, "end_header")?;
+        for (i, p) in points.iter().enumerate() {
+            let values = columns.iter().map(|(_, column)| &column[i]);
+            for x in p.iter().chain(values) {
                 file.write_all(&x.to_le_bytes())?;
             }
         }

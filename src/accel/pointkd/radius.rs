@@ -4,13 +4,14 @@
 //!
 //! [`RadiusEstimator::record_precompute`] (PRECOMPUTERADIUS, once per tree and `k`) chooses
 //! the top nodes of a work list, with their descendants down to `levels` levels, and finds the
-//! k-th neighbour radius `R_i` of each one's box centre `C_i` by the search itself (from `R`,
-//! the tree's VVH query radius). [`RadiusEstimator::record_estimate`] (ESTIMATERADIUS) then
+//! k-th neighbour radius `R_i` of each one's box centre `C_i` by the search itself (from the
+//! radius that would hold k of the node's points at its density). [`RadiusEstimator::record_estimate`] (ESTIMATERADIUS) then
 //! gives each query `q` the least `|q - C_i| + R_i` over the chosen nodes on its path from the
 //! root: the ball about `C_i` holds k points and lies inside the ball of that radius about
-//! `q`, so the estimate is never below the k-th neighbour's distance for the cloud's own
-//! points (a leaf too large to be a top node is chosen alone, so every point's path meets a
-//! chosen node). A query whose path meets none (away from the cloud) starts from `R`.
+//! `q`, so the estimate is never below the k-th neighbour's distance, for any query. Every
+//! path to a leaf with points meets a chosen node (a leaf too large to be a top node is chosen
+//! alone), and a path whose side of a split is empty (an empty-space cut, where queries away
+//! from the cloud often go) takes the other side, so every query gets an estimate.
 //!
 //! The paper's top nodes are those below `alpha R` across (`alpha` 0.5) under a parent that is
 //! not, with `R` a conservative radius from the least density that matters. canopy chooses by
@@ -39,10 +40,16 @@ pub struct RadiusSelectPush {
     pub chosen_address: u64,
     /// Out: how many were chosen.
     pub count_address: u64,
+    /// Out: chosen nodes' starting radii.
+    pub radii_address: u64,
     /// [`RadiusParams::top_points`].
     pub top_points: u32,
     /// [`RadiusParams::levels`].
     pub levels: u32,
+    /// Neighbours per query.
+    pub k: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// Push constants of `radius_store.comp`.
@@ -86,17 +93,17 @@ pub struct RadiusEstimatePush {
 /// Which nodes PRECOMPUTERADIUS queries.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RadiusParams {
-    /// The most points of a top node (under a parent of more); `None`: `4k`, at least 32.
+    /// The most points of a top node (under a parent of more); `None`: `4k`, at least 64.
     pub top_points: Option<u32>,
     /// Levels chosen from each top node down, itself included (1 to 4; the paper's `nlevel`).
     pub levels: u32,
 }
 
 impl Default for RadiusParams {
-    /// Top nodes of up to `4k` points (at least 32) and 3 levels (the paper's `nlevel`): the
+    /// Top nodes of up to `4k` points (at least 64) and 3 levels (the paper's `nlevel`): the
     /// deepest chosen nodes hold about `k / 2` points, small enough that a point lies close to
-    /// their centre, large enough that there are about 2 node queries per `k` points (
-    /// `canopy bench knn` reports both the estimates and the node queries).
+    /// their centre, large enough that there are about 2 node queries per `k` points
+    /// (`canopy bench knn` reports both the estimates and the node queries).
     fn default() -> Self {
         Self {
             top_points: None,
@@ -113,6 +120,7 @@ pub struct RadiusEstimator {
     estimate: Arc<Pipeline>,
     node_capacity: u32,
     centres: Buffer,
+    starts: Buffer,
     chosen: Buffer,
     count: Buffer,
     found: Buffer,
@@ -138,6 +146,7 @@ impl RadiusEstimator {
             estimate: ctx.pipeline(&shaders::POINTKD_RADIUS_ESTIMATE, WORKGROUP_SIZE, &[])?,
             node_capacity: n as u32,
             centres: device("radius node centres", n * 12)?,
+            starts: device("radius node starting radii", n * 4)?,
             chosen: device("radius chosen nodes", n * 4)?,
             count: device("radius chosen count", 4)?,
             found: device("radius node found", n * 8)?,
@@ -184,12 +193,14 @@ impl RadiusEstimator {
             centres_address: self.centres.address(),
             chosen_address: self.chosen.address(),
             count_address: self.count.address(),
-            top_points: self.params.top_points.unwrap_or((4 * k).max(32)),
+            radii_address: self.starts.address(),
+            top_points: self.params.top_points.unwrap_or((4 * k).max(64)),
             levels: self.params.levels,
+            k,
+            pad: 0,
         };
         rec.dispatch(&self.select, &select, groups)?;
         rec.barrier_compute_to_compute();
-        // The node queries start from the tree's R (radius 0).
         let queries = KnnQueries {
             points: Some(Slice::whole(&self.centres)),
             count: Count::Device {
@@ -197,7 +208,7 @@ impl RadiusEstimator {
                 offset: 0,
                 max: self.node_capacity,
             },
-            radii: None,
+            radii: Some(Slice::whole(&self.starts)),
             radius: 0.0,
         };
         let found = Slice::whole(&self.found);
