@@ -42,6 +42,7 @@ use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
 use canopy::points::NormalsPush;
+use canopy::points::deform::StrengthPush;
 use canopy::points::orient::{OrientPush, OrientStats};
 use canopy::prims::compact::CompactPush;
 use canopy::prims::indirect::PreparePush;
@@ -502,6 +503,16 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::POINTS_STRENGTH,
+            Rust(rust_layout!(StrengthPush {
+                active_address,
+                static_address,
+                out_address,
+                count,
+                pad
+            })),
+        ),
+        (
             shaders::POINTKD_KEYS,
             Rust(rust_layout!(PointKdBuildPush { refs_address })),
         ),
@@ -859,7 +870,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &[
                 "u64", "[u64; 2]", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
                 "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "f32", "f32", "f32", "u32",
+                "f32", "f32", "f32", "u32", "u32", "u32",
             ],
             rust: rust_layout!(PointKdBuildRefs {
                 positions,
@@ -886,11 +897,13 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 empty_space,
                 traversal_cost,
                 radius,
-                k_estimate
+                k_estimate,
+                local_radius,
+                pad
             }),
             offsets: &[
                 0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,
-                152, 156, 160, 164, 168, 172,
+                152, 156, 160, 164, 168, 172, 176, 180,
             ],
         },
         SharedStruct {

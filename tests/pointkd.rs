@@ -507,17 +507,22 @@ fn assert_same_tree(cpu: &PointKdTree, gpu: &PointKdTree, label: &str) {
         }
     }
     assert_eq!(cpu.nodes.len(), gpu.nodes.len(), "{label}: node counts");
+    assert_eq!(cpu.query_radius, gpu.query_radius, "{label}: R");
 }
 
 #[test]
 fn gpu_builds_the_cpu_tree() {
     let ctx = context();
     let mut rng = Rng::new(77);
-    let params = PointKdParams {
+    // R given, and R estimated (small nodes pricing for their own density).
+    let given = PointKdParams {
         query_radius: Some(0.02),
         ..PointKdParams::default()
     };
-    for n in [1, 2, 3, 33, 100, 5000, 40_000] {
+    for (n, params) in [1, 2, 3, 33, 100, 5000, 40_000]
+        .into_iter()
+        .flat_map(|n| [(n, given), (n, PointKdParams::default())])
+    {
         for (name, points) in [
             ("uniform", uniform(&mut rng, n)),
             ("clustered", clustered(&mut rng, n)),

@@ -99,6 +99,8 @@ struct PointKdBuildRefs {
     float traversal_cost; // Cts
     float radius;         // R (0: init.comp estimates it and writes it here)
     uint k_estimate;      // neighbours R is estimated for
+    uint local_radius;    // 1: R was not given, small nodes price for their own density
+    uint pad;
 };
 
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer PointKdBuildRefsBuffer { PointKdBuildRefs r; };
@@ -123,11 +125,40 @@ vec3 point(uint id) {
     return Vec3s(refs.positions).v[id];
 }
 
-// The volume of the cell grown by R on every side, as src/accel/pointkd/cpu.rs computes it.
-float grown_volume(vec3 lo, vec3 hi) {
-    precise vec3 side = (hi - lo) + 2.0 * refs.radius;
+// The volume of the cell grown by `radius` on every side, as src/accel/pointkd/cpu.rs
+// computes it.
+float grown_volume(vec3 lo, vec3 hi, float radius) {
+    precise vec3 side = (hi - lo) + 2.0 * radius;
     precise float volume = side.x * side.y * side.z;
     return volume;
+}
+
+// x^(-1/3) for a positive normal x: a bit-level first guess and four Newton steps of products
+// and sums only, so src/accel/pointkd/cpu.rs inverse_cbrt computes the same bits.
+float inverse_cbrt(float x) {
+    precise float y = uintBitsToFloat(0x54a2fa8cu - floatBitsToUint(x) / 3u);
+    for (uint i = 0; i < 4; ++i) {
+        precise float step = 4.0 / 3.0 - x * (1.0 / 3.0) * y * y * y;
+        y = y * step;
+    }
+    return y;
+}
+
+// The radius of a sphere holding k_estimate of `count` points spread evenly over a box of
+// these extents (flat extents counted as a thousandth of the largest; 1 for no points or no
+// extent), as src/accel/pointkd/cpu.rs density_radius computes it.
+float density_radius(vec3 extent, uint count) {
+    float largest = max(extent.x, max(extent.y, extent.z));
+    if (count == 0 || !(largest > 0.0)) {
+        return 1.0;
+    }
+    vec3 sides = max(extent, vec3(largest * 1e-3));
+    precise float volume = sides.x * sides.y * sides.z;
+    // (3 V k / (4 pi count))^(1/3), as products only, so the CPU computes the same bits.
+    precise float sphere = volume * float(max(refs.k_estimate, 1u)) * (3.0 / (4.0 * 3.14159265358979));
+    float root = inverse_cbrt(sphere);
+    precise float radius = sphere * root * root * inverse_cbrt(float(count));
+    return radius;
 }
 
 // The next float above x (Rust's f32::next_up).

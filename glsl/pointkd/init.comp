@@ -2,8 +2,8 @@
 // After the lists are sorted: the build's counters, and the root's task over every entry with
 // its points' box as its cell (read in O(1) from the ends of the sorted lists). Without a
 // query radius R it estimates one as src/accel/pointkd/cpu.rs query_radius does (the radius of
-// a sphere holding k points at the mean density in the box, flat extents counted as a
-// thousandth of the largest) and stores it for the later steps.
+// a sphere holding k points at the mean density in the box) and stores it for the later
+// steps and the tree's header.
 #include "pointkd/build.glsl"
 
 void main() {
@@ -23,15 +23,7 @@ void main() {
     }
     store_task(refs.tasks[0], 0, PointKdTask(0, 0, refs.count, 0, lo, 0, hi, 0));
     if (refs.radius == 0.0) {
-        vec3 extent = max(hi - lo, vec3(0.0));
-        float largest = max(extent.x, max(extent.y, extent.z));
-        float radius = 1.0;
-        if (refs.count > 0 && largest > 0.0) {
-            vec3 sides = max(extent, vec3(largest * 1e-3));
-            precise float volume = sides.x * sides.y * sides.z;
-            precise float per_point = volume * float(max(refs.k_estimate, 1u)) / float(refs.count);
-            radius = pow(per_point * 3.0 / (4.0 * 3.14159265358979), 1.0 / 3.0);
-        }
+        float radius = density_radius(max(hi - lo, vec3(0.0)), refs.count);
         PointKdBuildRefsBuffer(pc.refs_address).r.radius = radius;
     }
 }

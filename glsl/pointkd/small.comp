@@ -4,7 +4,8 @@
 // from the first and last of its points in each axis's sorted order; its split is the plane
 // of least VVH cost among its points' coordinates, scanned in sorted order with the left count
 // running (the paper's bit masks over sorted lists), kept only when it costs less than testing
-// every point, exactly as src/accel/pointkd/cpu.rs prices it. Children are allocated as pairs;
+// every point, exactly as src/accel/pointkd/cpu.rs prices it, for R when it was given, else for
+// the radius holding k_estimate points at the task's own density (its cell and points). Children are allocated as pairs;
 // leaves write their points as consecutive runs over the node's own entries.
 #include "pointkd/build.glsl"
 
@@ -19,6 +20,11 @@ void main() {
         return;
     }
     PointKdTask task = PointKdTasks(refs.small).v[s];
+    // The radius the whole subtree prices for: R when it was given, else the task's own.
+    float radius = refs.radius;
+    if (refs.local_radius != 0u) {
+        radius = density_radius(max(task.cell_hi - task.cell_lo, vec3(0.0)), task.end - task.begin);
+    }
     U32s lists = U32s(refs.lists[state.v[0].parity]);
     uint n = min(task.end - task.begin, MAX_SMALL);
     // Local points in list-0 order; each axis's sorted order as local indices.
@@ -76,7 +82,7 @@ void main() {
         uint best_axis = NO_SPLIT;
         float best_plane = 0.0;
         if (!(count <= refs.max_leaf || depth >= refs.max_depth || lo == hi)) {
-            float parent = grown_volume(cell_lo, cell_hi);
+            float parent = grown_volume(cell_lo, cell_hi, radius);
             for (uint a = 0; a < 3; ++a) {
                 uint left = 0;
                 float previous = 0.0;
@@ -92,8 +98,8 @@ void main() {
                         vec3 right_lo = cell_lo;
                         right_lo[a] = x;
                         precise float cost = refs.traversal_cost
-                            + (float(left) * grown_volume(cell_lo, left_hi)
-                               + float(count - left) * grown_volume(right_lo, cell_hi)) / parent;
+                            + (float(left) * grown_volume(cell_lo, left_hi, radius)
+                               + float(count - left) * grown_volume(right_lo, cell_hi, radius)) / parent;
                         if (cost < best) {
                             best = cost;
                             best_axis = a;

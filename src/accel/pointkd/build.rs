@@ -85,6 +85,10 @@ pub struct PointKdBuildRefs {
     pub radius: f32,
     /// Neighbours `R` is estimated for.
     pub k_estimate: u32,
+    /// 1 when `R` was not given: small nodes price for their own density.
+    pub local_radius: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// The build's counters (`PointKdBuildState`), read back after a build.
@@ -287,6 +291,8 @@ impl PointKdBuilder {
             traversal_cost: self.params.traversal_cost,
             radius: self.params.query_radius.unwrap_or(0.0),
             k_estimate: self.params.k_estimate,
+            local_radius: self.params.query_radius.is_none() as u32,
+            pad: 0,
         };
         let push = PointKdBuildPush {
             refs_address: self.refs.address(),

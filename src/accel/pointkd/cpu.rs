@@ -51,9 +51,34 @@ fn grown_volume((lo, hi): Box3, r: f32) -> f32 {
     side(0) * side(1) * side(2)
 }
 
-/// The query radius the VVH prices for: the parameter, or the radius of a sphere holding
-/// `k_estimate` points at the cloud's mean density in its box (flat extents counted as a
-/// thousandth of the largest), in f32 as the GPU builder estimates it (`init.comp`).
+/// The radius of a sphere holding `k` of `count` points spread evenly over a box of these
+/// extents (flat extents counted as a thousandth of the largest; 1 for no points or no
+/// extent), in f32 as `glsl/pointkd/build.glsl` computes it.
+pub fn density_radius(extents: [f32; 3], count: usize, k: u32) -> f32 {
+    let largest = extents[0].max(extents[1]).max(extents[2]);
+    if count == 0 || largest.is_nan() || largest <= 0.0 {
+        return 1.0;
+    }
+    let sides = extents.map(|e| e.max(largest * 1e-3));
+    let volume = sides[0] * sides[1] * sides[2];
+    // (3 V k / (4 pi count))^(1/3), as products only, so the GPU computes the same bits.
+    let sphere = volume * k.max(1) as f32 * (3.0 / (4.0 * std::f32::consts::PI));
+    let root = inverse_cbrt(sphere);
+    sphere * root * root * inverse_cbrt(count as f32)
+}
+
+/// `x^(-1/3)` for a positive normal `x`, by a bit-level first guess and four Newton steps of
+/// products and sums only (`inverse_cbrt` in `glsl/pointkd/build.glsl`, bit for bit).
+pub fn inverse_cbrt(x: f32) -> f32 {
+    let mut y = f32::from_bits(0x54a2_fa8c - x.to_bits() / 3);
+    for _ in 0..4 {
+        y = y * (4.0 / 3.0 - x * (1.0 / 3.0) * y * y * y);
+    }
+    y
+}
+
+/// The tree's query radius `R`: the parameter, or the [`density_radius`] of the cloud's box
+/// for `k_estimate` neighbours (as the GPU builder's `init.comp` estimates it).
 pub fn query_radius(points: &[[f32; 3]], params: &PointKdParams) -> f32 {
     if let Some(r) = params.query_radius {
         return r;
@@ -61,14 +86,7 @@ pub fn query_radius(points: &[[f32; 3]], params: &PointKdParams) -> f32 {
     let ids: Vec<u32> = (0..points.len() as u32).collect();
     let (lo, hi) = bounds(points, &ids);
     let extents: [f32; 3] = std::array::from_fn(|a| (hi[a] - lo[a]).max(0.0));
-    let largest = extents[0].max(extents[1]).max(extents[2]);
-    if points.is_empty() || largest <= 0.0 {
-        return 1.0;
-    }
-    let sides = extents.map(|e| e.max(largest * 1e-3));
-    let volume = sides[0] * sides[1] * sides[2];
-    let per_point = volume * params.k_estimate.max(1) as f32 / points.len() as f32;
-    (per_point * 3.0 / (4.0 * std::f32::consts::PI)).powf(1.0 / 3.0)
+    density_radius(extents, points.len(), params.k_estimate)
 }
 
 /// Builds the VVH point kd-tree of `points` (see the module's documentation). Errors name the
@@ -101,7 +119,7 @@ pub fn build(points: &[[f32; 3]], params: &PointKdParams) -> Result<PointKdTree,
         nodes: Vec::new(),
     };
     builder.nodes.push(PointKdNode::default());
-    builder.node(0, &mut ids, 0, root, 0);
+    builder.node(0, &mut ids, (0, root, 0), None);
     Ok(PointKdTree {
         nodes: builder.nodes,
         point_ids: ids,
@@ -117,19 +135,28 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Writes node `index`: the subtree of `ids` (entries from `first`) within `cell`, its
-    /// children allocated as a pair after the nodes so far.
-    fn node(&mut self, index: usize, ids: &mut [u32], first: u32, cell: Box3, depth: u32) {
+    /// Writes node `index`: the subtree of `ids` (entries from `first`) within `cell` at
+    /// `depth`, its children allocated as a pair after the nodes so far. `small_radius` is the
+    /// radius small nodes below a small node are priced for.
+    fn node(
+        &mut self,
+        index: usize,
+        ids: &mut [u32],
+        (first, cell, depth): (u32, Box3, u32),
+        small_radius: Option<f32>,
+    ) {
         let n = ids.len() as u32;
         let tight = bounds(self.points, ids);
         self.nodes[index] = PointKdNode::leaf(first, n, tight);
         if n <= self.params.max_leaf || depth >= self.params.max_depth || tight.0 == tight.1 {
             return;
         }
+        let mut small_radius = small_radius;
         let split = if n > self.params.large_node {
             self.large_split(tight, cell)
         } else {
-            self.small_split(ids, cell)
+            let radius = *small_radius.get_or_insert_with(|| self.small_radius(cell, n));
+            self.small_split(ids, cell, radius)
         };
         let Some((axis, x)) = split else {
             return;
@@ -145,14 +172,21 @@ impl Builder<'_> {
         let children = self.nodes.len();
         self.nodes.extend([PointKdNode::default(); 2]);
         self.nodes[index] = PointKdNode::split(axis, x, children as u32, tight);
-        self.node(children, left_ids, first, left_cell, depth + 1);
-        self.node(
-            children + 1,
-            right_ids,
-            first + left as u32,
-            right_cell,
-            depth + 1,
-        );
+        let below = (first, left_cell, depth + 1);
+        self.node(children, left_ids, below, small_radius);
+        let above = (first + left as u32, right_cell, depth + 1);
+        self.node(children + 1, right_ids, above, small_radius);
+    }
+
+    /// The radius a small node (the first of at most `T` points on its path) and its subtree
+    /// are priced for: `R` when it was given, else the [`density_radius`] of its own cell and
+    /// points, so that dense clusters and sparse regions each get their own.
+    fn small_radius(&self, cell: Box3, count: u32) -> f32 {
+        if self.params.query_radius.is_some() {
+            return self.radius;
+        }
+        let extents = std::array::from_fn(|a| (cell.1[a] - cell.0[a]).max(0.0));
+        density_radius(extents, count as usize, self.params.k_estimate)
     }
 
     /// A large node's split: the empty part of its cell cut off when it exceeds the empty-space
@@ -188,8 +222,8 @@ impl Builder<'_> {
 
     /// A small node's split of least VVH cost among its points' coordinates, when it costs less
     /// than testing all its points.
-    fn small_split(&self, ids: &[u32], cell: Box3) -> Option<(usize, f32)> {
-        let parent = grown_volume(cell, self.radius);
+    fn small_split(&self, ids: &[u32], cell: Box3, radius: f32) -> Option<(usize, f32)> {
+        let parent = grown_volume(cell, radius);
         let n = ids.len();
         let mut best = (n as f32, None);
         for axis in 0..3 {
@@ -204,8 +238,8 @@ impl Builder<'_> {
                 l.1[axis] = x;
                 r.0[axis] = x;
                 let cost = self.params.traversal_cost
-                    + (left as f32 * grown_volume(l, self.radius)
-                        + (n - left) as f32 * grown_volume(r, self.radius))
+                    + (left as f32 * grown_volume(l, radius)
+                        + (n - left) as f32 * grown_volume(r, radius))
                         / parent;
                 if cost < best.0 {
                     best = (cost, Some((axis, x)));
