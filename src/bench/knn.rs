@@ -19,6 +19,8 @@ use crate::accel::pointkd::cpu::knn_brute_force;
 use crate::accel::pointkd::knn::{Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries};
 use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use crate::geom::PointInput;
+use crate::points::PointNormals;
+use crate::points::orient::NormalOrienter;
 use crate::rng::Rng;
 use crate::vk::{Context, MemoryKind, Slice, WorkCounts};
 
@@ -110,6 +112,23 @@ pub struct KnnConfig {
     pub sampled: u32,
     /// How the trees are built.
     pub tree: PointKdParams,
+    /// Neighbours for the point-cloud modelling measured after the queries (normals, density
+    /// and orientation), or none.
+    pub modelling_k: Option<u32>,
+}
+
+/// Point-cloud modelling of a cloud (seed 000 §6) after its k nearest: normals and density,
+/// and the orientation.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ModellingReport {
+    /// Neighbours per point.
+    pub k: u32,
+    /// GPU time (`points: normals and density`, `points: orientation`).
+    pub time: Timing,
+    /// Borůvka rounds that joined components.
+    pub rounds: usize,
+    /// Edges of the spanning forest.
+    pub forest_edges: u64,
 }
 
 /// Every point's k nearest, for one k.
@@ -154,6 +173,8 @@ pub struct KnnReport {
     pub nodes: u32,
     /// The queries, per k.
     pub queries: Vec<KnnQueryReport>,
+    /// Normals, density and orientation, when measured.
+    pub modelling: Option<ModellingReport>,
 }
 
 /// Measures every cloud of `config`, handing each report to `each` as it is made.
@@ -163,6 +184,7 @@ pub fn measure(
     mut each: impl FnMut(&KnnReport),
 ) -> Result<Vec<KnnReport>> {
     let knn = Knn::new(ctx, 2)?;
+    let normals = PointNormals::new(ctx)?;
     let mut reports = Vec::new();
     for &distribution in &config.distributions {
         for &n in &config.sizes {
@@ -181,7 +203,10 @@ pub fn measure(
             )?;
             let work = count_work(ctx, |rec| structure.record_build(rec, &input, 0))?;
             let mut queries = Vec::new();
-            let largest = config.ks.iter().copied().max().unwrap_or(1) as u64;
+            let largest = config.ks.iter().chain(&config.modelling_k).copied().max();
+            let largest = largest.unwrap_or(1) as u64;
+            let modelled = ctx.create_buffer("bench normals", n as u64 * 16, MemoryKind::Device)?;
+            let orienter = NormalOrienter::new(ctx, n)?;
             let ids = ctx.create_buffer("bench ids", n as u64 * largest * 4, MemoryKind::Device)?;
             let d2 = ctx.create_buffer("bench d2", n as u64 * largest * 4, MemoryKind::Device)?;
             let found = ctx.create_buffer("bench found", n as u64 * 8, MemoryKind::Device)?;
@@ -248,6 +273,37 @@ pub fn measure(
                     found_per_query: mean(within),
                 });
             }
+            let modelling = match config.modelling_k {
+                Some(k) => {
+                    let out = KnnOutput {
+                        ids: Slice::new(&ids, 0, n as u64 * k as u64),
+                        distances2: Slice::new(&d2, 0, n as u64 * k as u64),
+                        found: Slice::<KnnFound>::whole(&found),
+                        counters: None,
+                    };
+                    let tree = structure.tree();
+                    let q = KnnQueries::every_point(tree, None);
+                    ctx.submit_and_wait(|rec| knn.record(rec, tree, &q, k, &out))?;
+                    let cloud = (Slice::whole(&positions), n);
+                    let time = time_runs(
+                        ctx,
+                        config.repeats,
+                        |_| Ok(()),
+                        |rec| {
+                            normals.record(rec, cloud.0, n, (&out, k), Slice::whole(&modelled))?;
+                            orienter.record(rec, cloud, (out.ids, k), Slice::whole(&modelled))
+                        },
+                    )?;
+                    let stats = orienter.stats(ctx)?;
+                    Some(ModellingReport {
+                        k,
+                        time,
+                        rounds: stats.rounds(),
+                        forest_edges: stats.forest_edges(),
+                    })
+                }
+                None => None,
+            };
             let report = KnnReport {
                 distribution,
                 points: n,
@@ -256,6 +312,7 @@ pub fn measure(
                 tree_bytes: structure.tree_bytes(),
                 nodes: structure.status().node_count,
                 queries,
+                modelling,
             };
             each(&report);
             reports.push(report);
@@ -278,6 +335,19 @@ impl std::fmt::Display for KnnReport {
             self.work
         )?;
         let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
+        if let Some(m) = &self.modelling {
+            writeln!(
+                f,
+                "  modelling, k {}: normals and density {:.4} ms, orientation {:.4} ms ({} rounds, \
+                 {} forest edges, {} trees)",
+                m.k,
+                m.time.stage_ms("points: normals and density"),
+                m.time.stage_ms("points: orientation"),
+                m.rounds,
+                m.forest_edges,
+                self.points as u64 - m.forest_edges
+            )?;
+        }
         for q in &self.queries {
             let per_query = |x: u64| x as f64 / q.work.queries.max(1) as f64;
             writeln!(

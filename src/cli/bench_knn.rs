@@ -36,6 +36,10 @@ pub struct KnnBenchArgs {
     /// The trees' leaf size below which nodes are leaves without pricing.
     #[arg(long, default_value_t = PointKdParams::default().max_leaf)]
     pub max_leaf: u32,
+    /// Neighbours for the point-cloud modelling measured after the queries (normals, density,
+    /// orientation); 0: none.
+    #[arg(long, default_value_t = 16)]
+    pub modelling_k: u32,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -45,6 +49,12 @@ pub struct KnnBenchArgs {
 pub fn run(ctx: &Context, args: &KnnBenchArgs) -> Result<(), CliError> {
     if let Some(k) = args.k.iter().find(|&&k| !(1..=MAX_K).contains(&k)) {
         return Err(CliError::Failed(format!("k {k}: 1 to {MAX_K}")));
+    }
+    if args.modelling_k > MAX_K {
+        return Err(CliError::Failed(format!(
+            "modelling k {}: 0 to {MAX_K}",
+            args.modelling_k
+        )));
     }
     if args.points.contains(&0) {
         return Err(CliError::Failed("a cloud of 0 points".into()));
@@ -65,6 +75,7 @@ pub fn run(ctx: &Context, args: &KnnBenchArgs) -> Result<(), CliError> {
             max_leaf: args.max_leaf,
             ..PointKdParams::default()
         },
+        modelling_k: (args.modelling_k > 0).then_some(args.modelling_k),
     };
     let reports = measure(ctx, &config, |report| print!("{report}"))?;
     super::write_json(args.json.as_deref(), ctx, "bench knn", &reports)
