@@ -442,7 +442,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 radius,
                 max_radius,
                 niter,
-                point_count
+                pad
             })),
         ),
         (
@@ -869,8 +869,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             name: "PointKdBuildRefs",
             shape: &[
                 "u64", "[u64; 2]", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
-                "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "f32", "f32", "f32", "u32", "u32", "u32",
+                "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "u32", "f32", "f32", "f32", "u32", "u32", "u32",
             ],
             rust: rust_layout!(PointKdBuildRefs {
                 positions,
@@ -886,6 +886,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 entries,
                 state,
                 header,
+                count_address,
                 count,
                 stride,
                 node_capacity,
@@ -902,19 +903,21 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 pad
             }),
             offsets: &[
-                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,
-                152, 156, 160, 164, 168, 172, 176, 180,
+                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 140, 144, 148, 152,
+                156, 160, 164, 168, 172, 176, 180, 184, 188,
             ],
         },
         SharedStruct {
             kernel: shaders::POINTKD_KNN,
             name: "PointKdHeader",
-            shape: &["u32", "f32"],
+            shape: &["u32", "f32", "u32", "u32"],
             rust: rust_layout!(PointKdHeader {
                 node_count,
-                query_radius
+                query_radius,
+                point_count,
+                pad
             }),
-            offsets: &[0, 4],
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::POINTKD_KNN,

@@ -564,3 +564,58 @@ fn gpu_trees_answer_queries_and_fold_at_the_default_scene_size() {
     }
     assert_valid(&ctx);
 }
+
+#[test]
+fn a_point_count_on_the_device_builds_the_same_tree() {
+    use canopy::vk::Count;
+    let ctx = context();
+    let mut rng = Rng::new(80);
+    let params = PointKdParams::default();
+    for (n, spare) in [(0usize, 5usize), (1, 0), (700, 300), (5000, 1)] {
+        let points = clustered(&mut rng, n + spare);
+        let positions = ctx.create_buffer_with("points", &points).unwrap();
+        let count = ctx.create_buffer_with("count", &[n as u32]).unwrap();
+        let capacity = (n + spare) as u32;
+        let mut tree = PointKdTreeGpu::new(&ctx, capacity, params.large_node).unwrap();
+        let builder = PointKdBuilder::new(&ctx, params, capacity).unwrap();
+        let counted = Count::Device {
+            buffer: &count,
+            offset: 0,
+            max: capacity,
+        };
+        ctx.submit_and_wait(|rec| {
+            builder.record_counted(rec, (Slice::whole(&positions), counted), &mut tree)
+        })
+        .unwrap();
+        let gpu = tree.download(&ctx).unwrap();
+        let label = format!("{n} of {} points counted on the device", n + spare);
+        assert_eq!(gpu.point_ids.len(), n, "{label}");
+        let cpu = cpu::build(&points[..n], &params).unwrap();
+        assert_same_tree(&cpu, &gpu, &label);
+        // Every point's nearest is itself, counted by the header.
+        if n > 0 {
+            let knn = Knn::new(&ctx, 2).unwrap();
+            let ids = ctx
+                .create_buffer("ids", capacity as u64 * 4, MemoryKind::Device)
+                .unwrap();
+            let d2 = ctx
+                .create_buffer("d2", capacity as u64 * 4, MemoryKind::Device)
+                .unwrap();
+            let found = ctx
+                .create_buffer("found", capacity as u64 * 8, MemoryKind::Device)
+                .unwrap();
+            let out = KnnOutput {
+                ids: Slice::whole(&ids),
+                distances2: Slice::whole(&d2),
+                found: Slice::whole(&found),
+                counters: None,
+            };
+            let q = KnnQueries::every_point(&tree, None);
+            ctx.submit_and_wait(|rec| knn.record(rec, &tree, &q, 1, &out))
+                .unwrap();
+            let d2: Vec<f32> = ctx.download(&d2, 0, n).unwrap();
+            assert!(d2.iter().all(|&d| d == 0.0), "{label}");
+        }
+    }
+    assert_valid(&ctx);
+}

@@ -87,7 +87,8 @@ struct PointKdBuildRefs {
     uint64_t entries;     // vec4 per entry (the tree's)
     uint64_t state;       // PointKdBuildState
     uint64_t header;      // PointKdHeader (the tree's)
-    uint count;           // points
+    uint64_t count_address; // the point count on the device (at most `count`), or 0
+    uint count;           // points (with count_address: their bound)
     uint stride;          // list length (count rounded up to 4)
     uint node_capacity;
     uint task_capacity;
@@ -112,9 +113,13 @@ layout(push_constant, scalar) uniform Push {
 
 PointKdBuildRefs refs;
 
-// Every build kernel calls this first.
+// Every build kernel calls this first: the refs, with the point count read from the device
+// when it is counted there.
 void load_refs() {
     refs = PointKdBuildRefsBuffer(pc.refs_address).r;
+    if (refs.count_address != 0ul) {
+        refs.count = min(U32s(refs.count_address).v[0], refs.count);
+    }
 }
 
 PointKdBuildStates build_state() {

@@ -1,7 +1,7 @@
 #version 460
 // The last step of a point kd-tree build: each entry of the final order (the current first
 // list, leaves' runs in place) as the queries read it: the point's position and index; and
-// the tree's header (its node count and R).
+// the tree's header (its node and point counts, and R).
 #include "pointkd/build.glsl"
 
 void main() {
@@ -12,6 +12,7 @@ void main() {
         PointKdHeaders header = PointKdHeaders(refs.header);
         header.h.node_count = build_state().v[0].node_count;
         header.h.query_radius = refs.radius;
+        header.h.point_count = refs.count;
     }
     if (e >= refs.count) {
         return;

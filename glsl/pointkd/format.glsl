@@ -19,10 +19,12 @@ struct PointKdNode {
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer PointKdNodes { PointKdNode v[]; };
 
 // What a query needs to know of the tree as a whole (src/accel/pointkd/knn.rs
-// PointKdHeader): how many nodes it has, and the query radius R its VVH priced.
+// PointKdHeader): how many nodes and points it has, and the query radius R its VVH priced.
 struct PointKdHeader {
     uint node_count;
     float query_radius;
+    uint point_count;
+    uint pad;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer PointKdHeaders { PointKdHeader h; };
 

@@ -44,7 +44,7 @@ layout(push_constant, scalar) uniform Push {
     float radius;               // r0 when radii_address is 0 (0: the tree's R)
     float max_radius;           // range bound (INF for plain KNN)
     uint niter;
-    uint point_count;
+    uint pad;
 } pc;
 
 shared uint histogram[WORKGROUP_SIZE][NHIST];
@@ -174,9 +174,10 @@ void main() {
     } else {
         q = Vec3s(pc.queries_address).v[i];
     }
+    PointKdHeader header = PointKdHeaders(pc.header_address).h;
     uint limit = min(pc.k, K_MAX);
-    uint wanted = min(limit, pc.point_count);
-    float r = pc.radius > 0.0 ? pc.radius : PointKdHeaders(pc.header_address).h.query_radius;
+    uint wanted = min(limit, header.point_count);
+    float r = pc.radius > 0.0 ? pc.radius : header.query_radius;
     if (pc.radii_address != 0ul) {
         r = F32s(pc.radii_address).v[slot];
     }
@@ -203,7 +204,7 @@ void main() {
     uint inside = 0;
     uint kept = 0;
     uint mode = pc.ids_address != 0ul ? GATHER : COUNT;
-    if (pc.point_count > 0) {
+    if (header.point_count > 0) {
         inside = range_search(q, r * r, mode, 0.0, r, limit, kept);
         kept = mode == GATHER ? kept : min(inside, wanted);
         if (kept < wanted && r < holding) {

@@ -61,7 +61,9 @@ pub struct PointKdBuildRefs {
     pub state: u64,
     /// The tree's [`super::knn::PointKdHeader`].
     pub header: u64,
-    /// Points.
+    /// The point count on the device, or 0.
+    pub count_address: u64,
+    /// Points (with `count_address`: their bound).
     pub count: u32,
     /// List length.
     pub stride: u32,
@@ -255,7 +257,18 @@ impl PointKdBuilder {
         input: &PointInput,
         tree: &mut PointKdTreeGpu,
     ) -> Result<()> {
-        let n = input.count;
+        self.record_counted(rec, (input.positions, Count::Host(input.count)), tree)
+    }
+
+    /// [`Self::record`] over `count` points of `positions`, a count that may be on the device
+    /// (photons stored on the GPU): the kernels read it there, and dispatches cover its bound.
+    pub fn record_counted(
+        &self,
+        rec: &mut Recorder,
+        (positions, count): (Slice<[f32; 3]>, Count),
+        tree: &mut PointKdTreeGpu,
+    ) -> Result<()> {
+        let n = count.max();
         if n > self.capacity || n > tree.capacity() {
             return Err(Error::InvalidInput(format!(
                 "point kd-tree of {n} points: the builder holds {}, the tree {}",
@@ -263,10 +276,11 @@ impl PointKdBuilder {
                 tree.capacity()
             )));
         }
-        input.positions.check("pointkd positions", n as u64, 4)?;
+        positions.check("pointkd positions", n as u64, 4)?;
         tree.set_point_count(n);
+        let (count_address, _) = count.push();
         let refs = PointKdBuildRefs {
-            positions: input.positions.address(),
+            positions: positions.address(),
             lists: [self.lists[0].address(), self.lists[1].address()],
             owners: [self.owners[0].address(), self.owners[1].address()],
             tasks: [self.tasks[0].address(), self.tasks[1].address()],
@@ -279,6 +293,7 @@ impl PointKdBuilder {
             entries: tree.entries.address(),
             state: self.state.address(),
             header: tree.header.address(),
+            count_address,
             count: n,
             stride: self.stride,
             node_capacity: Self::max_nodes(tree.capacity(), self.params.large_node),
@@ -308,7 +323,7 @@ impl PointKdBuilder {
             let at = axis * self.stride as u64;
             let keys = Slice::new(&self.keys, at * 4, self.stride as u64);
             let values = Slice::new(&self.lists[0], at * 4, self.stride as u64);
-            self.sort.record(rec, keys, values, Count::Host(n), 32)?;
+            self.sort.record(rec, keys, values, count, 32)?;
             rec.barrier_compute_to_compute();
         }
         rec.dispatch(&self.kernels[INIT], &push, 1)?;

@@ -53,8 +53,8 @@ pub struct KnnPush {
     pub max_radius: f32,
     /// Histogram iterations.
     pub niter: u32,
-    /// Points in the tree.
-    pub point_count: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// What a query found besides its neighbours (8 bytes).
@@ -92,7 +92,14 @@ pub struct PointKdHeader {
     pub node_count: u32,
     /// The query radius `R` its VVH priced.
     pub query_radius: f32,
+    /// Points in the tree.
+    pub point_count: u32,
+    /// Padding.
+    pub pad: u32,
 }
+
+/// Where [`PointKdHeader::point_count`] lies in the header.
+const POINT_COUNT_OFFSET: u64 = std::mem::offset_of!(PointKdHeader, point_count) as u64;
 
 /// A point kd-tree on the device: its nodes, its leaf entries (each point's position and
 /// index, in leaf order, so a leaf's points are read together) and its header.
@@ -119,7 +126,11 @@ impl PointKdTreeGpu {
                 capacity.max(1) as u64 * 16,
                 MemoryKind::Device,
             )?,
-            header: ctx.create_buffer("point kd-tree header", 8, MemoryKind::Device)?,
+            header: ctx.create_buffer(
+                "point kd-tree header",
+                std::mem::size_of::<PointKdHeader>() as u64,
+                MemoryKind::Device,
+            )?,
             point_count: 0,
             capacity,
         })
@@ -134,10 +145,20 @@ impl PointKdTreeGpu {
         self.point_count = count;
     }
 
+    /// The tree's point count on the device (its header's): the count of every-point queries.
+    pub fn device_point_count(&self) -> Count<'_> {
+        Count::Device {
+            buffer: &self.header,
+            offset: POINT_COUNT_OFFSET,
+            max: self.point_count,
+        }
+    }
+
     /// The tree read back: its nodes, its entries' point indices and its `R`.
     pub fn download(&self, ctx: &Context) -> Result<PointKdTree> {
         let header: PointKdHeader = ctx.download(&self.header, 0, 1)?[0];
-        let entries: Vec<[f32; 4]> = ctx.download(&self.entries, 0, self.point_count as usize)?;
+        let points = header.point_count as usize;
+        let entries: Vec<[f32; 4]> = ctx.download(&self.entries, 0, points)?;
         Ok(PointKdTree {
             nodes: ctx.download(&self.nodes, 0, header.node_count as usize)?,
             point_ids: entries.iter().map(|e| e[3].to_bits()).collect(),
@@ -177,6 +198,8 @@ impl PointKdTreeGpu {
         let header = PointKdHeader {
             node_count: nodes.len() as u32,
             query_radius: tree.query_radius,
+            point_count: points.len() as u32,
+            pad: 0,
         };
         Ok(Self {
             nodes: ctx.create_buffer_with("point kd-tree nodes", nodes)?,
@@ -187,7 +210,7 @@ impl PointKdTreeGpu {
         })
     }
 
-    /// Points in the tree.
+    /// Points in the tree (for a build over a count on the device, that count's bound).
     pub fn point_count(&self) -> u32 {
         self.point_count
     }
@@ -200,7 +223,7 @@ pub struct KnnQueries<'a> {
     /// run in the tree's leaf order, so neighbouring invocations walk neighbouring paths; see
     /// [`Self::every_point`]).
     pub points: Option<Slice<'a, [f32; 3]>>,
-    /// How many (the tree's point count for every point).
+    /// How many (for every point, [`PointKdTreeGpu::device_point_count`]).
     pub count: Count<'a>,
     /// A starting radius per query (per point index for every point; from
     /// [`super::radius::RadiusEstimator`] or a previous search); `None`: `radius` for every
@@ -215,10 +238,10 @@ pub struct KnnQueries<'a> {
 impl<'a> KnnQueries<'a> {
     /// Every point of `tree` as a query, starting from `radii` (by point index) or the tree's
     /// `R`.
-    pub fn every_point(tree: &PointKdTreeGpu, radii: Option<Slice<'a, f32>>) -> Self {
+    pub fn every_point(tree: &'a PointKdTreeGpu, radii: Option<Slice<'a, f32>>) -> Self {
         Self {
             points: None,
-            count: Count::Host(tree.point_count()),
+            count: tree.device_point_count(),
             radii,
             radius: 0.0,
         }
@@ -236,12 +259,18 @@ impl<'a> KnnQueries<'a> {
                 points.check(&format!("{what} queries"), n, 4)?;
                 Ok(points.address())
             }
-            None if matches!(self.count, Count::Host(c) if c == tree.point_count()) => Ok(0),
-            None => Err(Error::InvalidInput(format!(
-                "{what}: every point of a tree of {} points, counted as {:?}",
-                tree.point_count(),
-                self.count.max()
-            ))),
+            None => match self.count {
+                Count::Device { buffer, offset, .. }
+                    if buffer.raw() == tree.header.raw() && offset == POINT_COUNT_OFFSET =>
+                {
+                    Ok(0)
+                }
+                _ => Err(Error::InvalidInput(format!(
+                    "{what}: every point of the tree is counted by its header \
+                     (KnnQueries::every_point), not {:?}",
+                    self.count.max()
+                ))),
+            },
         }
     }
 }
@@ -316,6 +345,26 @@ impl Knn {
     ) -> Result<()> {
         check_starting_radius(queries)?;
         self.record_search(rec, tree, queries, (k, f32::INFINITY, self.iterations), out)
+    }
+
+    /// Records the `k` nearest neighbours of every query within `max_radius` (a photon gather):
+    /// as [`Self::record`], but the search radius never grows past `max_radius`, and a query
+    /// with fewer than `k` points within it returns those.
+    pub fn record_bounded(
+        &self,
+        rec: &mut Recorder,
+        tree: &PointKdTreeGpu,
+        queries: &KnnQueries,
+        (k, max_radius): (u32, f32),
+        out: &KnnOutput,
+    ) -> Result<()> {
+        check_starting_radius(queries)?;
+        if !(max_radius > 0.0 && max_radius.is_finite()) {
+            return Err(Error::InvalidInput(format!(
+                "search radius bound {max_radius}: a finite positive number"
+            )));
+        }
+        self.record_search(rec, tree, queries, (k, max_radius, self.iterations), out)
     }
 
     /// Records the k-th neighbour's radius of every query (a radius holding `k` points, within
@@ -433,7 +482,7 @@ impl Knn {
             radius: queries.radius,
             max_radius,
             niter,
-            point_count: tree.point_count,
+            pad: 0,
         };
         rec.begin_stage(stage);
         // Device counts over-launch to their bound: invocations past the count return at once.
