@@ -72,7 +72,8 @@ fn build(points: &[[f32; 3]], label: &str) -> PointKdTree {
     tree
 }
 
-/// The GPU's answers to `queries`: ids, squared distances and what each found.
+/// The GPU's answers to `queries`: ids, squared distances and what each found; `range`: a
+/// range query of that radius, or (negative) a k-nearest search bounded by minus it.
 fn gpu_knn(
     ctx: &Context,
     tree: &PointKdTreeGpu,
@@ -113,6 +114,7 @@ fn gpu_knn(
     };
     ctx.submit_and_wait(|rec| match range {
         None => knn.record(rec, tree, &q, k, &out),
+        Some(r) if r < 0.0 => knn.record_bounded(rec, tree, &q, (k, -r), &out),
         Some(r) => knn.record_range(rec, tree, &q, (r, k), &out),
     })
     .unwrap();
@@ -386,6 +388,39 @@ fn starting_radii_never_fall_short_and_keep_the_search_exact() {
             let label = format!("{name}, every point");
             let (_, work) = assert_estimated_radii(&ctx, cloud, None, k, &label);
             assert_eq!(work.queries, points.len() as u64, "{label}");
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn bounded_searches_return_the_nearest_within_the_bound() {
+    let ctx = context();
+    let mut rng = Rng::new(83);
+    let points = clustered(&mut rng, 3000);
+    let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "bounded"), &points).unwrap();
+    let mut queries = uniform(&mut rng, 60)
+        .iter()
+        .map(|q| q.map(|x| 100.0 * x))
+        .collect::<Vec<_>>();
+    queries.extend(points.iter().step_by(101).copied());
+    for (bound, k) in [(0.01, 8), (0.05, 50), (3.0, 16)] {
+        let (ids, d2, found) = gpu_knn(&ctx, &tree, &queries, k, 0.001, Some(-bound));
+        for (i, &q) in queries.iter().enumerate() {
+            let inside = range_count_brute_force(&points, q, bound * bound);
+            let expected = knn_brute_force(&points, q, (k as usize).min(inside));
+            for (j, want) in expected.iter().enumerate() {
+                let got = (d2[i * k as usize + j], ids[i * k as usize + j]);
+                assert_eq!(got, *want, "bound {bound}: query {i} neighbour {j}");
+            }
+            if expected.len() < k as usize {
+                assert_eq!(
+                    ids[i * k as usize + expected.len()],
+                    u32::MAX,
+                    "bound {bound}"
+                );
+            }
+            assert!(found[i].radius <= bound, "bound {bound}: {:?}", found[i]);
         }
     }
     assert_valid(&ctx);
