@@ -20,11 +20,10 @@
 // subgroup.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
-#include "pointkd/format.glsl"
+#include "pointkd/search.glsl"
 
 layout(constant_id = 2) const uint K_MAX = 64;
 const uint NHIST = 32;
-const uint STACK_SIZE = 64;
 const uint MISS = 0xffffffffu;
 
 layout(push_constant, scalar) uniform Push {
@@ -57,10 +56,6 @@ struct KnnCounters {
     uint64_t points_tested;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer KnnCountersBuffer { KnnCounters c; };
-uint searches = 0;
-uint nodes_tested = 0;
-uint points_tested = 0;
-
 // The k nearest so far, in (squared distance, index) order.
 float best_d2[K_MAX];
 uint best_id[K_MAX];
@@ -70,65 +65,41 @@ const uint COUNT = 0;     // nothing
 const uint HISTOGRAM = 1; // count it in this invocation's histogram row by (d - rmin) / (r - rmin)
 const uint GATHER = 2;    // keep the nearest `limit` in best_d2/best_id (how many: `kept`)
 
-// Every point within squared distance r2 of q, found depth first with a stack, skipping nodes
-// whose box lies beyond: returns how many there are, and does with each what `mode` says.
-uint range_search(vec3 q, float r2, uint mode, float rmin, float r, uint limit, out uint kept) {
-    PointKdNodes nodes = PointKdNodes(pc.nodes_address);
-    PointEntries entries = PointEntries(pc.entries_address);
-    uint stack[STACK_SIZE];
-    uint top = 0;
-    uint node = 0;
-    uint count = 0;
-    kept = 0;
-    float scale = float(NHIST) / max(r - rmin, 1e-30);
-    searches += 1;
-    while (true) {
-        PointKdNode n = nodes.v[node];
-        nodes_tested += 1;
-        if (box_distance2(q, n.lo, n.hi) < r2) {
-            if ((n.word0 & 3u) == POINT_KD_LEAF) {
-                uint end = n.word1 + (n.word0 >> 2);
-                points_tested += end - n.word1;
-                for (uint e = n.word1; e < end; ++e) {
-                    vec4 entry = entries.v[e];
-                    float d2 = distance2(entry.xyz, q);
-                    if (d2 >= r2) {
-                        continue;
-                    }
-                    count += 1;
-                    if (mode == HISTOGRAM) {
-                        float at = (sqrt(d2) - rmin) * scale;
-                        histogram[gl_LocalInvocationIndex][min(uint(max(at, 0.0)), NHIST - 1)] += 1;
-                    }
-                    if (mode != GATHER) {
-                        continue;
-                    }
-                    uint id = floatBitsToUint(entry.w);
-                    if (kept == limit && (d2 > best_d2[limit - 1] || (d2 == best_d2[limit - 1] && id > best_id[limit - 1]))) {
-                        continue;
-                    }
-                    uint at = kept < limit ? kept : limit - 1;
-                    while (at > 0 && (best_d2[at - 1] > d2 || (best_d2[at - 1] == d2 && best_id[at - 1] > id))) {
-                        best_d2[at] = best_d2[at - 1];
-                        best_id[at] = best_id[at - 1];
-                        at -= 1;
-                    }
-                    best_d2[at] = d2;
-                    best_id[at] = id;
-                    kept = min(kept + 1, limit);
-                }
-            } else {
-                stack[top++] = (n.word0 >> 2) + 1;
-                node = n.word0 >> 2;
-                continue;
-            }
-        }
-        if (top == 0) {
-            break;
-        }
-        node = stack[--top];
+// The current search's mode and its histogram's range, or its list's length and bound.
+uint mode = COUNT;
+float histogram_min = 0.0;
+float histogram_scale = 0.0;
+uint kept = 0;
+uint limit = 0;
+
+void visit_point(vec4 entry, float d2) {
+    if (mode == HISTOGRAM) {
+        float at = (sqrt(d2) - histogram_min) * histogram_scale;
+        histogram[gl_LocalInvocationIndex][min(uint(max(at, 0.0)), NHIST - 1)] += 1;
     }
-    return count;
+    if (mode != GATHER) {
+        return;
+    }
+    uint id = floatBitsToUint(entry.w);
+    if (kept == limit && (d2 > best_d2[limit - 1] || (d2 == best_d2[limit - 1] && id > best_id[limit - 1]))) {
+        return;
+    }
+    uint at = kept < limit ? kept : limit - 1;
+    while (at > 0 && (best_d2[at - 1] > d2 || (best_d2[at - 1] == d2 && best_id[at - 1] > id))) {
+        best_d2[at] = best_d2[at - 1];
+        best_id[at] = best_id[at - 1];
+        at -= 1;
+    }
+    best_d2[at] = d2;
+    best_id[at] = id;
+    kept = min(kept + 1, limit);
+}
+
+// The points within r of q, each handled as `search_mode` says; returns how many there are.
+uint search(vec3 q, float r, uint search_mode) {
+    mode = search_mode;
+    kept = 0;
+    return range_search(pc.nodes_address, pc.entries_address, q, r * r);
 }
 
 // Fills this invocation's histogram row with the points within r of q, binned over [rmin, r);
@@ -137,8 +108,9 @@ uint histogram_pass(vec3 q, float rmin, float r) {
     for (uint b = 0; b < NHIST; ++b) {
         histogram[gl_LocalInvocationIndex][b] = 0;
     }
-    uint unused;
-    return range_search(q, r * r, HISTOGRAM, rmin, r, 0, unused);
+    histogram_min = rmin;
+    histogram_scale = float(NHIST) / max(r - rmin, 1e-30);
+    return search(q, r, HISTOGRAM);
 }
 
 // Relative widening of a narrowed radius: the histogram bins distances through sqrt, the
@@ -175,7 +147,7 @@ void main() {
         q = Vec3s(pc.queries_address).v[i];
     }
     PointKdHeader header = PointKdHeaders(pc.header_address).h;
-    uint limit = min(pc.k, K_MAX);
+    limit = min(pc.k, K_MAX);
     uint wanted = min(limit, header.point_count);
     float r = pc.radius > 0.0 ? pc.radius : header.query_radius;
     if (pc.radii_address != 0ul) {
@@ -202,16 +174,15 @@ void main() {
         }
     }
     uint inside = 0;
-    uint kept = 0;
-    uint mode = pc.ids_address != 0ul ? GATHER : COUNT;
+    uint final_mode = pc.ids_address != 0ul ? GATHER : COUNT;
     if (header.point_count > 0) {
-        inside = range_search(q, r * r, mode, 0.0, r, limit, kept);
-        kept = mode == GATHER ? kept : min(inside, wanted);
+        inside = search(q, r, final_mode);
+        kept = final_mode == GATHER ? kept : min(inside, wanted);
         if (kept < wanted && r < holding) {
             // Rounding left the narrowed radius short: the radius that held them.
             r = holding;
-            inside = range_search(q, r * r, mode, 0.0, r, limit, kept);
-            kept = mode == GATHER ? kept : min(inside, wanted);
+            inside = search(q, r, final_mode);
+            kept = final_mode == GATHER ? kept : min(inside, wanted);
         }
     }
     if (pc.ids_address != 0ul) {
@@ -227,9 +198,9 @@ void main() {
     if (pc.counters_address != 0ul) {
         // A subgroup's sums fit 32 bits: a search tests each point at most once, and a query makes
         // a few searches.
-        uint subgroup_searches = subgroupAdd(searches);
-        uint subgroup_nodes = subgroupAdd(nodes_tested);
-        uint subgroup_points = subgroupAdd(points_tested);
+        uint subgroup_searches = subgroupAdd(search_count_walks);
+        uint subgroup_nodes = subgroupAdd(search_count_nodes);
+        uint subgroup_points = subgroupAdd(search_count_points);
         uint subgroup_queries = subgroupAdd(1u);
         if (subgroupElect()) {
             KnnCountersBuffer counters = KnnCountersBuffer(pc.counters_address);

@@ -142,6 +142,6 @@ impl Default for PointKdParams {
     }
 }
 
-/// The deepest tree the GPU queries walk: their stack size (`STACK_SIZE` in
-/// `glsl/pointkd/knn.comp`).
+/// The deepest tree the GPU queries walk: their stack size (`SEARCH_STACK_SIZE` in
+/// `glsl/pointkd/search.glsl`).
 pub const MAX_DEPTH: u32 = 64;
