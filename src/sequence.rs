@@ -11,6 +11,7 @@
 //! with an incomplete tree.
 
 use crate::accel::{BuildParams, RayStructure, StructureKind};
+use crate::photons::PhotonParams;
 use crate::render::presets::{self, Subject};
 use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::vk::{Context, Error, Profiler, Submission};
@@ -36,10 +37,13 @@ pub struct SequenceConfig {
     pub height: u32,
     /// Frames per second of animation time: frame `n` shows time `n / fps`.
     pub fps: f32,
+    /// Caustics by photon mapping ([`crate::photons`]), or none.
+    pub caustics: Option<PhotonParams>,
 }
 
 impl Default for SequenceConfig {
-    /// The LBVH, two bounces, 960x540 at 24 frames per second (`canopy render`'s defaults).
+    /// The LBVH, two bounces, 960x540 at 24 frames per second, no caustics (`canopy render`'s
+    /// defaults).
     fn default() -> Self {
         Self {
             structure: StructureKind::Lbvh,
@@ -48,6 +52,7 @@ impl Default for SequenceConfig {
             width: 960,
             height: 540,
             fps: 24.0,
+            caustics: None,
         }
     }
 }
@@ -98,13 +103,16 @@ impl<'a> FrameSequence<'a> {
             .structure
             .create(ctx, &config.build, size, FRAMES_IN_FLIGHT)?
             .into_rays()?;
-        let renderer = Renderer::new(
+        let mut renderer = Renderer::new(
             ctx,
             config.width,
             config.height,
             scene.light_count,
             config.render,
         )?;
+        if let Some(params) = config.caustics {
+            renderer.enable_caustics(ctx, params)?;
+        }
         Ok(Self {
             profilers: (0..FRAMES_IN_FLIGHT)
                 .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))
@@ -120,6 +128,11 @@ impl<'a> FrameSequence<'a> {
             shading: presets::shading(subject.radius),
             rerendered: 0,
         })
+    }
+
+    /// The renderer (its photon map's and gathers' counts after a frame).
+    pub fn renderer(&self) -> &Renderer {
+        &self.renderer
     }
 
     /// Renders `frames` in order, handing each finished one to `sink`, until the last or

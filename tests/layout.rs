@@ -41,6 +41,7 @@ use canopy::accel::pointkd::radius::{RadiusEstimatePush, RadiusSelectPush, Radiu
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
+use canopy::photons::{EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget};
 use canopy::points::NormalsPush;
 use canopy::points::deform::StrengthPush;
 use canopy::points::orient::{OrientPush, OrientStats};
@@ -52,8 +53,8 @@ use canopy::prims::reduce::ReducePush;
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
 use canopy::render::{
-    BounceCounters, CameraRaysPush, CloseListsPush, GpuLight, Material, RayPayload, ResolvePush,
-    SceneRefs, ShadePush, ShadowRadiancePush,
+    BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight, Material,
+    RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,
 };
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
@@ -660,6 +661,57 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::RENDER_GATHER_QUERIES,
+            Rust(rust_layout!(GatherQueriesPush {
+                scene,
+                list_address,
+                count_address,
+                positions_address,
+                payloads_address,
+                counters_address,
+                capacity,
+                host_count,
+                gather_capacity,
+                pad
+            })),
+        ),
+        (
+            shaders::PHOTONS_TRACE,
+            Rust(rust_layout!(PhotonPush {
+                scene,
+                lights_address,
+                state_address,
+                counters_address,
+                list_address,
+                next_list_address,
+                stored_address,
+                powers_address,
+                triangle_count,
+                light_count,
+                material_count,
+                photon_count,
+                bounce,
+                spawn,
+                seed,
+                surface_offset
+            })),
+        ),
+        (
+            shaders::PHOTONS_ESTIMATE,
+            Rust(rust_layout!(EstimatePush {
+                nodes_address,
+                entries_address,
+                powers_address,
+                positions_address,
+                payloads_address,
+                found_address,
+                count_address,
+                radiance_address,
+                capacity,
+                pad
+            })),
+        ),
+        (
             shaders::RENDER_CLOSE_LISTS,
             Rust(rust_layout!(CloseListsPush {
                 counters_address,
@@ -930,6 +982,50 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 points_tested
             }),
             offsets: &[0, 8, 16, 24],
+        },
+        SharedStruct {
+            kernel: shaders::PHOTONS_TRACE,
+            name: "PhotonCounters",
+            shape: &["u32", "u32", "u32", "u32"],
+            rust: rust_layout!(PhotonCounters {
+                emitters,
+                emitted,
+                stored,
+                pad
+            }),
+            offsets: &[0, 4, 8, 12],
+        },
+        SharedStruct {
+            kernel: shaders::PHOTONS_TRACE,
+            name: "PhotonEmitter",
+            shape: &[
+                "vec3<f32>",
+                "f32",
+                "vec3<f32>",
+                "u32",
+                "u32",
+                "u32",
+                "f32",
+                "f32",
+            ],
+            rust: rust_layout!(PhotonEmitter {
+                centre,
+                radius,
+                power,
+                light,
+                first,
+                count,
+                cos_max,
+                back
+            }),
+            offsets: &[0, 12, 16, 28, 32, 36, 40, 44],
+        },
+        SharedStruct {
+            kernel: shaders::PHOTONS_TRACE,
+            name: "PhotonTarget",
+            shape: &["vec3<u32>", "u32", "vec3<u32>", "u32"],
+            rust: rust_layout!(PhotonTarget { lo, pad0, hi, pad1 }),
+            offsets: &[0, 12, 16, 28],
         },
         SharedStruct {
             kernel: shaders::POINTS_ORIENT,

@@ -502,13 +502,13 @@ fn gpu_build(ctx: &Context, points: &[[f32; 3]], params: PointKdParams) -> Point
         points
     };
     let positions = ctx.create_buffer_with("points", data).unwrap();
-    let mut tree = PointKdTreeGpu::new(ctx, n.max(1), params.large_node).unwrap();
+    let tree = PointKdTreeGpu::new(ctx, n.max(1), params.large_node).unwrap();
     let builder = PointKdBuilder::new(ctx, params, n.max(1)).unwrap();
     let input = PointInput {
         positions: Slice::whole(&positions),
         count: n,
     };
-    ctx.submit_and_wait(|rec| builder.record(rec, &input, &mut tree))
+    ctx.submit_and_wait(|rec| builder.record(rec, &input, &tree))
         .unwrap();
     let status = builder.status();
     assert_eq!(status.overflow, 0, "{status:?}");
@@ -611,7 +611,7 @@ fn a_point_count_on_the_device_builds_the_same_tree() {
         let positions = ctx.create_buffer_with("points", &points).unwrap();
         let count = ctx.create_buffer_with("count", &[n as u32]).unwrap();
         let capacity = (n + spare) as u32;
-        let mut tree = PointKdTreeGpu::new(&ctx, capacity, params.large_node).unwrap();
+        let tree = PointKdTreeGpu::new(&ctx, capacity, params.large_node).unwrap();
         let builder = PointKdBuilder::new(&ctx, params, capacity).unwrap();
         let counted = Count::Device {
             buffer: &count,
@@ -619,7 +619,7 @@ fn a_point_count_on_the_device_builds_the_same_tree() {
             max: capacity,
         };
         ctx.submit_and_wait(|rec| {
-            builder.record_counted(rec, (Slice::whole(&positions), counted), &mut tree)
+            builder.record_counted(rec, (Slice::whole(&positions), counted), &tree)
         })
         .unwrap();
         let gpu = tree.download(&ctx).unwrap();

@@ -95,12 +95,6 @@ float edge_weight(vec3 a, vec3 b, out bool away) {
     return w <= 0.0 ? 0.0 : w;
 }
 
-// A float's bits as an unsigned key in the float's order.
-uint ordered_bits(float x) {
-    uint bits = floatBitsToUint(x);
-    return (bits & 0x80000000u) != 0u ? ~bits : bits | 0x80000000u;
-}
-
 // Whether the previous round hooked anything (round 0: yes).
 bool still_merging() {
     return pc.round == 0 || OrientStatsBuffer(pc.stats_address).s.hooks[pc.round - 1] != 0;
@@ -181,7 +175,7 @@ void main() {
         lightest().v[v] = NO_EDGE;
     } else if (STEP == TOP) {
         float y = Vec3s(pc.positions_address).v[v].y;
-        uint64_t key = (uint64_t(ordered_bits(y)) << 32) | uint64_t(~v);
+        uint64_t key = (uint64_t(float_to_ordered(floatBitsToUint(y))) << 32) | uint64_t(~v);
         atomicMax(U64s(pc.top_address).v[components().v[v]], key);
     } else if (STEP == SIGN) {
         if (components().v[v] != v) {

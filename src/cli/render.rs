@@ -10,6 +10,7 @@ use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::geom::morton::MortonBits;
+use canopy::photons::PhotonParams;
 use canopy::render::presets::{MeshLook, MeshShading, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
 use canopy::scene::MaterialMesh;
@@ -65,6 +66,24 @@ pub struct RenderArgs {
     /// Morton code width of the LBVH: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<MortonArg>,
+    /// Caustics by photon mapping: every frame, photons are traced from the lights towards the
+    /// mirror and glass objects, the caustic ones stored and their kd-tree built, and each
+    /// diffuse hit gathers the light of its nearest photons. Off by default (it costs a photon
+    /// pass per frame); scenes without mirrors or glass store no photons.
+    #[arg(long)]
+    pub caustics: bool,
+    /// Photons per frame (with --caustics).
+    #[arg(long, default_value_t = 200_000, requires = "caustics")]
+    pub photons: u32,
+    /// The most mirror and glass bounces of a photon (with --caustics).
+    #[arg(long, default_value_t = 6, requires = "caustics")]
+    pub photon_bounces: u32,
+    /// Photons per radiance estimate (with --caustics; 1 to 64).
+    #[arg(long, default_value_t = 50, requires = "caustics")]
+    pub photon_k: u32,
+    /// The largest gather radius, as a fraction of the scene's radius (with --caustics).
+    #[arg(long, default_value_t = 0.02, requires = "caustics")]
+    pub photon_radius: f32,
     /// Print per-stage GPU times and rays/s of every frame.
     #[arg(long)]
     pub profile: bool,
@@ -243,6 +262,13 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         width,
         height,
         fps: args.fps,
+        caustics: args.caustics.then_some(PhotonParams {
+            photons: args.photons,
+            bounces: args.photon_bounces,
+            k: args.photon_k,
+            max_radius: args.photon_radius * subject.radius,
+            seed: 1,
+        }),
     };
     let mut sequence = FrameSequence::new(ctx, &subject, config)?;
     if !args.no_write {
@@ -312,6 +338,22 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         Ok::<_, CliError>(if stop { Flow::Stop } else { Flow::Continue })
     })?;
     progress.finish_and_clear();
+    if let Some(map) = sequence.renderer().photon_map() {
+        let stats = map.stats(ctx)?;
+        let gathers = sequence.renderer().gather_stats(ctx)?.unwrap_or_default();
+        let c = stats.counters;
+        println!(
+            "caustics (last frame): {} photons emitted towards {} (light, target) pairs, {} \
+             stored ({:.1}%); going on after each bounce: {:?}; {} gathers ({} dropped)",
+            c.emitted,
+            c.emitters,
+            c.stored,
+            100.0 * c.stored as f64 / c.emitted.max(1) as f64,
+            stats.scattered,
+            gathers.1,
+            gathers.0 - gathers.1
+        );
+    }
     if let Some(writers) = writers {
         let folder = writers.folder().display().to_string();
         let (written, failure) = writers.finish();

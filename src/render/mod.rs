@@ -52,6 +52,7 @@ use crate::prims::WORKGROUP_SIZE;
 use crate::accel::{CameraBatch, Traversable};
 use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, Query, Ray};
+use crate::photons::{PhotonMap, PhotonParams};
 use crate::shaders;
 use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
@@ -411,6 +412,47 @@ pub struct Renderer {
     /// [`BounceCounters`] per bounce.
     counters: Buffer,
     image: Buffer,
+    /// The photon map and gather list, when caustics are on.
+    caustics: Option<Caustics>,
+}
+
+/// Push constants of `gather_queries.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GatherQueriesPush {
+    /// The scene's buffers.
+    pub scene: SceneRefs,
+    /// This bounce's path list.
+    pub list_address: u64,
+    /// Its length on the device, or 0.
+    pub count_address: u64,
+    /// Out: gather positions.
+    pub positions_address: u64,
+    /// Out: gather payloads.
+    pub payloads_address: u64,
+    /// The gathers' [`BounceCounters`].
+    pub counters_address: u64,
+    /// The path list's capacity.
+    pub capacity: u32,
+    /// Host length of the path list.
+    pub host_count: u32,
+    /// The gather list's capacity.
+    pub gather_capacity: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// Caustics: the frame's photon map and the list of diffuse hits that gather from it.
+struct Caustics {
+    map: PhotonMap,
+    gather_queries: Arc<Pipeline>,
+    positions: Buffer,
+    payloads: Buffer,
+    /// A [`BounceCounters`]: gathers appended, then clamped to the capacity.
+    counters: Buffer,
+    radii: Buffer,
+    found: Buffer,
+    capacity: u32,
 }
 
 /// Host-visible memory a rendered frame is copied to: the image, then the bounce counters.
@@ -525,7 +567,43 @@ impl Renderer {
                 MemoryKind::Device,
             )?,
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
+            caustics: None,
         })
+    }
+
+    /// Turns caustics on: every frame traces `params.photons` photons, builds their tree and
+    /// adds the caustic radiance gathered at each path's diffuse hits (up to two per pixel; more
+    /// are dropped and counted) to the direct light. The photons' seed is the same every frame,
+    /// so a still scene's caustic does not flicker.
+    pub fn enable_caustics(&mut self, ctx: &Context, params: PhotonParams) -> Result<()> {
+        let capacity = self.pixels().saturating_mul(2);
+        let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+        self.caustics = Some(Caustics {
+            map: PhotonMap::new(ctx, params)?,
+            gather_queries: ctx.pipeline(&shaders::RENDER_GATHER_QUERIES, WORKGROUP_SIZE, &[])?,
+            positions: device("gather positions", capacity as u64 * 12)?,
+            payloads: device("gather payloads", capacity as u64 * 16)?,
+            counters: device("gather counters", COUNTER_BYTES)?,
+            radii: device("gather starting radii", capacity as u64 * 4)?,
+            found: device("gather radii", capacity as u64 * 8)?,
+            capacity,
+        });
+        Ok(())
+    }
+
+    /// The photon map, when caustics are on ([`PhotonMap::stats`] after a frame).
+    pub fn photon_map(&self) -> Option<&PhotonMap> {
+        self.caustics.as_ref().map(|c| &c.map)
+    }
+
+    /// Gathers appended and kept in the last frame (after its submission completed), when
+    /// caustics are on: more than kept were dropped.
+    pub fn gather_stats(&self, ctx: &Context) -> Result<Option<(u32, u32)>> {
+        let Some(caustics) = &self.caustics else {
+            return Ok(None);
+        };
+        let counters: BounceCounters = ctx.download(&caustics.counters, 0, 1)?[0];
+        Ok(Some((counters.appended_rays, counters.rays)))
     }
 
     /// Host memory for one frame of this renderer's size.
@@ -577,13 +655,27 @@ impl Renderer {
         // An earlier frame recorded before this one may still read its buffers.
         rec.barrier_after_earlier_work();
         let view = camera.view(self.width, self.height);
+        if let Some(caustics) = &self.caustics {
+            caustics
+                .map
+                .record_photons(rec, (scene, structure), shading.surface_offset, 0)?;
+            rec.barrier_compute_to_transfer();
+            rec.fill(&caustics.counters, 0, COUNTER_BYTES, 0);
+            rec.barrier_transfer_to_compute();
+        }
         self.record_camera_rays(rec, &view)?;
         for bounce in 0..=self.params.bounces {
             let step = BounceStep::new(self, bounce);
             self.record_trace_paths(rec, structure, &step, &view)?;
             self.record_shade(rec, scene, shading, &step)?;
+            if let Some(caustics) = &self.caustics {
+                self.record_gather_queries(rec, scene, caustics, &step)?;
+            }
             self.record_trace_shadows(rec, structure, &step)?;
             self.record_shadow_radiance(rec, &step);
+        }
+        if let Some(caustics) = &self.caustics {
+            self.record_caustic_radiance(rec, caustics)?;
         }
         self.record_resolve(rec, output)
     }
@@ -727,6 +819,73 @@ impl Renderer {
         rec.barrier_compute_to_indirect();
         rec.end_stage();
         Ok(())
+    }
+
+    /// `gather_queries.comp`: the bounce's diffuse hits appended to the gather list, sized as
+    /// the bounce's shading is.
+    fn record_gather_queries(
+        &self,
+        rec: &mut Recorder,
+        scene: &SceneGpu,
+        caustics: &Caustics,
+        step: &BounceStep,
+    ) -> Result<()> {
+        rec.begin_stage(&format!("photons: gather points {}", step.bounce));
+        let (count_address, host_count) = step.count.push();
+        let push = GatherQueriesPush {
+            scene: scene.into(),
+            list_address: step.list.address(),
+            count_address,
+            positions_address: caustics.positions.address(),
+            payloads_address: caustics.payloads.address(),
+            counters_address: caustics.counters.address(),
+            capacity: step.list.capacity,
+            host_count,
+            gather_capacity: caustics.capacity,
+            pad: 0,
+        };
+        match step.previous {
+            None => rec.dispatch(
+                &caustics.gather_queries,
+                &push,
+                self.pixels().div_ceil(WORKGROUP_SIZE),
+            )?,
+            Some(previous) => {
+                let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
+                rec.dispatch_indirect(&caustics.gather_queries, &push, &self.counters, offset);
+            }
+        }
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
+
+    /// The gather list closed (clamped to its capacity), then the caustic radiance of every
+    /// gather added to its pixel ([`PhotonMap::record_gather`]).
+    fn record_caustic_radiance(&self, rec: &mut Recorder, caustics: &Caustics) -> Result<()> {
+        let push = CloseListsPush {
+            counters_address: caustics.counters.address(),
+            next_capacity: caustics.capacity,
+            shadow_capacity: 0,
+            elements_per_group: WORKGROUP_SIZE,
+            max_groups_per_dim: rec.context().caps().max_workgroup_count,
+        };
+        rec.dispatch(&self.close_lists, &push, 1)?;
+        rec.barrier_compute_to_compute();
+        let count = Count::Device {
+            buffer: &caustics.counters,
+            offset: std::mem::offset_of!(BounceCounters, rays) as u64,
+            max: caustics.capacity,
+        };
+        let gathers = (
+            Slice::whole(&caustics.positions),
+            Slice::whole(&caustics.payloads),
+            count,
+        );
+        let scratch = (Slice::whole(&caustics.radii), Slice::whole(&caustics.found));
+        caustics
+            .map
+            .record_gather(rec, gathers, scratch, &self.radiance)
     }
 
     /// The any hits of the shadow rays the bounce's shading appended.

@@ -255,7 +255,7 @@ impl PointKdBuilder {
         &self,
         rec: &mut Recorder,
         input: &PointInput,
-        tree: &mut PointKdTreeGpu,
+        tree: &PointKdTreeGpu,
     ) -> Result<()> {
         self.record_counted(rec, (input.positions, Count::Host(input.count)), tree)
     }
@@ -266,7 +266,7 @@ impl PointKdBuilder {
         &self,
         rec: &mut Recorder,
         (positions, count): (Slice<[f32; 3]>, Count),
-        tree: &mut PointKdTreeGpu,
+        tree: &PointKdTreeGpu,
     ) -> Result<()> {
         let n = count.max();
         if n > self.capacity || n > tree.capacity() {
@@ -440,6 +440,6 @@ impl Structure for PointKdStructure {
 
 impl PointStructure for PointKdStructure {
     fn record_build(&mut self, rec: &mut Recorder, input: &PointInput, _slot: usize) -> Result<()> {
-        self.builder.record(rec, input, &mut self.tree)
+        self.builder.record(rec, input, &self.tree)
     }
 }

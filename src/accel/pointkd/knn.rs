@@ -15,6 +15,7 @@ use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
 use crate::vk::{Buffer, Context, Count, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The most neighbours one query returns (`K_MAX` in `knn.comp`).
 pub const MAX_K: u32 = 64;
@@ -110,7 +111,9 @@ pub struct PointKdTreeGpu {
     pub entries: Buffer,
     /// A [`PointKdHeader`], written by the build.
     pub header: Buffer,
-    point_count: u32,
+    /// The last build's point count (its bound when counted on the device): set by the
+    /// build's recording, which takes the tree shared.
+    point_count: AtomicU32,
     capacity: u32,
 }
 
@@ -131,7 +134,7 @@ impl PointKdTreeGpu {
                 std::mem::size_of::<PointKdHeader>() as u64,
                 MemoryKind::Device,
             )?,
-            point_count: 0,
+            point_count: AtomicU32::new(0),
             capacity,
         })
     }
@@ -141,8 +144,8 @@ impl PointKdTreeGpu {
         self.capacity
     }
 
-    pub(super) fn set_point_count(&mut self, count: u32) {
-        self.point_count = count;
+    pub(super) fn set_point_count(&self, count: u32) {
+        self.point_count.store(count, Ordering::Relaxed);
     }
 
     /// The tree's point count on the device (its header's): the count of every-point queries.
@@ -150,7 +153,7 @@ impl PointKdTreeGpu {
         Count::Device {
             buffer: &self.header,
             offset: POINT_COUNT_OFFSET,
-            max: self.point_count,
+            max: self.point_count(),
         }
     }
 
@@ -205,14 +208,14 @@ impl PointKdTreeGpu {
             nodes: ctx.create_buffer_with("point kd-tree nodes", nodes)?,
             entries: ctx.create_buffer_with("point kd-tree entries", &entries)?,
             header: ctx.create_buffer_with("point kd-tree header", &[header])?,
-            point_count: points.len() as u32,
+            point_count: AtomicU32::new(points.len() as u32),
             capacity: points.len() as u32,
         })
     }
 
     /// Points in the tree (for a build over a count on the device, that count's bound).
     pub fn point_count(&self) -> u32 {
-        self.point_count
+        self.point_count.load(Ordering::Relaxed)
     }
 }
 
@@ -368,30 +371,31 @@ impl Knn {
     }
 
     /// Records the k-th neighbour's radius of every query (a radius holding `k` points, within
-    /// the histogram's resolution of the k-th distance) into `found`, with no neighbour list:
-    /// the search of [`Self::record`] whose last pass counts instead of gathering.
+    /// the histogram's resolution of the k-th distance; at most `max_radius`, where fewer lie
+    /// within it) into `found`, with no neighbour list: the search of [`Self::record`] whose
+    /// last pass counts instead of gathering.
     pub fn record_radii(
         &self,
         rec: &mut Recorder,
         tree: &PointKdTreeGpu,
         queries: &KnnQueries,
-        k: u32,
+        (k, max_radius): (u32, f32),
         (found, counters): (Slice<KnnFound>, Option<Slice<KnnCounters>>),
     ) -> Result<()> {
         check_starting_radius(queries)?;
+        if max_radius.is_nan() || max_radius <= 0.0 {
+            return Err(Error::InvalidInput(format!(
+                "search radius bound {max_radius}: a positive number (or infinity)"
+            )));
+        }
         let answers = Answers {
             lists: None,
             found,
             counters,
             stage: "knn: radii",
         };
-        self.record_pass(
-            rec,
-            tree,
-            queries,
-            (k, f32::INFINITY, self.iterations),
-            answers,
-        )
+        let limits = (k, max_radius, self.iterations);
+        self.record_pass(rec, tree, queries, limits, answers)
     }
 
     /// Records fixed-radius range queries: every point within `radius` of each query, the

@@ -212,7 +212,7 @@ impl RadiusEstimator {
             radius: 0.0,
         };
         let found = Slice::whole(&self.found);
-        knn.record_radii(rec, tree, &queries, k, (found, counters))?;
+        knn.record_radii(rec, tree, &queries, (k, f32::INFINITY), (found, counters))?;
         let store = RadiusStorePush {
             chosen_address: self.chosen.address(),
             found_address: self.found.address(),
