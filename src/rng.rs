@@ -1,4 +1,5 @@
-//! SplitMix64: a small, seeded, reproducible generator for test and benchmark input.
+//! SplitMix64: a small, seeded, reproducible generator for test and benchmark input; and the
+//! counter-based random numbers the GPU kernels draw ([`random_unit`]).
 
 /// SplitMix64 state.
 pub struct Rng(u64);
@@ -37,4 +38,18 @@ impl Rng {
     pub fn u32s(&mut self, n: usize) -> Vec<u32> {
         (0..n).map(|_| self.next_u32()).collect()
     }
+}
+
+/// PCG's output permutation as a hash (`pcg_hash` in `glsl/common/random.glsl`).
+pub fn pcg_hash(v: u32) -> u32 {
+    let state = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+    let word = ((state >> ((state >> 28) + 4)) ^ state).wrapping_mul(277_803_737);
+    (word >> 22) ^ word
+}
+
+/// A uniform number in [0, 1), 24 bits, for draw `draw` of stream `stream` under `seed`:
+/// `random_unit` of `glsl/common/random.glsl`, bit for bit.
+pub fn random_unit(seed: u32, stream: u32, draw: u32) -> f32 {
+    let h = pcg_hash(seed ^ pcg_hash(stream ^ pcg_hash(draw)));
+    (h >> 8) as f32 * (1.0 / 16_777_216.0)
 }

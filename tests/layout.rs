@@ -1024,7 +1024,12 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             kernel: shaders::PHOTONS_TRACE,
             name: "PhotonTarget",
             shape: &["vec3<u32>", "u32", "vec3<u32>", "u32"],
-            rust: rust_layout!(PhotonTarget { lo, pad0, hi, pad1 }),
+            rust: rust_layout!(PhotonTarget {
+                lo,
+                pad,
+                hi,
+                radius_bits
+            }),
             offsets: &[0, 12, 16, 28],
         },
         SharedStruct {

@@ -34,12 +34,13 @@ struct PhotonEmitter {
 
 // A box as order-preserving keys of its corners' coordinates, reduced with integer atomicMax
 // from zeroed memory: the high corner's keys, and the low corner's keys inverted (so the
-// largest inverted key is the lowest coordinate). An empty box reads as NaN.
+// largest inverted key is the lowest coordinate); an empty box reads as NaN. Then the radius
+// of the bounding sphere about the box's centre, as float bits.
 struct PhotonTarget {
     uvec3 lo;
-    uint pad0;
+    uint pad;
     uvec3 hi;
-    uint pad1;
+    uint radius_bits;
 };
 
 // The state buffer: the counters, then MAX_EMITTERS emitters, then a target per material and

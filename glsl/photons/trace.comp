@@ -2,6 +2,9 @@
 // Caustic photons of a frame (seed 000 §5.3; Jensen 2001), in steps (STEP):
 //   TARGETS  per triangle: the bounds of every mirror and glass material (the targets photons
 //            are aimed at: the projection map, from the objects' bounds) and of the scene;
+//   SPHERES  per triangle: each target's bounding sphere about its box's centre, as far as
+//            its farthest vertex (a sphere's own radius, not its box's half diagonal, which
+//            would aim two thirds of the photons past it);
 //   PLAN     one invocation: each (light, target) pair's power towards the target's bounding
 //            sphere (a point light's intensity times the sphere's solid angle; a directional
 //            light's irradiance times the sphere's cross-section), and the frame's photons
@@ -26,9 +29,10 @@
 
 layout(constant_id = 2) const uint STEP = 0;
 const uint TARGETS = 0;
-const uint PLAN = 1;
-const uint EMIT = 2;
-const uint SCATTER = 3;
+const uint SPHERES = 1;
+const uint PLAN = 2;
+const uint EMIT = 3;
+const uint SCATTER = 4;
 
 layout(push_constant, scalar) uniform Push {
     SceneRefs scene;
@@ -99,6 +103,24 @@ void targets_step(uint t) {
     }
 }
 
+// Target `t`'s bounding sphere grown to reach the triangle's corners.
+void spheres_step(uint t) {
+    if (t >= pc.triangle_count) {
+        return;
+    }
+    uint material = U32s(pc.scene.triangle_materials).v[t];
+    if (material >= pc.material_count || Materials(pc.scene.materials).v[material].kind == MATERIAL_DIFFUSE) {
+        return;
+    }
+    vec3 centre = 0.5 * (target_lo(material) + target_hi(material));
+    uvec3 tri = UVec3s(pc.scene.triangles).v[t];
+    Vec3s positions = Vec3s(pc.scene.positions);
+    float reach = max(distance(positions.v[tri.x], centre),
+                      max(distance(positions.v[tri.y], centre), distance(positions.v[tri.z], centre)));
+    // Non-negative floats order as their bits.
+    atomicMax(targets().v[material].radius_bits, floatBitsToUint(reach));
+}
+
 // The emitters of every (light, target) pair with power, and the photons split between them.
 void plan_step() {
     vec3 scene_lo = target_lo(pc.material_count);
@@ -116,7 +138,7 @@ void plan_step() {
                 continue; // not a mirror or glass material, or none of its triangles
             }
             vec3 centre = 0.5 * (lo + hi);
-            float radius = max(0.5 * length(hi - lo), 1e-6);
+            float radius = max(uintBitsToFloat(targets().v[t].radius_bits), 1e-6);
             vec3 power;
             float cos_max = -1.0;
             float back = 0.0;
@@ -255,6 +277,8 @@ void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (STEP == TARGETS) {
         targets_step(i);
+    } else if (STEP == SPHERES) {
+        spheres_step(i);
     } else if (STEP == PLAN) {
         if (i == 0) {
             plan_step();

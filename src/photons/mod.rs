@@ -5,8 +5,9 @@
 //! k nearest photons.
 //!
 //! [`PhotonMap::record_photons`], each step a dispatch (`glsl/photons/trace.comp`):
-//! 1. **photons: emit**: the bounds of every mirror and glass material (the projection map:
-//!    photons are emitted only towards specular objects' bounding spheres), each (light,
+//! 1. **photons: emit**: the bounds of every mirror and glass material and the sphere about
+//!    their centre reaching every vertex (the projection map: photons are emitted only towards
+//!    specular objects' bounding spheres), each (light,
 //!    target) pair's power towards its sphere, the photons split between the pairs in
 //!    proportion (each carrying its pair's power over its photon count, in the renderer's
 //!    units: a point light's intensity times solid angle, a directional light's irradiance
@@ -25,6 +26,8 @@
 //! Random numbers are hashes of the frame's seed, the photon and the draw
 //! (`glsl/common/random.glsl`), so a frame's photons are reproducible and [`cpu`] traces the
 //! same ones.
+
+pub mod cpu;
 
 use crate::accel::Traversable;
 use crate::accel::pointkd::PointKdParams;
@@ -175,18 +178,18 @@ pub struct PhotonEmitter {
     pub back: f32,
 }
 
-/// A target's box as keys (`PhotonTarget`).
+/// A target's box as keys, and its bounding sphere's radius (`PhotonTarget`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PhotonTarget {
     /// The low corner's inverted order-preserving keys.
     pub lo: [u32; 3],
     /// Padding.
-    pub pad0: u32,
+    pub pad: u32,
     /// The high corner's order-preserving keys.
     pub hi: [u32; 3],
-    /// Padding.
-    pub pad1: u32,
+    /// The radius of the sphere about the box's centre reaching every vertex, as bits.
+    pub radius_bits: u32,
 }
 
 /// What a frame's photons did.
@@ -203,9 +206,10 @@ const COUNTER_BYTES: u64 = std::mem::size_of::<BounceCounters>() as u64;
 
 /// The steps of `trace.comp`, in its `STEP` order.
 const TARGETS: usize = 0;
-const PLAN: usize = 1;
-const EMIT: usize = 2;
-const SCATTER: usize = 3;
+const SPHERES: usize = 1;
+const PLAN: usize = 2;
+const EMIT: usize = 3;
+const SCATTER: usize = 4;
 
 /// A photon list: rays, payloads (power, photon), hits (`glsl/common/paths.glsl`).
 struct PhotonList {
@@ -360,6 +364,8 @@ impl PhotonMap {
         rec.barrier_transfer_to_compute();
         let triangle_groups = scene.triangle_count.div_ceil(WORKGROUP_SIZE).max(1);
         rec.dispatch(&self.steps[TARGETS], &push, triangle_groups)?;
+        rec.barrier_compute_to_compute();
+        rec.dispatch(&self.steps[SPHERES], &push, triangle_groups)?;
         rec.barrier_compute_to_compute();
         rec.dispatch(&self.steps[PLAN], &push, 1)?;
         rec.barrier_compute_to_compute();

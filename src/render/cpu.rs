@@ -33,14 +33,14 @@ pub struct CpuScene<'a> {
 }
 
 /// The surface a ray hit (`SurfacePoint` in glsl/common/shading.glsl).
-struct SurfacePoint {
-    position: Vec3,
-    geometric_normal: Vec3,
-    shading_normal: Vec3,
-    front: bool,
-    colour: Vec3,
-    kind: MaterialKind,
-    ior: f32,
+pub(crate) struct SurfacePoint {
+    pub(crate) position: Vec3,
+    pub(crate) geometric_normal: Vec3,
+    pub(crate) shading_normal: Vec3,
+    pub(crate) front: bool,
+    pub(crate) colour: Vec3,
+    pub(crate) kind: MaterialKind,
+    pub(crate) ior: f32,
 }
 
 /// Direction to the light, shadow-ray tmax and irradiance at `p` (`light_towards`).
@@ -90,14 +90,14 @@ pub const ORIGIN_ULPS: f32 = 32.0;
 pub const ORIGIN_ULP_FLOOR: f32 = 1.0 / 32.0;
 
 /// `reflect_about`: the mirror direction of unit `d` about unit `n`.
-fn reflect_about(d: Vec3, n: Vec3) -> Vec3 {
+pub(crate) fn reflect_about(d: Vec3, n: Vec3) -> Vec3 {
     d - 2.0 * d.dot(n) * n
 }
 
 /// `fresnel_refract`: the exact dielectric Fresnel reflectance of unit `d` meeting a surface of
 /// unit normal `n` (facing against `d`) with `eta` = n1 / n2, and the refracted direction
 /// (zero under total internal reflection, where the reflectance is 1).
-fn fresnel_refract(d: Vec3, n: Vec3, eta: f32) -> (f32, Vec3) {
+pub(crate) fn fresnel_refract(d: Vec3, n: Vec3, eta: f32) -> (f32, Vec3) {
     let cos_i = (-d.dot(n)).min(1.0);
     let sin2_t = eta * eta * (1.0 - cos_i * cos_i).max(0.0);
     if sin2_t >= 1.0 {
@@ -144,7 +144,7 @@ struct Settings<'a> {
 }
 
 impl CpuScene<'_> {
-    fn surface_at(&self, ray: &Ray, triangle: u32, u: f32, v: f32) -> SurfacePoint {
+    pub(crate) fn surface_at(&self, ray: &Ray, triangle: u32, u: f32, v: f32) -> SurfacePoint {
         let t = self.triangles[triangle as usize];
         let [a, b, c] = t.map(|i| Vec3::from(self.positions[i as usize]));
         let [na, nb, nc] = t.map(|i| Vec3::from(self.normals[i as usize]));
