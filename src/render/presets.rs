@@ -2,7 +2,7 @@
 //! subject, clay, mirror and glass materials, a checkered ground, and the default scene's
 //! buffers and camera.
 
-use super::{Camera, Light, Material, SceneGpu, ShadingParams};
+use super::{Camera, GpuLight, Light, Material, SceneGpu, ShadingParams};
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
@@ -81,8 +81,30 @@ pub fn default_scene_gpu(ctx: &Context, scene: &DefaultScene) -> Result<SceneGpu
         &topology,
         &triangle_materials,
         &materials,
-        &studio_lights(DEFAULT_SCENE_CENTRE, DEFAULT_SCENE_RADIUS),
+        &default_scene_lights(0.0),
     )
+}
+
+/// Seconds the default scene's point light takes to circle it once.
+pub const DEFAULT_SCENE_LIGHT_PERIOD: f32 = 12.0;
+
+/// The default scene's lights at `time` seconds: [`studio_lights`], the point light circling
+/// the scene at its height once every [`DEFAULT_SCENE_LIGHT_PERIOD`] seconds, so the shadows
+/// and the glass sphere's caustic move.
+pub fn default_scene_lights(time: f32) -> Vec<Light> {
+    let mut lights = studio_lights(DEFAULT_SCENE_CENTRE, DEFAULT_SCENE_RADIUS);
+    if let Some(Light::Point { position, .. }) = lights.get_mut(1) {
+        let offset = *position - DEFAULT_SCENE_CENTRE;
+        let turn = time / DEFAULT_SCENE_LIGHT_PERIOD * std::f32::consts::TAU;
+        let (sin, cos) = turn.sin_cos();
+        let turned = Vec3::new(
+            offset.x * cos - offset.z * sin,
+            offset.y,
+            offset.x * sin + offset.z * cos,
+        );
+        *position = DEFAULT_SCENE_CENTRE + turned;
+    }
+    lights
 }
 
 /// A camera orbiting a subject of `radius` around `centre` over `time` seconds, far enough for
@@ -269,11 +291,18 @@ impl Subject {
         orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
     }
 
-    /// Records the subject's vertices at `time` (the default scene's deformation; nothing
-    /// for a mesh).
+    /// Records the subject at `time`: the default scene's deformation and its lights
+    /// ([`default_scene_lights`]); nothing for a mesh.
     pub fn record_frame(&self, rec: &mut Recorder, time: f32) -> Result<()> {
         match &self.animation {
             Some(animation) => {
+                let lights: Vec<GpuLight> = default_scene_lights(time)
+                    .into_iter()
+                    .map(GpuLight::from)
+                    .collect();
+                rec.barrier_compute_to_transfer();
+                rec.update_buffer(&self.scene.lights, 0, &lights);
+                rec.barrier_transfer_to_compute();
                 animation.record(rec, &self.scene.positions, &self.scene.normals, time)
             }
             None => Ok(()),
