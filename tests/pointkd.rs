@@ -64,6 +64,20 @@ fn planar(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
         .collect()
 }
 
+/// Points on the plane y = -0.6 as a renderer's hit points land on it: their heights
+/// consecutive floats, the lower two where x < 0 and the upper two elsewhere, so that nodes
+/// leave their cell a few ulps of empty space above or below.
+fn thin(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    let heights = [-0.600_000_1, -0.6, -0.599_999_96];
+    (0..n)
+        .map(|_| {
+            let x = rng.f32_in(-3.0, 3.0);
+            let y = heights[rng.below(2) as usize + (x >= 0.0) as usize];
+            [x, y, rng.f32_in(-3.0, 3.0)]
+        })
+        .collect()
+}
+
 fn build(points: &[[f32; 3]], label: &str) -> PointKdTree {
     let tree =
         cpu::build(points, &PointKdParams::default()).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -174,9 +188,16 @@ fn trees_keep_their_invariants_and_bad_input_is_named() {
             ("clustered", clustered(&mut rng, n)),
             ("duplicates", duplicates(&mut rng, n)),
             ("planar", planar(&mut rng, n)),
+            ("thin", thin(&mut rng, n)),
         ] {
             let tree = build(&points, &format!("{name} {n}"));
             assert_eq!(tree.point_ids.len(), n);
+            // Leaves of distinct points stay small: no run of empty-space cuts to the depth
+            // limit (a cut past a flat box that cuts nothing off).
+            if name != "duplicates" {
+                let stats = check(&points, &tree).unwrap();
+                assert!(stats.largest_leaf <= 32, "{name} {n}: {stats:?}");
+            }
         }
     }
     let mut bad = uniform(&mut rng, 10);
@@ -563,6 +584,7 @@ fn gpu_builds_the_cpu_tree() {
             ("clustered", clustered(&mut rng, n)),
             ("duplicates", duplicates(&mut rng, n)),
             ("planar", planar(&mut rng, n)),
+            ("thin", thin(&mut rng, n)),
         ] {
             let label = format!("{name} {n}");
             let gpu = gpu_build(&ctx, &points, params);

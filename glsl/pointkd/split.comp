@@ -55,7 +55,9 @@ void main() {
                 axis = a;
                 plane = lo[a];
             }
-            if (fraction_above > refs.empty_space && fraction_above > best) {
+            // A cut just above the points must still lie inside the cell, or it would cut
+            // nothing off (a flat box in a cell a few ulps wide), level after level.
+            if (fraction_above > refs.empty_space && fraction_above > best && next_up(hi[a]) < task.cell_hi[a]) {
                 best = fraction_above;
                 axis = a;
                 plane = next_up(hi[a]);

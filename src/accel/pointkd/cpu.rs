@@ -196,20 +196,26 @@ impl Builder<'_> {
         let mut best: Option<(f32, usize, f32)> = None;
         for a in 0..3 {
             let extent = cell.1[a] - cell.0[a];
-            for (empty, plane) in [(lo[a] - cell.0[a], lo[a]), (cell.1[a] - hi[a], hi[a])] {
+            // Below the points the cut is at their low side; above them just past their high
+            // side (a cut at it would keep them all left), which must still lie inside the
+            // cell, or it would cut nothing off (a flat box in a cell a few ulps wide), level
+            // after level.
+            let above = hi[a].next_up();
+            let sides = [
+                (lo[a] - cell.0[a], lo[a], true),
+                (cell.1[a] - hi[a], above, above < cell.1[a]),
+            ];
+            for (empty, plane, inside) in sides {
                 let fraction = if extent > 0.0 { empty / extent } else { 0.0 };
-                if fraction > self.params.empty_space && best.is_none_or(|b| fraction > b.0) {
+                if fraction > self.params.empty_space
+                    && best.is_none_or(|b| fraction > b.0)
+                    && inside
+                {
                     best = Some((fraction, a, plane));
                 }
             }
         }
         if let Some((_, axis, plane)) = best {
-            // Cutting at the points' high corner keeps them all left: split just above it.
-            let plane = if plane == hi[axis] {
-                plane.next_up()
-            } else {
-                plane
-            };
             return Some((axis, plane));
         }
         let axis = (0..3)
