@@ -2,9 +2,8 @@
 // PRECOMPUTERADIUS's choice of nodes (seed 000 Alg. 7), one invocation per node: the nodes of
 // at most `top_points` points whose parent holds more (the top of the work list), with their
 // descendants down to `levels` levels in all, are appended to a list of node queries (the
-// node and its box's centre, with a starting radius: half the box's diagonal scaled by the
-// cube root of k over the node's points, the radius that would hold k of them at the node's
-// density) whose k-th neighbour radius knn.comp then finds. The paper
+// node and its box's centre, with a starting radius short of its k-th neighbour's, below)
+// whose k-th neighbour radius knn.comp then finds. The paper
 // chooses by radius against a global R; a count follows the cloud's local density, so
 // clusters and sparse regions get nodes of the same few tens of points. A leaf of more points
 // is appended alone, so that every point's path from the root meets a chosen node and every
@@ -41,8 +40,12 @@ void choose(uint node) {
     uint at = atomicAdd(U32s(pc.count_address).v[0], 1u);
     Vec3s(pc.centres_address).v[at] = node_centre(n);
     U32s(pc.chosen_address).v[at] = node;
+    // Short of the k-th neighbour rather than past it: half the box's half diagonal, scaled
+    // by the square root of k over the node's points (as if they covered the box as a
+    // surface does). Too small a radius costs a cheap doubling; too large a first pass can
+    // sweep a dense cluster beside the node (photons around a caustic).
     float half_diagonal = 0.5 * length(n.hi - n.lo);
-    float radius = half_diagonal * pow(float(pc.k) / float(point_count(node)), 1.0 / 3.0);
+    float radius = 0.5 * half_diagonal * sqrt(min(float(pc.k) / float(point_count(node)), 1.0));
     // Points all at one place: the tree's R (a radius of 0 would double from nothing).
     if (!(radius > 0.0)) {
         radius = PointKdHeaders(pc.header_address).h.query_radius;

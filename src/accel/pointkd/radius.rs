@@ -4,9 +4,9 @@
 //!
 //! [`RadiusEstimator::record_precompute`] (PRECOMPUTERADIUS, once per tree and `k`) chooses
 //! the top nodes of a work list, with their descendants down to `levels` levels, and finds the
-//! k-th neighbour radius `R_i` of each one's box centre `C_i` by the search itself (from the
-//! radius that would hold k of the node's points at its density). [`RadiusEstimator::record_estimate`] (ESTIMATERADIUS) then
-//! gives each query `q` the least `|q - C_i| + R_i` over the chosen nodes on its path from the
+//! k-th neighbour radius `R_i` of each one's box centre `C_i` by the search itself (from a
+//! radius short of it, from the node's box and point count).
+//! [`RadiusEstimator::record_estimate`] (ESTIMATERADIUS) then gives each query `q` the least `|q - C_i| + R_i` over the chosen nodes on its path from the
 //! root: the ball about `C_i` holds k points and lies inside the ball of that radius about
 //! `q`, so the estimate is never below the k-th neighbour's distance, for any query. Every
 //! path to a leaf with points meets a chosen node (a leaf too large to be a top node is chosen
