@@ -81,6 +81,10 @@ pub struct RenderArgs {
     /// Photons per radiance estimate (with --caustics; 1 to 64).
     #[arg(long, default_value_t = 50, requires = "caustics")]
     pub photon_k: u32,
+    /// Start each gather from the largest gather radius rather than from its Alg. 7 estimate
+    /// (node queries after every photon tree build); the same image (with --caustics).
+    #[arg(long, requires = "caustics")]
+    pub photon_bound_radii: bool,
     /// The largest gather radius, as a fraction of the scene's radius (with --caustics).
     #[arg(long, default_value_t = 0.02, requires = "caustics")]
     pub photon_radius: f32,
@@ -268,6 +272,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             k: args.photon_k,
             max_radius: args.photon_radius * subject.radius,
             seed: 1,
+            estimated_radii: !args.photon_bound_radii,
         }),
     };
     let mut sequence = FrameSequence::new(ctx, &subject, config)?;

@@ -63,10 +63,17 @@ pub struct PhotonParams {
     pub max_radius: f32,
     /// Seed of the photons' random numbers (each frame adds its index).
     pub seed: u32,
+    /// Start each gather's search from its Alg. 7 estimate (node queries precomputed after
+    /// every tree build), else from `max_radius`. The answers are the same; the estimate keeps
+    /// each search's first pass small where photons crowd (a caustic's focus), which also
+    /// keeps it within lavapipe's limit of 65,535 loop iterations per invocation (beyond it
+    /// lavapipe ends the loops and the gather comes back short).
+    pub estimated_radii: bool,
 }
 
 impl PhotonParams {
-    /// 200,000 photons, 6 bounces, k = 50, the seed 1, and `max_radius`.
+    /// 200,000 photons, 6 bounces, k = 50, the seed 1, estimated starting radii, and
+    /// `max_radius`.
     pub fn with_max_radius(max_radius: f32) -> Self {
         Self {
             photons: 200_000,
@@ -74,6 +81,7 @@ impl PhotonParams {
             k: 50,
             max_radius,
             seed: 1,
+            estimated_radii: true,
         }
     }
 }
@@ -414,8 +422,10 @@ impl PhotonMap {
         let positions = Slice::new(&self.stored, 0, n as u64);
         self.builder
             .record_counted(rec, (positions, stored), &self.tree)?;
-        self.estimator
-            .record_precompute(rec, &self.knn, &self.tree, self.params.k, None)?;
+        if self.params.estimated_radii {
+            self.estimator
+                .record_precompute(rec, &self.knn, &self.tree, self.params.k, None)?;
+        }
         rec.end_stage();
         Ok(())
     }
@@ -440,13 +450,20 @@ impl PhotonMap {
             ));
         }
         rec.begin_stage("photons: gather");
+        let estimated = self.params.estimated_radii;
         let queries = KnnQueries {
             points: Some(positions),
             count,
-            radii: Some(radii),
-            radius: 0.0,
+            radii: estimated.then_some(radii),
+            radius: if estimated {
+                0.0
+            } else {
+                self.params.max_radius
+            },
         };
-        self.estimator.record_estimate(rec, &self.tree, &queries)?;
+        if estimated {
+            self.estimator.record_estimate(rec, &self.tree, &queries)?;
+        }
         let limits = (self.params.k, self.params.max_radius);
         self.knn
             .record_radii(rec, &self.tree, &queries, limits, (found, None))?;
