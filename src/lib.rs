@@ -16,7 +16,7 @@
 //!
 //! Point clouds: normals, densities and their orientation over the point kd-tree's queries
 //! ([`points`], Zhou et al. 2008 §6). Caustics: photons traced through any structure and
-//! gathered through a photon kd-tree rebuilt every frame ([`photons`], Zhou et al. 2008 §5.3).
+//! gathered through a photon kd-tree rebuilt every frame ([`render::photons`], Zhou et al. 2008 §5.3).
 //!
 //! Every structure implements the traits of [`accel`] ([`accel::Structure`],
 //! [`accel::RayStructure`] or [`accel::PointStructure`]); those rays go through are
@@ -98,7 +98,6 @@ pub mod bench;
 #[cfg(feature = "png")]
 pub mod export;
 pub mod geom;
-pub mod photons;
 pub mod points;
 pub mod prims;
 pub mod render;

@@ -11,7 +11,7 @@
 //! with an incomplete tree.
 
 use crate::accel::{BuildParams, RayStructure, StructureKind};
-use crate::photons::PhotonParams;
+use crate::render::photons::PhotonParams;
 use crate::render::presets::{self, Subject};
 use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::vk::{Context, Error, Profiler, Submission};
@@ -37,7 +37,7 @@ pub struct SequenceConfig {
     pub height: u32,
     /// Frames per second of animation time: frame `n` shows time `n / fps`.
     pub fps: f32,
-    /// Caustics by photon mapping ([`crate::photons`]), or none.
+    /// Caustics by photon mapping ([`crate::render::photons`]), or none.
     pub caustics: Option<PhotonParams>,
 }
 

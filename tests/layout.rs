@@ -41,7 +41,6 @@ use canopy::accel::pointkd::radius::{RadiusEstimatePush, RadiusSelectPush, Radiu
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
-use canopy::photons::{EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget};
 use canopy::points::NormalsPush;
 use canopy::points::deform::StrengthPush;
 use canopy::points::orient::{OrientPush, OrientStats};
@@ -52,6 +51,9 @@ use canopy::prims::radix_sort::{ScatterPush, UpsweepPush};
 use canopy::prims::reduce::ReducePush;
 use canopy::prims::scan::ScanPush;
 use canopy::prims::segmented_reduce::SegmentedReducePush;
+use canopy::render::photons::{
+    EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget,
+};
 use canopy::render::{
     BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight, Material,
     RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,

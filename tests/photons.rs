@@ -8,9 +8,9 @@ mod common;
 
 use canopy::accel::pointkd::knn::KnnFound;
 use canopy::accel::{BuildParams, StructureKind, submit_until_complete};
-use canopy::photons::cpu::{Photon, estimate, trace_photons};
-use canopy::photons::{PhotonMap, PhotonParams, PhotonStats};
 use canopy::render::cpu::CpuScene;
+use canopy::render::photons::cpu::{Photon, estimate, trace_photons};
+use canopy::render::photons::{PhotonMap, PhotonParams, PhotonStats};
 use canopy::render::{
     Camera, Light, Material, RayPayload, RenderParams, Renderer, SceneGpu, ShadingParams,
 };

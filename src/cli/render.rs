@@ -10,7 +10,7 @@ use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::geom::morton::MortonBits;
-use canopy::photons::PhotonParams;
+use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{MeshLook, MeshShading, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
 use canopy::scene::MaterialMesh;

@@ -41,6 +41,7 @@
 //! next.
 
 pub mod cpu;
+pub mod photons;
 pub mod presets;
 pub mod scene_gpu;
 
@@ -52,12 +53,12 @@ use crate::prims::WORKGROUP_SIZE;
 use crate::accel::{CameraBatch, Traversable};
 use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, Query, Ray};
-use crate::photons::{PhotonMap, PhotonParams};
 use crate::shaders;
 use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use glam::Vec3;
+use photons::{PhotonMap, PhotonParams};
 use std::sync::Arc;
 
 /// A pinhole camera.
@@ -355,7 +356,8 @@ pub struct ResolvePush {
     pub pad: u32,
 }
 
-/// A ray list in one buffer: `capacity` rays, then as many payloads, then as many hits.
+/// A ray list in one buffer: `capacity` rays, then as many payloads, then as many hits (the
+/// renderer's paths and shadow rays, the photon map's photons).
 struct RayList {
     buffer: Buffer,
     capacity: u32,

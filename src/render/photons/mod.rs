@@ -29,14 +29,14 @@
 
 pub mod cpu;
 
+use super::{BounceCounters, RayList, RayPayload, SceneGpu, SceneRefs};
 use crate::accel::Traversable;
 use crate::accel::pointkd::PointKdParams;
 use crate::accel::pointkd::build::PointKdBuilder;
 use crate::accel::pointkd::knn::{Knn, KnnFound, KnnQueries, PointKdTreeGpu};
 use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
-use crate::geom::ray::{Hit, Query, Ray};
+use crate::geom::ray::Query;
 use crate::prims::WORKGROUP_SIZE;
-use crate::render::{BounceCounters, RayPayload, SceneGpu, SceneRefs};
 use crate::shaders;
 use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, Count, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
@@ -219,33 +219,13 @@ const PLAN: usize = 2;
 const EMIT: usize = 3;
 const SCATTER: usize = 4;
 
-/// A photon list: rays, payloads (power, photon), hits (`glsl/common/paths.glsl`).
-struct PhotonList {
-    buffer: Buffer,
-    capacity: u32,
-}
-
-impl PhotonList {
-    fn rays(&self) -> Slice<'_, Ray> {
-        Slice::new(&self.buffer, 0, self.capacity as u64)
-    }
-
-    fn hits(&self) -> Slice<'_, Hit> {
-        Slice::new(
-            &self.buffer,
-            self.capacity as u64 * 48,
-            self.capacity as u64,
-        )
-    }
-}
-
 /// The photon map of a frame, reusable every frame.
 pub struct PhotonMap {
     params: PhotonParams,
     steps: Vec<Arc<Pipeline>>,
     estimate: Arc<Pipeline>,
     tracer: Tracer,
-    lists: [PhotonList; 2],
+    lists: [RayList; 2],
     state: Buffer,
     counters: Buffer,
     stored: Buffer,
@@ -275,12 +255,7 @@ impl PhotonMap {
         }
         let n = params.photons;
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
-        let list = |name: &str| -> Result<PhotonList> {
-            Ok(PhotonList {
-                buffer: device(name, n as u64 * 64)?,
-                capacity: n,
-            })
-        };
+
         let tree_params = PointKdParams {
             k_estimate: params.k,
             ..PointKdParams::default()
@@ -294,7 +269,10 @@ impl PhotonMap {
                 .collect::<Result<_>>()?,
             estimate: ctx.pipeline(&shaders::PHOTONS_ESTIMATE, WORKGROUP_SIZE, &[])?,
             tracer: Tracer::new(ctx)?,
-            lists: [list("photon list 0")?, list("photon list 1")?],
+            lists: [
+                RayList::new(ctx, "photon list 0", n)?,
+                RayList::new(ctx, "photon list 1", n)?,
+            ],
             state: device("photon state", STATE_BYTES)?,
             counters: device(
                 "photon bounce counters",
@@ -352,8 +330,8 @@ impl PhotonMap {
             lights_address: scene.lights.address(),
             state_address: self.state.address(),
             counters_address: self.counters.address(),
-            list_address: self.lists[0].buffer.address(),
-            next_list_address: self.lists[1].buffer.address(),
+            list_address: self.lists[0].address(),
+            next_list_address: self.lists[1].address(),
             stored_address: self.stored.address(),
             powers_address: self.powers.address(),
             triangle_count: scene.triangle_count,
@@ -407,8 +385,8 @@ impl PhotonMap {
             push.bounce = bounce;
             push.spawn = (bounce < self.params.bounces) as u32;
             push.counters_address = self.counters.address() + bounce as u64 * COUNTER_BYTES;
-            push.list_address = list.buffer.address();
-            push.next_list_address = self.lists[(bounce as usize + 1) % 2].buffer.address();
+            push.list_address = list.address();
+            push.next_list_address = self.lists[(bounce as usize + 1) % 2].address();
             rec.dispatch(&self.steps[SCATTER], &push, groups)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
