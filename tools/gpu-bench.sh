@@ -68,6 +68,12 @@ run() {
         bench grid bench lbvh --structure grid --triangles 870000 $R --no-native
         bench grid-lbvh bench lbvh --structure lbvh --triangles 870000 $R --no-native
         bench meshes bench lbvh --structure lbvh,bih,grid --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
+        bench knn bench knn --points 10000,100000,1000000 --repeats 5 --sampled 16
+        # Caustics: per-stage times of frames at the targets' sizes (no JSON: the profile).
+        for size in "800x600 --photons 200000" "800x600 --photons 400000 --photon-k 40" "1920x1080 --photons 1000000"; do
+            echo "== caustics $size"
+            timeout 120 $B render --caustics --size $size --triangles 1000000 --frames 0..3 --profile --no-write 2>&1
+        done
     } > "$out"/bench.log 2>&1
     {
         for test in /tmp/gpu-bench/bin/*; do
