@@ -715,6 +715,45 @@ fn gltf_materials_map_to_diffuse_mirror_and_glass() {
 }
 
 #[test]
+fn gltf_glass_casts_caustics() {
+    // Every primitive glass: `canopy render --caustics` aims photons at it from the stage's
+    // lights and stores those it refracts onto the ground below.
+    let glass = r#"{"pbrMetallicRoughness": {"baseColorFactor": [1, 1, 1, 1]},
+        "extensions": {"KHR_materials_transmission": {"transmissionFactor": 1.0}}}"#;
+    let file = TempFile::new(
+        "glass.glb",
+        materials_glb(&format!("[{glass}, {glass}, {glass}]")),
+    );
+    let output = common::files::canopy(&[
+        "render",
+        "--mesh",
+        file.0.to_str().unwrap(),
+        "--caustics",
+        "--photons",
+        "4000",
+        "--frames",
+        "0..1",
+        "--size",
+        "32x24",
+        "--no-write",
+        "-q",
+    ]);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stored: u32 = printed
+        .split(" stored")
+        .next()
+        .and_then(|before| before.rsplit(", ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no photon counts in {printed}"));
+    assert!(stored > 0, "{printed}");
+}
+
+#[test]
 fn gltf_material_out_of_range_names_the_material() {
     let file = TempFile::new(
         "bad-material.glb",
