@@ -58,7 +58,7 @@ pub struct RadiusSelectPush {
 pub struct RadiusStorePush {
     /// Chosen nodes' indices.
     pub chosen_address: u64,
-    /// Their [`KnnFound`].
+    /// Their [`super::knn::KnnFound`].
     pub found_address: u64,
     /// Out: `R_i` per node.
     pub radii_address: u64,
