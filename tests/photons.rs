@@ -129,6 +129,39 @@ impl Stage {
     }
 }
 
+/// `scene` rendered at `size` through an LBVH, with caustics of `caustics` when given.
+fn render(
+    ctx: &Context,
+    (scene, camera): (&SceneGpu, &Camera),
+    (width, height): (u32, u32),
+    caustics: Option<PhotonParams>,
+) -> Vec<u8> {
+    let lights = scene.light_count;
+    let mut renderer = Renderer::new(ctx, width, height, lights, RenderParams::default()).unwrap();
+    if let Some(params) = caustics {
+        renderer.enable_caustics(ctx, params).unwrap();
+    }
+    let image = renderer.readback(ctx).unwrap();
+    let size = (scene.triangle_count, scene.vertex_count);
+    let mut structure = StructureKind::Lbvh
+        .create(ctx, &BuildParams::default(), size, 1)
+        .unwrap()
+        .into_rays()
+        .unwrap();
+    let input = scene.input();
+    let shading = ShadingParams {
+        ambient: 0.1,
+        surface_offset: OFFSET,
+    };
+    submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
+        structure.record_build(rec, &input, 0)?;
+        let tree = structure.traversable(&input);
+        renderer.record(rec, scene, tree.as_ref(), camera, &shading, &image)
+    })
+    .unwrap();
+    image.rgba8().to_vec()
+}
+
 fn params(photons: u32) -> PhotonParams {
     PhotonParams {
         photons,
@@ -322,33 +355,10 @@ fn a_scene_without_mirrors_or_glass_stores_nothing_and_renders_alike() {
     assert_eq!((stats.counters.emitters, stats.counters.emitted), (0, 0));
     assert!(stored.is_empty());
     let scene = stage.gpu(&ctx);
-    let render = |caustics: bool| -> Vec<u8> {
-        let mut renderer = Renderer::new(&ctx, 64, 48, 2, RenderParams::default()).unwrap();
-        if caustics {
-            renderer.enable_caustics(&ctx, params(5000)).unwrap();
-        }
-        let image = renderer.readback(&ctx).unwrap();
-        let size = (scene.triangle_count, scene.vertex_count);
-        let mut structure = StructureKind::Lbvh
-            .create(&ctx, &BuildParams::default(), size, 1)
-            .unwrap()
-            .into_rays()
-            .unwrap();
-        let input = scene.input();
-        let camera = Camera::orbit(Vec3::new(0.0, 0.5, 0.0), 4.0, 20.0, 25.0, 45.0);
-        let shading = ShadingParams {
-            ambient: 0.1,
-            surface_offset: OFFSET,
-        };
-        submit_until_complete(&ctx, structure.as_mut(), |rec, structure| {
-            structure.record_build(rec, &input, 0)?;
-            let tree = structure.traversable(&input);
-            renderer.record(rec, &scene, tree.as_ref(), &camera, &shading, &image)
-        })
-        .unwrap();
-        image.rgba8().to_vec()
-    };
-    assert_eq!(render(true), render(false));
+    let camera = Camera::orbit(Vec3::new(0.0, 0.5, 0.0), 4.0, 20.0, 25.0, 45.0);
+    let view = (&scene, &camera);
+    let with = render(&ctx, view, (64, 48), Some(params(5000)));
+    assert_eq!(with, render(&ctx, view, (64, 48), None));
     assert_valid(&ctx);
 }
 
@@ -359,32 +369,9 @@ fn caustics_brighten_the_ground_below_a_glass_sphere() {
     let scene = stage.gpu(&ctx);
     // Looking straight down at the focus.
     let camera = Camera::orbit(Vec3::ZERO, 3.0, 0.0, 89.0, 30.0);
-    let shading = ShadingParams {
-        ambient: 0.1,
-        surface_offset: OFFSET,
-    };
-    let render = |caustics: bool| -> Vec<u8> {
-        let mut renderer = Renderer::new(&ctx, 48, 48, 1, RenderParams::default()).unwrap();
-        if caustics {
-            renderer.enable_caustics(&ctx, params(30_000)).unwrap();
-        }
-        let image = renderer.readback(&ctx).unwrap();
-        let size = (scene.triangle_count, scene.vertex_count);
-        let mut structure = StructureKind::Lbvh
-            .create(&ctx, &BuildParams::default(), size, 1)
-            .unwrap()
-            .into_rays()
-            .unwrap();
-        let input = scene.input();
-        submit_until_complete(&ctx, structure.as_mut(), |rec, structure| {
-            structure.record_build(rec, &input, 0)?;
-            let tree = structure.traversable(&input);
-            renderer.record(rec, &scene, tree.as_ref(), &camera, &shading, &image)
-        })
-        .unwrap();
-        image.rgba8().to_vec()
-    };
-    let (with, without) = (render(true), render(false));
+    let view = (&scene, &camera);
+    let with = render(&ctx, view, (48, 48), Some(params(30_000)));
+    let without = render(&ctx, view, (48, 48), None);
     // The image's centre sees the focus through the sphere; the caustic adds light there.
     let centre = (24 * 48 + 24) * 4;
     let brightness = |image: &[u8]| image[centre] as u32 + image[centre + 1] as u32;

@@ -802,13 +802,7 @@ impl Renderer {
             surface_offset: shading.surface_offset,
             spawn: (step.bounce < self.params.bounces) as u32,
         };
-        match step.previous {
-            None => rec.dispatch(&self.shade, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?,
-            Some(previous) => {
-                let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
-                rec.dispatch_indirect(&self.shade, &push, &self.counters, offset);
-            }
-        }
+        self.dispatch_over_paths(rec, &self.shade, &push, step)?;
         rec.barrier_compute_to_compute();
         let push = CloseListsPush {
             counters_address: counters,
@@ -820,6 +814,25 @@ impl Renderer {
         rec.dispatch(&self.close_lists, &push, 1)?;
         rec.barrier_compute_to_indirect();
         rec.end_stage();
+        Ok(())
+    }
+
+    /// A dispatch of `pipeline` over the bounce's path list: one invocation per pixel at
+    /// bounce 0, else sized on the GPU by the previous bounce's counters.
+    fn dispatch_over_paths<P: bytemuck::Pod>(
+        &self,
+        rec: &mut Recorder,
+        pipeline: &Pipeline,
+        push: &P,
+        step: &BounceStep,
+    ) -> Result<()> {
+        match step.previous {
+            None => rec.dispatch(pipeline, push, self.pixels().div_ceil(WORKGROUP_SIZE))?,
+            Some(previous) => {
+                let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
+                rec.dispatch_indirect(pipeline, push, &self.counters, offset);
+            }
+        }
         Ok(())
     }
 
@@ -846,17 +859,7 @@ impl Renderer {
             gather_capacity: caustics.capacity,
             pad: 0,
         };
-        match step.previous {
-            None => rec.dispatch(
-                &caustics.gather_queries,
-                &push,
-                self.pixels().div_ceil(WORKGROUP_SIZE),
-            )?,
-            Some(previous) => {
-                let offset = previous + std::mem::offset_of!(BounceCounters, shade_groups) as u64;
-                rec.dispatch_indirect(&caustics.gather_queries, &push, &self.counters, offset);
-            }
-        }
+        self.dispatch_over_paths(rec, &caustics.gather_queries, &push, step)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
