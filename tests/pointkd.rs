@@ -139,6 +139,24 @@ fn gpu_knn(
     )
 }
 
+/// Asserts that query `i`'s answers (`k` slots per query in `ids` and `d2`) begin with brute
+/// force's `k` nearest to `q`, the same squared distances and indices in the same order;
+/// returns those.
+fn assert_nearest(
+    points: &[[f32; 3]],
+    (i, q): (usize, [f32; 3]),
+    k: usize,
+    (ids, d2): (&[u32], &[f32]),
+    label: &str,
+) -> Vec<(f32, u32)> {
+    let expected = knn_brute_force(points, q, k);
+    for (j, want) in expected.iter().enumerate() {
+        let got = (d2[i * k + j], ids[i * k + j]);
+        assert_eq!(got, *want, "{label}: query {i} neighbour {j}");
+    }
+    expected
+}
+
 /// The GPU's k nearest equal brute force's for every query.
 fn assert_knn(
     ctx: &Context,
@@ -348,21 +366,15 @@ fn assert_estimated_radii(
     let got_ids: Vec<u32> = ctx.download(&ids, 0, n * k as usize).unwrap();
     let got_d2: Vec<f32> = ctx.download(&distances, 0, n * k as usize).unwrap();
     for (i, &q) in targets.iter().enumerate() {
-        let expected = knn_brute_force(points, q, k as usize);
+        let answers = (&got_ids[..], &got_d2[..]);
+        let label = format!("{label}, k {k}");
+        let expected = assert_nearest(points, (i, q), k as usize, answers, &label);
         if let Some(last) = expected.last() {
             assert!(
                 r0[i] >= last.0.sqrt(),
-                "{label}, k {k}: query {i}'s starting radius {} short of {}",
+                "{label}: query {i}'s starting radius {} short of {}",
                 r0[i],
                 last.0.sqrt()
-            );
-        }
-        for (j, want) in expected.iter().enumerate() {
-            let at = i * k as usize + j;
-            assert_eq!(
-                (got_d2[at], got_ids[at]),
-                *want,
-                "{label}, k {k}: query {i} neighbour {j}"
             );
         }
     }
@@ -457,14 +469,7 @@ fn many_queries_fold_the_dispatch_grid() {
     let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "folded"), &points).unwrap();
     let (ids, d2, _) = gpu_knn(&ctx, &tree, &queries, 8, 0.02, None);
     for (i, &q) in queries.iter().enumerate().step_by(7) {
-        let expected = knn_brute_force(&points, q, 8);
-        for (j, want) in expected.iter().enumerate() {
-            assert_eq!(
-                (d2[i * 8 + j], ids[i * 8 + j]),
-                *want,
-                "query {i} neighbour {j}"
-            );
-        }
+        assert_nearest(&points, (i, q), 8, (&ids, &d2), "folded");
     }
     assert_valid(&ctx);
 }
@@ -610,14 +615,7 @@ fn gpu_trees_answer_queries_and_fold_at_the_default_scene_size() {
     let queries: Vec<[f32; 3]> = points.iter().step_by(2003).copied().collect();
     let (ids, d2, _) = gpu_knn(&ctx, &gpu, &queries, 16, 0.01, None);
     for (i, &q) in queries.iter().enumerate() {
-        let expected = knn_brute_force(&points, q, 16);
-        for (j, want) in expected.iter().enumerate() {
-            assert_eq!(
-                (d2[i * 16 + j], ids[i * 16 + j]),
-                *want,
-                "query {i} neighbour {j}"
-            );
-        }
+        assert_nearest(&points, (i, q), 16, (&ids, &d2), "default scene size");
     }
     assert_valid(&ctx);
 }
