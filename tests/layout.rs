@@ -58,6 +58,8 @@ use canopy::render::{
     BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight, Material,
     RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,
 };
+use canopy::scene::animated::normals::SurfaceNormalsPush;
+use canopy::scene::animated::skin::{MorphPart, SkinPush};
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
@@ -626,6 +628,35 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::SCENE_SKIN,
+            Rust(rust_layout!(SkinPush {
+                rest_address,
+                joints_address,
+                weights_address,
+                palette_address,
+                out_address,
+                part_of_vertex_address,
+                parts_address,
+                offsets_address,
+                morph_weights_address,
+                vertex_count,
+                pad
+            })),
+        ),
+        (
+            shaders::SCENE_SURFACE_NORMALS,
+            Rust(rust_layout!(SurfaceNormalsPush {
+                positions_address,
+                triangles_address,
+                ring_offsets_address,
+                ring_address,
+                out_address,
+                heights_address,
+                vertex_count,
+                amount
+            })),
+        ),
+        (
             shaders::RENDER_CAMERA_RAYS,
             Rust(rust_layout!(CameraRaysPush {
                 list_address,
@@ -808,6 +839,20 @@ struct SharedStruct {
 /// One entry per struct shared with GLSL through buffers.
 fn shared_struct_layouts() -> Vec<SharedStruct> {
     vec![
+        SharedStruct {
+            kernel: shaders::SCENE_SKIN,
+            name: "MorphPart",
+            shape: &["u32", "u32", "u32", "u32", "u32", "u32"],
+            rust: rust_layout!(MorphPart {
+                first_vertex,
+                vertex_count,
+                targets,
+                first_offset,
+                first_weight,
+                pad
+            }),
+            offsets: &[0, 4, 8, 12, 16, 20],
+        },
         SharedStruct {
             kernel: shaders::PRIMS_REDUCE_AABB,
             name: "Aabb",

@@ -108,29 +108,71 @@ fn missing_buffer(path: &Path, document: &gltf::Document) -> Option<SceneError> 
     })
 }
 
-/// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
-/// module docs). The mesh is not [validated](Mesh::validate).
-pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
-    let document_error = |e: gltf::Error| match e {
-        gltf::Error::Io(e) => SceneError::io(path, e),
-        e => SceneError::malformed(path, "document", e.to_string()),
-    };
-    check_glb_length(path)?;
-    let gltf::Gltf { document, blob } = gltf::Gltf::open(path).map_err(document_error)?;
-    let buffers = gltf::import_buffers(&document, path.parent(), blob).map_err(|e| match e {
-        gltf::Error::Io(e) => missing_buffer(path, &document).unwrap_or(SceneError::io(path, e)),
-        e => document_error(e),
-    })?;
+/// A glTF or GLB file read with its buffers.
+pub(super) struct GltfFile {
+    /// The JSON document.
+    pub document: gltf::Document,
+    /// The buffers' bytes.
+    pub buffers: Vec<gltf::buffer::Data>,
+}
+
+impl GltfFile {
+    /// Reads the file at `path` and the buffers it refers to.
+    pub fn open(path: &Path) -> Result<Self, SceneError> {
+        let document_error = |e: gltf::Error| match e {
+            gltf::Error::Io(e) => SceneError::io(path, e),
+            e => SceneError::malformed(path, "document", e.to_string()),
+        };
+        check_glb_length(path)?;
+        let gltf::Gltf { document, blob } = gltf::Gltf::open(path).map_err(document_error)?;
+        let buffers =
+            gltf::import_buffers(&document, path.parent(), blob).map_err(|e| match e {
+                gltf::Error::Io(e) => {
+                    missing_buffer(path, &document).unwrap_or(SceneError::io(path, e))
+                }
+                e => document_error(e),
+            })?;
+        Ok(Self { document, buffers })
+    }
+
+    /// The bytes of `buffer`, for the crate's accessor readers.
+    pub fn buffer<'s>(&'s self) -> impl Clone + Fn(gltf::Buffer) -> Option<&'s [u8]> {
+        |b: gltf::Buffer| self.buffers.get(b.index()).map(|data| &data.0[..])
+    }
+}
+
+/// One triangle primitive of a node's mesh, as [`walk_primitives`] visits it.
+pub(super) struct VisitedPrimitive<'a> {
+    /// The node.
+    pub node: gltf::Node<'a>,
+    /// Its world transform.
+    pub world: Mat4,
+    /// The node's mesh.
+    pub mesh: gltf::Mesh<'a>,
+    /// The primitive.
+    pub primitive: gltf::Primitive<'a>,
+    /// Its triangles in the mesh's own space.
+    pub part: Mesh,
+    /// Index of its material in the walk's materials, or none for a file without materials.
+    pub material: Option<u32>,
+}
+
+/// Walks the default scene (the first when none is marked default), parents before children,
+/// calling `visit` for each triangle primitive of each node's mesh, and returns the materials
+/// the primitives' material indices refer to (see the module docs).
+pub(super) fn walk_primitives(
+    path: &Path,
+    file: &GltfFile,
+    mut visit: impl FnMut(VisitedPrimitive) -> Result<(), SceneError>,
+) -> Result<Vec<Material>, SceneError> {
+    let document = &file.document;
     let Some(scene) = document
         .default_scene()
         .or_else(|| document.scenes().next())
     else {
-        return Ok(MaterialMesh::default());
+        return Ok(Vec::new());
     };
-
     let with_materials = document.materials().len() > 0;
-    let mut mesh = Mesh::default();
-    let mut triangle_materials = Vec::new();
     let mut materials = Vec::new();
     // Index in `materials` of each glTF material used so far (the default one last).
     let mut material_ids = vec![None; document.materials().len() + 1];
@@ -149,35 +191,60 @@ pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
         let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
         if let Some(node_mesh) = node.mesh() {
             for primitive in node_mesh.primitives() {
-                if let Some(part) = read_primitive(path, &node_mesh, &primitive, &buffers)? {
-                    mesh.append(&part.transformed(world));
-                    if with_materials {
-                        let material = primitive.material();
-                        let slot = material.index().unwrap_or(material_ids.len() - 1);
-                        let id = match material_ids[slot] {
-                            Some(id) => id,
-                            None => {
-                                let converted = convert_material(&material).map_err(|e| {
-                                    let name = material
-                                        .index()
-                                        .map_or("the default material".into(), |i| {
-                                            format!("material {i}")
-                                        });
-                                    SceneError::malformed(path, name, e)
-                                })?;
-                                materials.push(converted);
-                                *material_ids[slot].insert(materials.len() as u32 - 1)
-                            }
-                        };
-                        triangle_materials.resize(mesh.triangle_count(), id);
-                    }
-                }
+                let Some(part) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
+                else {
+                    continue;
+                };
+                let material = if with_materials {
+                    let material = primitive.material();
+                    let slot = material.index().unwrap_or(material_ids.len() - 1);
+                    Some(match material_ids[slot] {
+                        Some(id) => id,
+                        None => {
+                            let converted = convert_material(&material).map_err(|e| {
+                                let name =
+                                    material.index().map_or("the default material".into(), |i| {
+                                        format!("material {i}")
+                                    });
+                                SceneError::malformed(path, name, e)
+                            })?;
+                            materials.push(converted);
+                            *material_ids[slot].insert(materials.len() as u32 - 1)
+                        }
+                    })
+                } else {
+                    None
+                };
+                visit(VisitedPrimitive {
+                    node: node.clone(),
+                    world,
+                    mesh: node_mesh.clone(),
+                    primitive,
+                    part,
+                    material,
+                })?;
             }
         }
         let first_child = pending.len();
         pending.extend(node.children().map(|c| (c, world)));
         pending[first_child..].reverse();
     }
+    Ok(materials)
+}
+
+/// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
+/// module docs). The mesh is not [validated](Mesh::validate).
+pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
+    let file = GltfFile::open(path)?;
+    let mut mesh = Mesh::default();
+    let mut triangle_materials = Vec::new();
+    let materials = walk_primitives(path, &file, |visited| {
+        mesh.append(&visited.part.transformed(visited.world));
+        if let Some(id) = visited.material {
+            triangle_materials.resize(mesh.triangle_count(), id);
+        }
+        Ok(())
+    })?;
     Ok(MaterialMesh {
         mesh,
         triangle_materials,

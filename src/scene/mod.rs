@@ -1,12 +1,14 @@
 //! Scenes: triangle meshes stored as structure of arrays, their loaders (OBJ, PLY, glTF),
 //! materials and lights, and the procedural default scene.
 
+pub mod animated;
 pub mod default_scene;
 pub mod gltf_loader;
 pub mod material;
 pub mod mesh;
 pub mod obj;
 pub mod ply;
+pub mod rig;
 pub mod scans;
 pub mod shapes;
 
