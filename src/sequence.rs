@@ -14,6 +14,7 @@ use crate::accel::{BuildParams, RayStructure, StructureKind};
 use crate::render::photons::PhotonParams;
 use crate::render::presets::{self, Subject};
 use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::scene::animated::FrameTime;
 use crate::vk::{Context, Error, Profiler, Submission};
 
 /// Frames the GPU works on while the CPU hands on the one before.
@@ -208,7 +209,14 @@ impl<'a> FrameSequence<'a> {
         self.ctx.submit(Some(&mut self.profilers[slot]), |rec| {
             rec.barrier_after_earlier_work();
             rec.begin_stage("frame");
-            subject.record_frame(rec, time)?;
+            subject.record_frame(
+                rec,
+                FrameTime {
+                    frame,
+                    seconds: time,
+                    slot,
+                },
+            )?;
             let input = subject.scene.input();
             structure.record_build(rec, &input, slot)?;
             let traced = structure.traversable(&input);

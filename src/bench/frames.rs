@@ -12,6 +12,7 @@ use crate::accel::{BuildParams, RayStructure, StructureKind, submit_until_comple
 use crate::geom::ray::Query;
 use crate::render::presets::{self, Subject};
 use crate::render::{RenderParams, Renderer, traced_rays};
+use crate::scene::animated::FrameTime;
 use crate::trace::Tracer;
 use crate::vk::{Context, Recorder, WorkCounts};
 
@@ -135,7 +136,14 @@ pub fn measure(
     accel.set_view(ctx, &camera.view(width, height))?;
     let shading = presets::shading(subject.radius);
     let frame = |rec: &mut Recorder, accel: &mut dyn RayStructure| {
-        subject.record_frame(rec, config.time)?;
+        subject.record_frame(
+            rec,
+            FrameTime {
+                frame: 0,
+                seconds: config.time,
+                slot: 0,
+            },
+        )?;
         accel.record_build(rec, &input, 0)?;
         let structure = accel.traversable(&input);
         renderer.record(rec, scene, structure.as_ref(), &camera, &shading, &readback)
@@ -227,7 +235,14 @@ fn measure_native(
     let build_bottom =
         |rec: &mut Recorder| builder.record(rec, &scene.positions, vertices, &scene.triangles, n);
     ctx.submit_and_wait(|rec| {
-        subject.record_frame(rec, config.time)?;
+        subject.record_frame(
+            rec,
+            FrameTime {
+                frame: 0,
+                seconds: config.time,
+                slot: 0,
+            },
+        )?;
         build_bottom(rec)
     })?;
     let bottom_level = time_runs(ctx, config.repeats, |_| Ok(()), build_bottom)?;

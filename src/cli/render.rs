@@ -11,15 +11,16 @@ use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::export::{PngSequence, frame_file_name, frame_ranges};
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
-use canopy::render::presets::{MeshLook, MeshShading, Subject};
+use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
-use canopy::scene::MaterialMesh;
-use canopy::sequence::{FinishedFrame, Flow, FrameSequence, SequenceConfig};
+use canopy::scene::animated::MeshInput;
+use canopy::scene::animated::subdivision::MAX_LEVELS;
+use canopy::sequence::{FRAMES_IN_FLIGHT, FinishedFrame, Flow, FrameSequence, SequenceConfig};
 use canopy::vk::Context;
 use glam::Vec3;
 use std::io::IsTerminal;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -28,9 +29,39 @@ use std::time::Instant;
 pub struct RenderArgs {
     /// Render this mesh (.obj, .ply, .gltf, .glb) over a ground plane instead of the default
     /// scene. It is framed in units of its size: moved to the origin and scaled to a radius of
-    /// 1, so a model far from the origin or in any unit renders alike.
+    /// 1, so a model far from the origin or in any unit renders alike. A glTF file with
+    /// animations plays one (skinning and morph targets on the GPU); a printf pattern
+    /// ('cloth/frame_%04d.obj') or a folder of numbered OBJ/PLY files is a vertex-animation
+    /// sequence, frame n showing its n-th file.
     #[arg(long, value_name = "FILE")]
     pub mesh: Option<PathBuf>,
+    /// The glTF animation played, by name or 0-based index [default: the first].
+    #[arg(long, value_name = "NAME|INDEX", requires = "mesh")]
+    pub animation: Option<String>,
+    /// Repeat the animation (or sequence) after its end instead of holding its last pose.
+    #[arg(long = "loop", requires = "mesh")]
+    pub looping: bool,
+    /// Levels of Loop subdivision of the mesh every frame, on the GPU (0 to 4; each makes 4
+    /// triangles of one).
+    #[arg(long, default_value_t = 0, value_parser = parse_levels, requires = "mesh")]
+    pub subdivide: u32,
+    /// Displace the (refined) surface along its normals by procedural noise every frame, by
+    /// up to AMOUNT of the mesh's radius.
+    #[arg(long, value_name = "AMOUNT", num_args = 0..=1, default_missing_value = "0.02", value_parser = parse_amount, requires = "mesh")]
+    pub displace: Option<f32>,
+    /// See the frames through the glTF file's camera of this name (or 0-based index).
+    #[arg(long, value_name = "NAME", requires = "mesh")]
+    pub camera: Option<String>,
+    /// Put the eye here (x,y,z, in the framed scene: a mesh is centred on the origin with
+    /// radius 1).
+    #[arg(long, value_parser = parse_point, value_name = "X,Y,Z", allow_hyphen_values = true)]
+    pub camera_eye: Option<Vec3>,
+    /// Look at this point (x,y,z, in the framed scene).
+    #[arg(long, value_parser = parse_point, value_name = "X,Y,Z", allow_hyphen_values = true)]
+    pub camera_target: Option<Vec3>,
+    /// Vertical field of view in degrees.
+    #[arg(long, value_parser = parse_fov, value_name = "DEG")]
+    pub fov: Option<f32>,
     /// The mesh file's axis that points up: y (glTF's convention), z (many scanned and CAD
     /// models), x, or a negated one (-x, -y, -z).
     #[arg(long, default_value = "y", value_parser = parse_up, allow_hyphen_values = true, value_name = "AXIS", requires = "mesh")]
@@ -155,6 +186,38 @@ impl From<MortonArg> for MortonBits {
     }
 }
 
+fn parse_levels(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if n <= MAX_LEVELS => Ok(n),
+        _ => Err(format!("'{text}': expected 0..={MAX_LEVELS} levels")),
+    }
+}
+
+fn parse_amount(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(a) if a.is_finite() && (0.0..=1.0).contains(&a) => Ok(a),
+        _ => Err(format!(
+            "'{text}': expected a fraction of the mesh's radius from 0 to 1"
+        )),
+    }
+}
+
+fn parse_fov(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(fov) if fov > 0.0 && fov < 180.0 => Ok(fov),
+        _ => Err(format!("'{text}': expected degrees between 0 and 180")),
+    }
+}
+
+fn parse_point(text: &str) -> Result<Vec3, String> {
+    let parts: Vec<&str> = text.split(',').collect();
+    let values: Result<Vec<f32>, _> = parts.iter().map(|p| p.trim().parse::<f32>()).collect();
+    match values {
+        Ok(v) if v.len() == 3 && v.iter().all(|c| c.is_finite()) => Ok(Vec3::new(v[0], v[1], v[2])),
+        _ => Err(format!("'{text}': expected three numbers x,y,z")),
+    }
+}
+
 fn parse_frames(text: &str) -> Result<Range<u32>, String> {
     let (first, last, inclusive) = if let Some((a, b)) = text.split_once("..=") {
         (a, b, true)
@@ -238,16 +301,14 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Runs `canopy render`.
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
-    let subject = match &args.mesh {
-        Some(path) => {
-            let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
-            let look = MeshLook {
-                up: args.up,
-                shading: args.shading.into(),
-            };
-            Subject::mesh(ctx, loaded, &look)?
-        }
+    let mut subject = match &args.mesh {
+        Some(path) => mesh_subject(ctx, path, args)?,
         None => Subject::default_scene(ctx, args.triangles)?,
+    };
+    subject.camera_overrides = CameraOverrides {
+        eye: args.camera_eye,
+        target: args.camera_target,
+        fov_degrees: args.fov,
     };
     let scene = &subject.scene;
     let config = SequenceConfig {
@@ -400,6 +461,72 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// The subject of `--mesh`: still, or animated on the GPU (a glTF animation, a sequence of
+/// files, subdivision or displacement), with its glTF camera when `--camera` names one.
+fn mesh_subject(ctx: &Context, path: &Path, args: &RenderArgs) -> Result<Subject, CliError> {
+    let failed = |e: canopy::scene::SceneError| CliError::Failed(e.to_string());
+    let look = MeshLook {
+        up: args.up,
+        shading: args.shading.into(),
+    };
+    let input = MeshInput::open(
+        path,
+        args.animation.as_deref(),
+        (args.looping, args.camera.is_some()),
+    )
+    .map_err(failed)?;
+    let refinement = Refinement {
+        levels: args.subdivide,
+        displace: args.displace,
+    };
+    let camera = match (&args.camera, &input) {
+        (None, _) => None,
+        (Some(name), MeshInput::Rig(rig, _)) => {
+            let found = rig
+                .cameras
+                .iter()
+                .position(|c| c.name.as_deref() == Some(name.as_str()))
+                .or_else(|| {
+                    name.parse::<usize>()
+                        .ok()
+                        .filter(|&i| i < rig.cameras.len())
+                });
+            let Some(found) = found else {
+                let names: Vec<String> = rig
+                    .cameras
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| format!("{} ({i})", c.name.as_deref().unwrap_or("unnamed")))
+                    .collect();
+                return Err(CliError::Failed(format!(
+                    "{}: no camera named or numbered '{name}'; the file has {}",
+                    path.display(),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            };
+            Some((rig.cameras[found].node, rig.cameras[found].yfov))
+        }
+        (Some(_), _) => {
+            return Err(CliError::Failed(format!(
+                "{}: --camera names a glTF camera, and this is not a glTF file",
+                path.display()
+            )));
+        }
+    };
+    let mut subject = match input {
+        MeshInput::Still(loaded) if refinement == Refinement::default() => {
+            Subject::mesh(ctx, loaded, &look)?
+        }
+        input => Subject::animated(ctx, input, &look, refinement, FRAMES_IN_FLIGHT)?,
+    };
+    subject.gltf_camera = camera;
+    Ok(subject)
 }
 
 /// Prints a finished frame's profile (with `--profile`), hands its image to the PNG writers,

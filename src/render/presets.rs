@@ -3,11 +3,17 @@
 //! buffers and camera.
 
 use super::{Camera, GpuLight, Light, Material, SceneGpu, ShadingParams};
+use crate::scene::animated::files::FileStream;
+use crate::scene::animated::normals::{self, SurfaceNormals};
+use crate::scene::animated::skin::Skinner;
+use crate::scene::animated::subdivide::Subdivider;
+use crate::scene::animated::subdivision::{LoopSubdivision, MAX_NOISE_HEIGHT, noise_height};
+use crate::scene::animated::{AnimatedMesh, Displacement, FrameTime, MeshInput, VertexSource};
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
-use crate::scene::{MaterialMesh, Mesh, shapes};
-use crate::vk::{Context, Recorder, Result};
+use crate::scene::{MaterialMesh, Mesh, SceneError, shapes};
+use crate::vk::{Context, Error, Recorder, Result};
 use glam::{Mat4, Quat, Vec3};
 
 /// Centre of the default scene's subject (the torus and the spheres beside it).
@@ -196,24 +202,29 @@ impl MeshStage {
     /// The stage for `loaded`, stood up and shaded as `look` says.
     pub fn new(loaded: MaterialMesh, look: &MeshLook) -> Self {
         let up = look.up.normalize_or(Vec3::Y);
-        let mut mesh = if up == Vec3::Y {
-            loaded.mesh
-        } else {
-            loaded
+        let mut loaded = loaded;
+        if up != Vec3::Y {
+            loaded.mesh = loaded
                 .mesh
-                .transformed(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)))
-        };
-        mesh.fit_unit_sphere();
-        let (lo, hi) = mesh.bounds().unwrap_or_default();
-        let (lo, hi) = (Vec3::from(lo), Vec3::from(hi));
-        let centre = (lo + hi) * 0.5;
-        let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
-        let has_normals = mesh.normals.len() == mesh.positions.len();
+                .transformed(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)));
+        }
+        loaded.mesh.fit_unit_sphere();
+        let (lo, hi) = loaded.mesh.bounds().unwrap_or_default();
+        let has_normals = loaded.mesh.normals.len() == loaded.mesh.positions.len();
         match look.shading {
             MeshShading::Auto if has_normals => {}
-            MeshShading::Auto | MeshShading::Flat => mesh.flatten_normals(),
-            MeshShading::Smooth => mesh.compute_vertex_normals(),
+            MeshShading::Auto | MeshShading::Flat => loaded.mesh.flatten_normals(),
+            MeshShading::Smooth => loaded.mesh.compute_vertex_normals(),
         }
+        Self::assemble(loaded, (Vec3::from(lo), Vec3::from(hi)))
+    }
+
+    /// The stage of a mesh already placed and shaded, whose frames all lie in the box
+    /// `(lo, hi)`: clay for a mesh without materials, the ground below the box.
+    fn assemble(loaded: MaterialMesh, (lo, hi): (Vec3, Vec3)) -> Self {
+        let mut mesh = loaded.mesh;
+        let centre = (lo + hi) * 0.5;
+        let radius = ((hi - lo).length() * 0.5).max(f32::MIN_POSITIVE);
         let mut materials = loaded.materials;
         let mut triangle_materials = loaded.triangle_materials;
         if materials.is_empty() {
@@ -237,17 +248,68 @@ impl MeshStage {
     }
 }
 
+/// How a subject moves from frame to frame.
+pub enum Motion {
+    /// A mesh that does not move.
+    Still,
+    /// The default scene: its deforming torus and circling point light.
+    DefaultScene(DefaultScene),
+    /// A mesh file's animation, made on the GPU every frame.
+    Mesh(Box<AnimatedMesh>),
+}
+
+/// How an animated mesh file is refined every frame (`canopy render --subdivide --displace`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Refinement {
+    /// Levels of Loop subdivision, 0 to
+    /// [`MAX_LEVELS`](crate::scene::animated::subdivision::MAX_LEVELS).
+    pub levels: u32,
+    /// Displacement along the normals by procedural noise, as a fraction of the mesh's radius;
+    /// none for a smooth surface.
+    pub displace: Option<f32>,
+}
+
+/// Features per unit of the fitted mesh's radius of the displacement's noise.
+pub const DISPLACEMENT_FREQUENCY: f32 = 6.0;
+
+/// Changes to every frame's camera (`canopy render --camera-eye --camera-target --fov`), in
+/// the subject's space (a mesh file's is fitted into the unit sphere).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CameraOverrides {
+    /// The eye.
+    pub eye: Option<Vec3>,
+    /// The point looked at.
+    pub target: Option<Vec3>,
+    /// The vertical field of view in degrees.
+    pub fov_degrees: Option<f32>,
+}
+
+impl CameraOverrides {
+    /// `camera` with the overridden parts replaced.
+    pub fn apply(&self, mut camera: Camera) -> Camera {
+        camera.position = self.eye.unwrap_or(camera.position);
+        camera.target = self.target.unwrap_or(camera.target);
+        camera.fov_y_degrees = self.fov_degrees.unwrap_or(camera.fov_y_degrees);
+        camera
+    }
+}
+
 /// What a renderer shows: a scene's device buffers, and how each frame updates and views
 /// them (`canopy render`, `canopy bench render`).
 pub struct Subject {
     /// The device buffers.
     pub scene: SceneGpu,
-    /// The default scene, whose vertices are made every frame; none for a mesh file.
-    pub animation: Option<DefaultScene>,
-    /// Centre of the subject.
+    /// How it moves.
+    pub motion: Motion,
+    /// Centre of the subject (of all its frames).
     pub centre: Vec3,
-    /// Radius of a sphere around the subject.
+    /// Radius of a sphere around the subject (in all its frames).
     pub radius: f32,
+    /// The glTF camera the frames are seen through (its node and vertical field of view in
+    /// radians), instead of the orbit.
+    pub gltf_camera: Option<(usize, f32)>,
+    /// Changes to every frame's camera.
+    pub camera_overrides: CameraOverrides,
 }
 
 impl Subject {
@@ -256,9 +318,11 @@ impl Subject {
         let scene = DefaultScene::new(ctx, triangles)?;
         Ok(Self {
             scene: default_scene_gpu(ctx, &scene)?,
-            animation: Some(scene),
+            motion: Motion::DefaultScene(scene),
             centre: DEFAULT_SCENE_CENTRE,
             radius: DEFAULT_SCENE_RADIUS,
+            gltf_camera: None,
+            camera_overrides: CameraOverrides::default(),
         })
     }
 
@@ -274,38 +338,177 @@ impl Subject {
         )?;
         Ok(Self {
             scene,
-            animation: None,
+            motion: Motion::Still,
             centre: stage.centre,
             radius: stage.radius,
+            gltf_camera: None,
+            camera_overrides: CameraOverrides::default(),
+        })
+    }
+
+    /// An animated mesh file on a stage like [`MeshStage`]'s, framed over all its frames
+    /// (`input`'s bounds: the mesh is placed so that the box of every frame fits the unit
+    /// sphere), its vertices made on the GPU every frame: posed, or streamed from its files,
+    /// then refined as `refinement` says. `slots` is the number of frames in flight (the
+    /// staging buffers of a sequence).
+    pub fn animated(
+        ctx: &Context,
+        input: MeshInput,
+        look: &MeshLook,
+        refinement: Refinement,
+        slots: usize,
+    ) -> Result<Self> {
+        let scene_error = |e: SceneError| Error::InvalidInput(e.to_string());
+        let up = Mat4::from_quat(Quat::from_rotation_arc(
+            look.up.normalize_or(Vec3::Y),
+            Vec3::Y,
+        ));
+        let (lo, hi) = input.bounds(up).map_err(scene_error)?;
+        let centre = (lo + hi) * 0.5;
+        let half_diagonal = (hi - lo).length() * 0.5;
+        let scale = if half_diagonal > 0.0 {
+            1.0 / half_diagonal
+        } else {
+            1.0
+        };
+        let root = Mat4::from_scale(Vec3::splat(scale)) * Mat4::from_translation(-centre) * up;
+        let (lo, hi) = ((lo - centre) * scale, (hi - centre) * scale);
+
+        let control: Vec<[f32; 3]> = input
+            .first_positions()
+            .iter()
+            .map(|&p| root.transform_point3(Vec3::from(p)).to_array())
+            .collect();
+        let subdivision =
+            LoopSubdivision::new(input.triangles(), control.len() as u32, refinement.levels)
+                .map_err(|e| Error::InvalidInput(format!("subdividing the mesh: {e}")))?;
+        let refined = subdivision.apply(&control);
+        let triangles = subdivision.triangles.clone();
+        let (file_materials, control_materials) = input.materials();
+        let shift = 2 * refinement.levels;
+        let mut loaded = MaterialMesh {
+            mesh: Mesh {
+                positions: refined.clone(),
+                normals: vec![[0.0; 3]; refined.len()],
+                triangles,
+            },
+            triangle_materials: (0..subdivision.triangles.len())
+                .filter(|_| !control_materials.is_empty())
+                .map(|t| control_materials[t >> shift])
+                .collect(),
+            materials: file_materials.to_vec(),
+        };
+        let surface = SurfaceNormals::new(ctx, &refined, &loaded.mesh.triangles)?;
+        let smooth = look.shading != MeshShading::Flat;
+        if smooth {
+            let rings = normals::rings(&refined, &loaded.mesh.triangles);
+            loaded.mesh.normals =
+                normals::ring_normals(&refined, &loaded.mesh.triangles, (&rings.0, &rings.1));
+        }
+        let displacement = match refinement.displace {
+            Some(amount) => {
+                let heights: Vec<f32> = refined
+                    .iter()
+                    .map(|&p| noise_height(p, DISPLACEMENT_FREQUENCY))
+                    .collect();
+                Some(Displacement {
+                    heights: ctx.create_buffer_with("displacement heights", &heights)?,
+                    amount,
+                })
+            }
+            None => None,
+        };
+        // The ground lies below the lowest point of every frame, displaced as far as it goes.
+        let sink = refinement
+            .displace
+            .map_or(0.0, |a| a.abs() * MAX_NOISE_HEIGHT);
+        let stage = MeshStage::assemble(loaded, (lo - Vec3::Y * sink, hi));
+        let scene = SceneGpu::from_mesh(
+            ctx,
+            &stage.mesh,
+            &stage.triangle_materials,
+            &stage.materials,
+            &stage.lights,
+        )?;
+        let subdivider = Subdivider::new(ctx, &subdivision)?;
+        let source = match input {
+            MeshInput::Still(_) => {
+                VertexSource::Still(ctx.create_buffer_with("still control positions", &control)?)
+            }
+            MeshInput::Rig(rig, at) => {
+                VertexSource::Skinned(Box::new(Skinner::new(ctx, *rig, at, root)?))
+            }
+            MeshInput::Files {
+                files,
+                first,
+                looping,
+            } => VertexSource::Files(FileStream::new(ctx, files, &first, (root, looping), slots)?),
+        };
+        let animated = AnimatedMesh::new(
+            ctx,
+            source,
+            (Some(subdivider), displacement),
+            surface,
+            smooth,
+        )?;
+        Ok(Self {
+            scene,
+            motion: Motion::Mesh(Box::new(animated)),
+            centre: stage.centre,
+            radius: stage.radius,
+            gltf_camera: None,
+            camera_overrides: CameraOverrides::default(),
         })
     }
 
     /// The camera at `time` seconds for an image of `aspect` = width / height: orbiting the
-    /// default scene at [`DEFAULT_SCENE_ORBIT`], a mesh at [`MESH_SCENE_ORBIT`].
+    /// default scene at [`DEFAULT_SCENE_ORBIT`], a mesh at [`MESH_SCENE_ORBIT`], or the glTF
+    /// camera chosen; then [`Self::camera_overrides`].
     pub fn camera(&self, time: f32, aspect: f32) -> Camera {
-        let degrees_per_second = if self.animation.is_some() {
-            DEFAULT_SCENE_ORBIT
-        } else {
-            MESH_SCENE_ORBIT
+        let degrees_per_second = match self.motion {
+            Motion::DefaultScene(_) => DEFAULT_SCENE_ORBIT,
+            _ => MESH_SCENE_ORBIT,
         };
-        orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second)
+        let camera = match (self.gltf_camera, &self.motion) {
+            (Some((node, yfov)), Motion::Mesh(animated)) => match animated.source() {
+                VertexSource::Skinned(skinner) => {
+                    let (world, _) = skinner.rig().world_transforms(skinner.clip(), time);
+                    let placed = skinner.root() * world[node];
+                    Camera {
+                        position: placed.transform_point3(Vec3::ZERO),
+                        target: placed.transform_point3(Vec3::NEG_Z),
+                        up: placed.transform_vector3(Vec3::Y),
+                        fov_y_degrees: yfov.to_degrees(),
+                    }
+                }
+                _ => orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second),
+            },
+            _ => orbit_camera(self.centre, self.radius, time, aspect, degrees_per_second),
+        };
+        self.camera_overrides.apply(camera)
     }
 
-    /// Records the subject at `time`: the default scene's deformation and its lights
-    /// ([`default_scene_lights`]); nothing for a mesh.
-    pub fn record_frame(&self, rec: &mut Recorder, time: f32) -> Result<()> {
-        match &self.animation {
-            Some(animation) => {
-                let lights: Vec<GpuLight> = default_scene_lights(time)
+    /// Records the subject at frame `at`: the default scene's deformation and its lights
+    /// ([`default_scene_lights`]), a mesh file's animation; nothing for a still mesh.
+    pub fn record_frame(&self, rec: &mut Recorder, at: FrameTime) -> Result<()> {
+        match &self.motion {
+            Motion::DefaultScene(animation) => {
+                let lights: Vec<GpuLight> = default_scene_lights(at.seconds)
                     .into_iter()
                     .map(GpuLight::from)
                     .collect();
                 rec.barrier_compute_to_transfer();
                 rec.update_buffer(&self.scene.lights, 0, &lights);
                 rec.barrier_transfer_to_compute();
-                animation.record(rec, &self.scene.positions, &self.scene.normals, time)
+                animation.record(rec, &self.scene.positions, &self.scene.normals, at.seconds)
             }
-            None => Ok(()),
+            Motion::Mesh(animated) => animated.record(
+                rec,
+                at,
+                &self.scene.positions,
+                (&self.scene.triangles, &self.scene.normals),
+            ),
+            Motion::Still => Ok(()),
         }
     }
 }

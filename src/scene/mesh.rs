@@ -70,6 +70,28 @@ pub enum SceneError {
         /// How many triangles it has.
         triangles: usize,
     },
+    /// A numbered file of a vertex-animation sequence is missing.
+    #[error(
+        "{path}: frame {number} of the sequence is missing (its files are numbered {first} to {last})"
+    )]
+    MissingFrame {
+        /// The missing file.
+        path: PathBuf,
+        /// Its number.
+        number: u64,
+        /// The lowest number found.
+        first: u64,
+        /// The highest number found.
+        last: u64,
+    },
+    /// A sequence's files do not make one animation (its topology changes, it has no files).
+    #[error("{path}: {message}")]
+    Sequence {
+        /// The file (or the pattern or folder).
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// The file's extension names no format canopy reads.
     #[error("{path}: unknown mesh format (expected .obj, .ply, .gltf or .glb)")]
     UnknownFormat {

@@ -471,8 +471,7 @@ impl Rig {
                         format!("{} key values for {} key times", values.len(), times.len()),
                     ));
                 }
-                if times.windows(2).any(|w| w[0] >= w[1]) || !times.iter().all(|t| t.is_finite())
-                {
+                if times.windows(2).any(|w| w[0] >= w[1]) || !times.iter().all(|t| t.is_finite()) {
                     return Err(SceneError::malformed(
                         path,
                         where_(),
