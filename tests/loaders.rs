@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use canopy::scene::{Mesh, SceneError};
+use common::files::glb;
 use common::test_data;
 use glam::{Mat4, Quat, Vec3};
 
@@ -515,32 +516,6 @@ fn ply_triangle_strips_restart_and_alternate() {
 }
 
 // ---- glTF ----
-
-/// A GLB of `json` (with `"BIN_LENGTH"` replaced by the binary chunk's length) and `bin`.
-fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
-    let pad = |mut bytes: Vec<u8>, with: u8| {
-        bytes.resize(bytes.len().next_multiple_of(4), with);
-        bytes
-    };
-    let bin = pad(bin.to_vec(), 0);
-    let json = pad(
-        json.replace("BIN_LENGTH", &bin.len().to_string())
-            .into_bytes(),
-        b' ',
-    );
-    let total = 12 + 8 + json.len() + 8 + bin.len();
-    let mut out = Vec::new();
-    out.extend(b"glTF");
-    out.extend(2u32.to_le_bytes());
-    out.extend((total as u32).to_le_bytes());
-    out.extend((json.len() as u32).to_le_bytes());
-    out.extend(b"JSON");
-    out.extend(json);
-    out.extend((bin.len() as u32).to_le_bytes());
-    out.extend(b"BIN\0");
-    out.extend(bin);
-    out
-}
 
 /// Binary data of four positions (a unit square in xy), four +z normals, and the indices
 /// `indices` as u16.

@@ -14,7 +14,7 @@ use canopy::render::{
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
-use canopy::vk::{Context, MemoryKind};
+use canopy::vk::{Context, MemoryKind, Recorder};
 use common::{assert_valid, context};
 use glam::Vec3;
 
@@ -81,9 +81,21 @@ impl TestScene {
         through: StructureKind,
         bounces: u32,
     ) -> (Vec<u8>, Vec<BounceStats>) {
+        self.render_gpu_animated(ctx, (through, bounces), &self.mesh, &|_, _| Ok(()))
+    }
+
+    /// As [`Self::render_gpu`], with `uploaded` in the scene's buffers and `animate` recorded
+    /// before the build (it makes this scene's vertices from them).
+    fn render_gpu_animated(
+        &self,
+        ctx: &Context,
+        (through, bounces): (StructureKind, u32),
+        uploaded: &Mesh,
+        animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
+    ) -> (Vec<u8>, Vec<BounceStats>) {
         let scene = SceneGpu::from_mesh(
             ctx,
-            &self.mesh,
+            uploaded,
             &self.triangle_materials,
             &self.materials,
             &self.lights,
@@ -114,6 +126,7 @@ impl TestScene {
         let view = self.camera.view(self.width, self.height);
         structure.set_view(ctx, &view).unwrap();
         submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
+            animate(rec, &scene)?;
             structure.record_build(rec, &input, 0)?;
             let tree = structure.traversable(&input);
             renderer.record(
@@ -544,5 +557,76 @@ fn zero_normals_shade_flat_as_on_the_cpu() {
     assert!(
         differ > 200,
         "flat and smooth differ in only {differ} pixels"
+    );
+}
+
+/// A skinned character posed on the GPU (skinning kernel and normals from the posed
+/// triangles) renders as the CPU renders the CPU's pose of it.
+#[test]
+fn skinned_character_matches_cpu_render() {
+    use canopy::scene::animated::normals::{SurfaceNormals, ring_normals, rings};
+    use canopy::scene::animated::skin::Skinner;
+    use canopy::scene::rig::{ClipTime, Rig};
+    use glam::Mat4;
+
+    let ctx = context();
+    let rig = Rig::load(&common::test_data("gltf/CesiumMan.glb")).unwrap();
+    let at = ClipTime {
+        clip: Some(0),
+        looping: true,
+    };
+    let time = 0.7;
+    // Placed standing on the ground, about 2 units tall.
+    let posed = rig.posed_positions(&rig.pose(at, time, Mat4::IDENTITY));
+    let (lo, hi) = posed
+        .iter()
+        .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), &p| {
+            (lo.min(Vec3::from(p)), hi.max(Vec3::from(p)))
+        });
+    let scale = 2.0 / (hi.y - lo.y);
+    let root = Mat4::from_scale(Vec3::splat(scale))
+        * Mat4::from_translation(-Vec3::new((lo.x + hi.x) / 2.0, lo.y, (lo.z + hi.z) / 2.0));
+    let skinner = Skinner::new(&ctx, rig.clone(), at, root).unwrap();
+    let triangles = rig.rest.mesh.triangles.clone();
+    let positions = rig.posed_positions(&skinner.pose(time));
+    let ring = rings(&rig.rest.mesh.positions, &triangles);
+    let normals = ring_normals(&positions, &triangles, (&ring.0, &ring.1));
+    let character = Mesh {
+        positions,
+        normals,
+        triangles,
+    };
+    let mut scene = TestScene::new(
+        &[],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::diffuse([0.8, 0.55, 0.3]),
+        ],
+    );
+    scene.camera = Camera::orbit(Vec3::new(0.0, 1.0, 0.0), 4.0, 30.0, 15.0, 45.0);
+    scene.triangle_materials = vec![1; character.triangle_count()];
+    scene.triangle_materials.extend([0, 0]);
+    let mut mesh = character;
+    mesh.append(&scene.mesh);
+    scene.mesh = mesh;
+    // The GPU starts from the rest positions, and zero normals.
+    let mut uploaded = scene.mesh.clone();
+    uploaded.positions[..rig.rest.mesh.positions.len()].copy_from_slice(&rig.rest.mesh.positions);
+    uploaded.normals.iter_mut().for_each(|n| *n = [0.0; 3]);
+    let surface =
+        SurfaceNormals::new(&ctx, &rig.rest.mesh.positions, &rig.rest.mesh.triangles).unwrap();
+    let animate = |rec: &mut Recorder, gpu: &SceneGpu| {
+        skinner.record(rec, time, &gpu.positions)?;
+        surface.record(rec, &gpu.positions, &gpu.triangles, &gpu.normals)
+    };
+    let (gpu, _) = scene.render_gpu_animated(&ctx, (StructureKind::Lbvh, 1), &uploaded, &animate);
+    assert_close(&gpu, &scene.render_cpu(1), "skinned CesiumMan");
+    let clay = gpu
+        .chunks(4)
+        .filter(|p| p[0] as u32 > p[2] as u32 + 60)
+        .count();
+    assert!(
+        clay > (WIDTH * HEIGHT) as usize / 50,
+        "the character covers only {clay} pixels"
     );
 }

@@ -57,3 +57,29 @@ pub fn read_png(path: &Path) -> Result<(u32, u32, Vec<u8>), String> {
     reader.next_frame(&mut pixels).map_err(|e| e.to_string())?;
     Ok((reader.info().width, reader.info().height, pixels))
 }
+
+/// A GLB of `json` (with `"BIN_LENGTH"` replaced by the binary chunk's length) and `bin`.
+pub fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
+    let pad = |mut bytes: Vec<u8>, with: u8| {
+        bytes.resize(bytes.len().next_multiple_of(4), with);
+        bytes
+    };
+    let bin = pad(bin.to_vec(), 0);
+    let json = pad(
+        json.replace("BIN_LENGTH", &bin.len().to_string())
+            .into_bytes(),
+        b' ',
+    );
+    let total = 12 + 8 + json.len() + 8 + bin.len();
+    let mut out = Vec::new();
+    out.extend(b"glTF");
+    out.extend(2u32.to_le_bytes());
+    out.extend((total as u32).to_le_bytes());
+    out.extend((json.len() as u32).to_le_bytes());
+    out.extend(b"JSON");
+    out.extend(json);
+    out.extend((bin.len() as u32).to_le_bytes());
+    out.extend(b"BIN\0");
+    out.extend(bin);
+    out
+}
