@@ -1,10 +1,21 @@
 //! Animated input on the GPU: glTF skinning and morph targets against the CPU's posing of the
-//! same samples on real skinned models and on small hand-made files for each interpolation.
+//! same samples on real skinned models and on a small hand-made file for each interpolation;
+//! vertex-animation sequences streamed from disk, and bad ones; Loop subdivision, normals and
+//! displacement against their CPU references; animated meshes through every structure.
 
 mod common;
 
+use canopy::accel::StructureKind;
+use canopy::render::presets::{MeshLook, MeshShading, Refinement, Subject};
+use canopy::scene::Mesh;
+use canopy::scene::animated::MeshInput;
+use canopy::scene::animated::files::{FileStream, FrameFiles};
+use canopy::scene::animated::normals::{SurfaceNormals, ring_normals, rings};
 use canopy::scene::animated::skin::Skinner;
+use canopy::scene::animated::subdivide::Subdivider;
+use canopy::scene::animated::subdivision::LoopSubdivision;
 use canopy::scene::rig::{ClipTime, Rig};
+use canopy::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, MemoryKind};
 use common::files::{TempFolder, glb};
 use common::{assert_valid, context, test_data};
@@ -267,11 +278,260 @@ fn interpolation_modes_pose_a_hand_made_rig() {
         clip: None,
         looping: false,
     };
-    let bind = canopy::scene::Mesh::load(&path).unwrap();
+    let bind = Mesh::load(&path).unwrap();
     assert_positions(
         &rig.posed_positions(&rig.pose(still, 3.0, Mat4::IDENTITY)),
         &bind.positions,
         "rest pose",
     );
+    assert_valid(&ctx);
+}
+
+/// The cloth sequence's folder in the tests' data (its first four frames).
+fn cloth() -> std::path::PathBuf {
+    test_data("sequences/vellum-cloth")
+}
+
+/// A folder of numbered files and a printf pattern name the same sequence; a stream hands
+/// the GPU each file's positions, in order, out of order, held past the end and looping.
+#[test]
+fn cloth_sequence_streams_its_files_to_the_gpu() {
+    let ctx = context();
+    let by_folder = FrameFiles::open(&cloth()).unwrap();
+    let by_pattern = FrameFiles::open(&cloth().join("frame_%04d.obj")).unwrap();
+    assert_eq!(by_folder.len(), 4);
+    assert_eq!(by_folder.first_number(), 0);
+    for n in 0..4 {
+        assert_eq!(by_folder.path(n), by_pattern.path(n));
+    }
+    let meshes: Vec<Mesh> = (0..4)
+        .map(|n| Mesh::load(by_folder.path(n)).unwrap())
+        .collect();
+    assert_ne!(meshes[0].positions, meshes[3].positions, "the cloth moves");
+    for looping in [false, true] {
+        let stream = FileStream::new(
+            &ctx,
+            by_folder.clone(),
+            &meshes[0],
+            (Mat4::IDENTITY, looping),
+            2,
+        )
+        .unwrap();
+        let out = ctx
+            .create_buffer(
+                "frame",
+                12 * stream.vertex_count() as u64,
+                MemoryKind::Device,
+            )
+            .unwrap();
+        for (slot, frame) in [0u32, 1, 2, 3, 1, 2, 6, 6, 0].into_iter().enumerate() {
+            ctx.submit_and_wait(|rec| stream.record(rec, frame, slot % 2, &out))
+                .unwrap();
+            let got: Vec<[f32; 3]> = ctx.download(&out, 0, meshes[0].positions.len()).unwrap();
+            let file = if looping { frame % 4 } else { frame.min(3) } as usize;
+            assert!(
+                got == meshes[file].positions,
+                "frame {frame} (looping {looping}) is not file {file}"
+            );
+        }
+    }
+    assert_valid(&ctx);
+}
+
+/// A sequence with a missing frame, a frame of another topology or a malformed frame is an
+/// error naming the file, before any frame is made.
+#[test]
+fn bad_sequences_name_the_file() {
+    let folder = TempFolder::new("bad-sequence");
+    let frame = |n: u32| folder.0.join(format!("frame_{n:04}.obj"));
+    for n in [0, 1, 3] {
+        std::fs::copy(cloth().join(format!("frame_{n:04}.obj")), frame(n)).unwrap();
+    }
+    let error = FrameFiles::open(&folder.0).unwrap_err().to_string();
+    assert!(
+        error.contains("frame_0002.obj") && error.contains("missing"),
+        "{error}"
+    );
+
+    std::fs::remove_file(frame(3)).unwrap();
+    let text = std::fs::read_to_string(frame(1)).unwrap();
+    let open = |spec: &std::path::Path| {
+        MeshInput::open(spec, None, (false, false)).and_then(|input| input.bounds(Mat4::IDENTITY))
+    };
+    // A face joining other vertices.
+    let first_face = text.find("\nf ").unwrap() + 1;
+    let line_end = first_face + text[first_face..].find('\n').unwrap();
+    let changed = format!("{}f 1 2 3{}", &text[..first_face], &text[line_end..]);
+    std::fs::write(frame(1), changed).unwrap();
+    let error = open(&folder.0).expect_err("a changed topology").to_string();
+    assert!(
+        error.contains("frame_0001.obj") && error.contains("topology"),
+        "{error}"
+    );
+    // Fewer vertices.
+    let first_vertex = text.find("v ").unwrap();
+    let vertex_end = first_vertex + text[first_vertex..].find('\n').unwrap() + 1;
+    let fewer = format!("{}{}", &text[..first_vertex], &text[vertex_end..]);
+    std::fs::write(frame(1), fewer).unwrap();
+    let error = open(&folder.0).expect_err("a vertex fewer").to_string();
+    assert!(error.contains("frame_0001.obj"), "{error}");
+    // Not a mesh at all.
+    std::fs::write(frame(1), "v 1 2\nf 1 2 3\n").unwrap();
+    let error = open(&folder.0).expect_err("a malformed frame").to_string();
+    assert!(
+        error.contains("frame_0001.obj") && error.contains("line 1"),
+        "{error}"
+    );
+    // No sequence at all.
+    let error = open(&folder.0.join("other_%02d.ply"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("no files"), "{error}");
+}
+
+/// Loop subdivision on the GPU equals the CPU's stencils, level after level, on a skinned
+/// character's control mesh; the refined mesh has 4^N times the triangles.
+#[test]
+fn loop_subdivision_on_the_gpu_matches_the_cpu() {
+    let ctx = context();
+    let rig = Rig::load(&test_data("gltf/CesiumMan.glb")).unwrap();
+    let control = &rig.rest.mesh;
+    for levels in 1..=2u32 {
+        let subdivision =
+            LoopSubdivision::new(&control.triangles, control.positions.len() as u32, levels)
+                .unwrap();
+        assert_eq!(
+            subdivision.triangles.len(),
+            control.triangles.len() << (2 * levels)
+        );
+        let subdivider = Subdivider::new(&ctx, &subdivision).unwrap();
+        let input = ctx
+            .create_buffer_with("control", &control.positions)
+            .unwrap();
+        let n = subdivider.refined_vertex_count();
+        let out = ctx
+            .create_buffer("refined", 12 * n as u64, MemoryKind::Device)
+            .unwrap();
+        ctx.submit_and_wait(|rec| subdivider.record(rec, &input, &out))
+            .unwrap();
+        let gpu: Vec<[f32; 3]> = ctx.download(&out, 0, n as usize).unwrap();
+        let cpu = subdivision.apply(&control.positions);
+        let error = relative_error(&gpu, &cpu);
+        assert!(error < 1e-5, "{levels} levels: {error}");
+    }
+    assert_valid(&ctx);
+}
+
+/// The GPU's normals of posed triangles equal the CPU's (shared across a seam's copies of a
+/// vertex), and displacement moves each vertex along its normal by its height.
+#[test]
+fn normals_and_displacement_match_the_cpu() {
+    let ctx = context();
+    let rig = Rig::load(&test_data("gltf/CesiumMan.glb")).unwrap();
+    let at = ClipTime {
+        clip: Some(0),
+        looping: true,
+    };
+    let skinner = Skinner::new(&ctx, rig.clone(), at, Mat4::IDENTITY).unwrap();
+    let triangles = &rig.rest.mesh.triangles;
+    let positions = rig.posed_positions(&skinner.pose(0.4));
+    let surface = SurfaceNormals::new(&ctx, &rig.rest.mesh.positions, triangles).unwrap();
+    let n = positions.len();
+    let positions_gpu = ctx.create_buffer_with("posed", &positions).unwrap();
+    let triangles_gpu = ctx.create_buffer_with("triangles", triangles).unwrap();
+    let heights: Vec<f32> = (0..n).map(|v| (v % 7) as f32 / 7.0 - 0.5).collect();
+    let heights_gpu = ctx.create_buffer_with("heights", &heights).unwrap();
+    let normals_gpu = ctx
+        .create_buffer("normals", 12 * n as u64, MemoryKind::Device)
+        .unwrap();
+    let displaced_gpu = ctx
+        .create_buffer("displaced", 12 * n as u64, MemoryKind::Device)
+        .unwrap();
+    ctx.submit_and_wait(|rec| {
+        surface.record(rec, &positions_gpu, &triangles_gpu, &normals_gpu)?;
+        surface.record_displacement(
+            rec,
+            (&positions_gpu, &triangles_gpu),
+            (&heights_gpu, 0.1),
+            &displaced_gpu,
+        )
+    })
+    .unwrap();
+    let normals: Vec<[f32; 3]> = ctx.download(&normals_gpu, 0, n).unwrap();
+    let displaced: Vec<[f32; 3]> = ctx.download(&displaced_gpu, 0, n).unwrap();
+    let ring = rings(&rig.rest.mesh.positions, triangles);
+    let expected = ring_normals(&positions, triangles, (&ring.0, &ring.1));
+    let mut seams = 0;
+    for v in 0..n {
+        let (got, want) = (Vec3::from(normals[v]), Vec3::from(expected[v]));
+        assert!((got - want).length() < 1e-4, "vertex {v}: {got} vs {want}");
+        let moved = Vec3::from(positions[v]) + 0.1 * heights[v] * want;
+        assert!(
+            (Vec3::from(displaced[v]) - moved).length() < 1e-5,
+            "vertex {v} displaced"
+        );
+        // Copies of a vertex along a seam share the normal.
+        if let Some(w) = (0..v).find(|&w| rig.rest.mesh.positions[w] == rig.rest.mesh.positions[v])
+        {
+            seams += 1;
+            assert_eq!(
+                normals[w], normals[v],
+                "vertices {w} and {v} at one rest position"
+            );
+        }
+    }
+    assert!(seams > 0, "CesiumMan has seams");
+    assert_valid(&ctx);
+}
+
+/// Every structure canopy traces renders an animated character (refined and displaced) and
+/// the cloth sequence through the frame sequence, two frames in flight; frames differ.
+#[test]
+fn animated_meshes_render_through_every_structure() {
+    let ctx = context();
+    let look = MeshLook {
+        shading: MeshShading::Auto,
+        ..MeshLook::default()
+    };
+    let subjects = [
+        (
+            "CesiumMan, 1 level, displaced",
+            MeshInput::open(&test_data("gltf/CesiumMan.glb"), None, (true, false)).unwrap(),
+            Refinement {
+                levels: 1,
+                displace: Some(0.02),
+            },
+        ),
+        (
+            "cloth",
+            MeshInput::open(&cloth(), None, (false, false)).unwrap(),
+            Refinement::default(),
+        ),
+    ];
+    for (label, input, refinement) in subjects {
+        let subject = Subject::animated(&ctx, input, &look, refinement, FRAMES_IN_FLIGHT).unwrap();
+        for structure in StructureKind::ALL.into_iter().filter(|k| k.traceable()) {
+            let config = SequenceConfig {
+                structure,
+                width: 96,
+                height: 72,
+                ..SequenceConfig::default()
+            };
+            let mut sequence = FrameSequence::new(&ctx, &subject, config).unwrap();
+            let mut images = Vec::new();
+            sequence
+                .render(&[0, 3], |finished| {
+                    images.push(finished.image.rgba8().to_vec());
+                    Ok::<_, canopy::vk::Error>(Flow::Continue)
+                })
+                .unwrap();
+            assert_eq!(images.len(), 2, "{label} through {structure:?}");
+            assert_ne!(
+                images[0], images[1],
+                "{label} through {structure:?}: frames equal"
+            );
+        }
+    }
     assert_valid(&ctx);
 }
