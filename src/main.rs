@@ -73,6 +73,8 @@ enum BenchCommand {
     Render(cli::bench_render::RenderBenchArgs),
     /// Point kd-tree builds and every point's k nearest neighbours over seeded clouds.
     Knn(cli::bench_knn::KnnBenchArgs),
+    /// Skinning, Loop subdivision and a vertex-animation sequence streamed from disk.
+    Animation(cli::bench_animation::AnimationBenchArgs),
     /// A GPU run's JSON files (tools/gpu-bench.sh) against canopy's targets, as Markdown rows.
     Report(cli::bench_report::ReportArgs),
 }
@@ -136,6 +138,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
             cli::bench_render::run(&cli::context(&options)?, bench)
         }
         Command::Bench(BenchCommand::Report(ref report)) => cli::bench_report::run(report),
+        Command::Bench(BenchCommand::Animation(ref bench)) => {
+            cli::bench_animation::run(&cli::context(&options)?, bench)
+        }
         Command::Bench(BenchCommand::Knn(ref bench)) => {
             cli::bench_knn::run(&cli::context(&options)?, bench)
         }

@@ -2,6 +2,7 @@
 //! print. Each report displays as a block of lines; [`WorkTable`] is one row of counters per
 //! structure and run.
 
+use super::animation::AnimationReport;
 use super::frames::FrameReport;
 use super::prims::{PrimRow, PrimsReport, Yardsticks};
 use super::structures::StructureReport;
@@ -415,6 +416,65 @@ impl Display for FrameReport {
                     ))
                 )?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl Display for AnimationReport {
+    /// A table per measurement: skinning, Loop subdivision, the streamed sequence.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        if !self.skins.is_empty() {
+            writeln!(f, "skinning (upload of the pose and the kernel):")?;
+            for s in &self.skins {
+                writeln!(
+                    f,
+                    "  {:>10} vertices  {:>9.3} ms  {:>8.2} G vertices/s  {} B uploaded/frame  \
+                     {:.1} MB of vertex data  {}",
+                    s.vertices,
+                    s.timing.median_ms,
+                    s.vertices as f64 / s.timing.median_ms * 1e-6,
+                    s.uploaded_bytes,
+                    s.memory_bytes as f64 / 1e6,
+                    s.work
+                )?;
+            }
+        }
+        if !self.subdivisions.is_empty() {
+            writeln!(
+                f,
+                "Loop subdivision (every level on the GPU; stencils built once):"
+            )?;
+            for s in &self.subdivisions {
+                writeln!(
+                    f,
+                    "  {:>9} -> {:>10} triangles ({} levels, {} vertices)  {:>9.3} ms  \
+                     stencils built in {:.0} ms on the CPU  {:.1} MB  {}",
+                    s.control_triangles,
+                    s.refined.0,
+                    s.levels,
+                    s.refined.1,
+                    s.timing.median_ms,
+                    s.setup_ms,
+                    s.memory_bytes as f64 / 1e6,
+                    s.work
+                )?;
+            }
+        }
+        if let Some(s) = &self.stream {
+            writeln!(
+                f,
+                "sequence {} ({} files of {} vertices, {} B uploaded per frame), {} frames each:\n  \
+                 streamed from disk {:.2} frames/s, held still {:.2} frames/s: {:.0}%",
+                s.sequence,
+                s.files,
+                s.vertices,
+                s.uploaded_bytes,
+                s.frames,
+                s.streamed_fps,
+                s.still_fps,
+                100.0 * s.streamed_fps / s.still_fps
+            )?;
         }
         Ok(())
     }

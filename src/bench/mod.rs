@@ -10,6 +10,7 @@
 //!   driver's builder and CPU references beside.
 //! - [`frames`]: whole frames of the renderer and ray casting on their own.
 //! - [`knn`]: point kd-tree builds and neighbour queries over seeded clouds.
+//! - [`animation`]: skinning, Loop subdivision and sequences streamed from disk.
 //! - [`display`]: the reports as text (`Display`), as the commands and targets print them.
 //! - [`report`]: a GPU run's JSON against canopy's targets, as BENCHMARKS.md rows.
 //!
@@ -17,6 +18,7 @@
 //! primitives per ray) are the same on every device, so they judge a change where none is at
 //! hand (DESIGN.md rule 8).
 
+pub mod animation;
 pub mod display;
 pub mod frames;
 pub mod harness;

@@ -2,10 +2,10 @@
 //! structure asked for, and their camera rays alone ([`canopy::bench::frames`]).
 
 use super::CliError;
+use super::render::{MeshOptions, mesh_subject};
 use canopy::accel::StructureKind;
 use canopy::bench::frames::{FrameConfig, measure};
-use canopy::render::presets::{MeshLook, Subject};
-use canopy::scene::MaterialMesh;
+use canopy::render::presets::{MeshLook, Refinement, Subject};
 use canopy::vk::Context;
 use std::path::PathBuf;
 
@@ -16,8 +16,19 @@ pub struct RenderBenchArgs {
     #[arg(long, default_value_t = 1_000_000)]
     pub triangles: u64,
     /// Render this mesh file over a ground plane instead of the default scene; repeat for more.
+    /// An animated one (a glTF animation, a sequence of files) is measured at --time, its
+    /// vertices made on the GPU in the frame.
     #[arg(long, value_name = "FILE", action = clap::ArgAction::Append)]
     pub mesh: Vec<PathBuf>,
+    /// Levels of Loop subdivision of the --mesh files every frame (0 to 4).
+    #[arg(long, default_value_t = 0, value_parser = super::render::parse_levels)]
+    pub subdivide: u32,
+    /// Displace the --mesh files' surfaces along their normals by up to AMOUNT of their radius.
+    #[arg(long, value_name = "AMOUNT", num_args = 0..=1, default_missing_value = "0.02", value_parser = super::render::parse_amount)]
+    pub displace: Option<f32>,
+    /// The animation time measured, in seconds.
+    #[arg(long, default_value_t = 0.5)]
+    pub time: f32,
     /// Image size.
     #[arg(long, default_value = "1920x1080", value_parser = super::render::parse_size, value_name = "WxH")]
     pub size: (u32, u32),
@@ -49,6 +60,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         repeats: args.repeats,
         bounces: args.bounces,
         native: args.native,
+        time: args.time,
         ..FrameConfig::default()
     };
     if args.native && !ctx.caps().ray_tracing_pipeline {
@@ -65,12 +77,21 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         ));
     }
     for path in &args.mesh {
-        let loaded = MaterialMesh::load(path).map_err(|e| CliError::Failed(e.to_string()))?;
+        let options = MeshOptions {
+            look: MeshLook::default(),
+            animation: None,
+            looping: true,
+            refinement: Refinement {
+                levels: args.subdivide,
+                displace: args.displace,
+            },
+            camera: None,
+        };
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         );
-        subjects.push((label, Subject::mesh(ctx, loaded, &MeshLook::default())?));
+        subjects.push((label, mesh_subject(ctx, path, &options)?));
     }
     println!("canopy bench render on {}", ctx.caps().name);
     let mut reports = Vec::new();

@@ -2,6 +2,7 @@
 //! the measuring to [`canopy::bench`].
 
 pub mod bench;
+pub mod bench_animation;
 pub mod bench_knn;
 pub mod bench_render;
 pub mod bench_report;

@@ -186,14 +186,14 @@ impl From<MortonArg> for MortonBits {
     }
 }
 
-fn parse_levels(text: &str) -> Result<u32, String> {
+pub(super) fn parse_levels(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(n) if n <= MAX_LEVELS => Ok(n),
         _ => Err(format!("'{text}': expected 0..={MAX_LEVELS} levels")),
     }
 }
 
-fn parse_amount(text: &str) -> Result<f32, String> {
+pub(super) fn parse_amount(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
         Ok(a) if a.is_finite() && (0.0..=1.0).contains(&a) => Ok(a),
         _ => Err(format!(
@@ -302,7 +302,22 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
     let mut subject = match &args.mesh {
-        Some(path) => mesh_subject(ctx, path, args)?,
+        Some(path) => {
+            let options = MeshOptions {
+                look: MeshLook {
+                    up: args.up,
+                    shading: args.shading.into(),
+                },
+                animation: args.animation.as_deref(),
+                looping: args.looping,
+                refinement: Refinement {
+                    levels: args.subdivide,
+                    displace: args.displace,
+                },
+                camera: args.camera.as_deref(),
+            };
+            mesh_subject(ctx, path, &options)?
+        }
         None => Subject::default_scene(ctx, args.triangles)?,
     };
     subject.camera_overrides = CameraOverrides {
@@ -463,31 +478,42 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// How `--mesh` is shown (`canopy render`, `canopy bench render`).
+pub(super) struct MeshOptions<'a> {
+    /// Its up axis and shading.
+    pub look: MeshLook,
+    /// The glTF animation played (none: the first).
+    pub animation: Option<&'a str>,
+    /// Whether the animation or sequence repeats.
+    pub looping: bool,
+    /// Subdivision and displacement.
+    pub refinement: Refinement,
+    /// The glTF camera looked through.
+    pub camera: Option<&'a str>,
+}
+
 /// The subject of `--mesh`: still, or animated on the GPU (a glTF animation, a sequence of
 /// files, subdivision or displacement), with its glTF camera when `--camera` names one.
-fn mesh_subject(ctx: &Context, path: &Path, args: &RenderArgs) -> Result<Subject, CliError> {
+pub(super) fn mesh_subject(
+    ctx: &Context,
+    path: &Path,
+    options: &MeshOptions,
+) -> Result<Subject, CliError> {
     let failed = |e: canopy::scene::SceneError| CliError::Failed(e.to_string());
-    let look = MeshLook {
-        up: args.up,
-        shading: args.shading.into(),
-    };
+    let (look, refinement) = (&options.look, options.refinement);
     let input = MeshInput::open(
         path,
-        args.animation.as_deref(),
-        (args.looping, args.camera.is_some()),
+        options.animation,
+        (options.looping, options.camera.is_some()),
     )
     .map_err(failed)?;
-    let refinement = Refinement {
-        levels: args.subdivide,
-        displace: args.displace,
-    };
-    let camera = match (&args.camera, &input) {
+    let camera = match (options.camera, &input) {
         (None, _) => None,
         (Some(name), MeshInput::Rig(rig, _)) => {
             let found = rig
                 .cameras
                 .iter()
-                .position(|c| c.name.as_deref() == Some(name.as_str()))
+                .position(|c| c.name.as_deref() == Some(name))
                 .or_else(|| {
                     name.parse::<usize>()
                         .ok()
@@ -521,9 +547,9 @@ fn mesh_subject(ctx: &Context, path: &Path, args: &RenderArgs) -> Result<Subject
     };
     let mut subject = match input {
         MeshInput::Still(loaded) if refinement == Refinement::default() => {
-            Subject::mesh(ctx, loaded, &look)?
+            Subject::mesh(ctx, loaded, look)?
         }
-        input => Subject::animated(ctx, input, &look, refinement, FRAMES_IN_FLIGHT)?,
+        input => Subject::animated(ctx, input, look, refinement, FRAMES_IN_FLIGHT)?,
     };
     subject.gltf_camera = camera;
     Ok(subject)
