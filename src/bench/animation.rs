@@ -19,7 +19,7 @@ use crate::scene::{MaterialMesh, Mesh};
 use crate::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
 use crate::vk::{Context, MemoryKind, WorkCounts};
 use glam::Mat4;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// What `canopy bench animation` measures.
@@ -241,7 +241,7 @@ fn frames_per_second(ctx: &Context, subject: &Subject, config: &AnimationConfig)
     Ok(frames.len() as f64 / started.elapsed().as_secs_f64())
 }
 
-fn measure_stream(ctx: &Context, path: &PathBuf, config: &AnimationConfig) -> Result<StreamReport> {
+fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Result<StreamReport> {
     let look = MeshLook::default();
     let input = MeshInput::open(path, None, (true, false))?;
     let MeshInput::Files { files, first, .. } = &input else {
