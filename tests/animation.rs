@@ -382,6 +382,16 @@ fn bad_sequences_name_the_file() {
         error.contains("frame_0001.obj") && error.contains("line 1"),
         "{error}"
     );
+    // Streamed, the good frame arrives and the bad one is an error naming its file, even
+    // though the readers read it ahead.
+    let ctx = context();
+    let first = Mesh::load(&frame(0)).unwrap();
+    let files = FrameFiles::open(&folder.0).unwrap();
+    let stream = FileStream::new(&ctx, files, &first, (Mat4::IDENTITY, false), 2).unwrap();
+    assert_eq!(stream.positions(0).unwrap(), first.positions);
+    let error = stream.positions(1).unwrap_err().to_string();
+    assert!(error.contains("frame_0001.obj"), "{error}");
+    drop(stream);
     // No sequence at all.
     let error = open(&folder.0.join("other_%02d.ply"))
         .err()

@@ -10,10 +10,10 @@
 use super::harness::{Timing, count_work, time_runs};
 use super::{Error, Result};
 use crate::accel::StructureKind;
-use crate::render::presets::{MeshLook, Refinement, Subject};
+use crate::render::presets::{MeshLook, Motion, Refinement, Subject};
 use crate::scene::animated::subdivide::Subdivider;
 use crate::scene::animated::subdivision::LoopSubdivision;
-use crate::scene::animated::{MeshInput, skin::Skinner};
+use crate::scene::animated::{MeshInput, VertexSource, skin::Skinner};
 use crate::scene::rig::{ClipTime, Rig};
 use crate::scene::{MaterialMesh, Mesh};
 use crate::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
@@ -94,6 +94,8 @@ pub struct StreamReport {
     pub still_fps: f64,
     /// Bytes uploaded per streamed frame.
     pub uploaded_bytes: u64,
+    /// Milliseconds the streamed frames' recordings waited for files not yet read, in all.
+    pub waited_ms: f64,
 }
 
 /// Everything `canopy bench animation` measures.
@@ -263,7 +265,9 @@ fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Resul
     frames_per_second(ctx, &still, config)?;
     let still_fps = frames_per_second(ctx, &still, config)?;
     frames_per_second(ctx, &streamed, config)?;
+    let waited = stream_waited(&streamed);
     let streamed_fps = frames_per_second(ctx, &streamed, config)?;
+    let waited_ms = (stream_waited(&streamed) - waited).as_secs_f64() * 1e3;
     Ok(StreamReport {
         sequence: path.display().to_string(),
         files: file_count,
@@ -272,5 +276,17 @@ fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Resul
         streamed_fps,
         still_fps,
         uploaded_bytes,
+        waited_ms,
     })
+}
+
+/// How long `subject`'s file stream has waited for its readers.
+fn stream_waited(subject: &Subject) -> std::time::Duration {
+    match &subject.motion {
+        Motion::Mesh(animated) => match animated.source() {
+            VertexSource::Files(stream) => stream.waited(),
+            _ => std::time::Duration::ZERO,
+        },
+        _ => std::time::Duration::ZERO,
+    }
 }

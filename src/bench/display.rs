@@ -465,7 +465,8 @@ impl Display for AnimationReport {
             writeln!(
                 f,
                 "sequence {} ({} files of {} vertices, {} B uploaded per frame), {} frames each:\n  \
-                 streamed from disk {:.2} frames/s, held still {:.2} frames/s: {:.0}%",
+                 streamed from disk {:.2} frames/s, held still {:.2} frames/s: {:.0}%; \
+                 the frames waited {:.1} ms for files in all",
                 s.sequence,
                 s.files,
                 s.vertices,
@@ -473,7 +474,8 @@ impl Display for AnimationReport {
                 s.frames,
                 s.streamed_fps,
                 s.still_fps,
-                100.0 * s.streamed_fps / s.still_fps
+                100.0 * s.streamed_fps / s.still_fps,
+                s.waited_ms
             )?;
         }
         Ok(())

@@ -10,9 +10,10 @@
 use crate::scene::{Mesh, SceneError};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Recorder, Result};
 use glam::{Mat4, Vec3};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, Sender, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The numbered files of a sequence, frame 0 first.
 #[derive(Clone, Debug)]
@@ -234,18 +235,41 @@ fn folder_run(folder: &Path) -> std::result::Result<(String, String), SceneError
 /// A file's positions, placed, or why it could not be read.
 type Read = std::result::Result<Vec<[f32; 3]>, SceneError>;
 
-/// The reader thread's side: it reads files from a requested one on, in frame order.
-struct Prefetch {
-    seek: Sender<usize>,
-    read: Receiver<(usize, Read)>,
-    /// The file the thread will deliver next, if it is reading.
+/// A file read by a reader thread: the reading's generation (see [`Claims`]), the file and
+/// what was read.
+type Delivery = (u64, usize, Read);
+
+/// Which file the reader threads read next. A seek starts a new generation: files read for
+/// an older one are dropped by the consumer.
+struct Claims {
+    generation: u64,
     next: Option<usize>,
-    /// The files delivered last (a frame rendered again, or held, reads no file).
-    recent: Vec<(usize, Vec<[f32; 3]>)>,
+    /// Set when the stream is dropped: the threads end.
+    closed: bool,
 }
 
-/// Files the reader thread reads ahead of the frame being recorded.
-const READ_AHEAD: usize = 1;
+/// The reader threads' shared state.
+struct Readers {
+    claims: Mutex<Claims>,
+    wake: Condvar,
+}
+
+/// The consumer's side of the reader threads.
+struct Prefetch {
+    readers: Arc<Readers>,
+    delivered: Receiver<Delivery>,
+    /// Files read ahead of the one being asked for, and the last ones handed out (a frame
+    /// rendered again, or held, reads no file), by file; or why they could not be read.
+    read: HashMap<usize, std::result::Result<Vec<[f32; 3]>, String>>,
+    /// The file the readers go on with after the last one handed out, if they are reading.
+    expected: Option<usize>,
+    /// Time spent waiting for the readers.
+    waited: std::time::Duration,
+}
+
+/// Most reader threads: parsing a file is the slow part, and a few of them keep up with a GPU
+/// that renders a small mesh in a millisecond.
+const MAX_READERS: usize = 4;
 
 /// Streams a sequence's frames to the GPU (see the module docs).
 pub struct FileStream {
@@ -274,22 +298,38 @@ impl FileStream {
                     .map(Mutex::new)
             })
             .collect::<Result<_>>()?;
-        let (seek, seeks) = std::sync::mpsc::channel();
-        let (delivered, read) = std::sync::mpsc::sync_channel(READ_AHEAD);
-        let (thread_files, topology) = (files.clone(), first.clone());
-        std::thread::Builder::new()
-            .name("canopy sequence reader".into())
-            .spawn(move || read_files(&thread_files, &topology, (root, looping), seeks, delivered))
-            .map_err(|e| Error::InvalidInput(format!("starting the sequence reader: {e}")))?;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get() / 2)
+            .clamp(1, MAX_READERS);
+        let readers = Arc::new(Readers {
+            claims: Mutex::new(Claims {
+                generation: 0,
+                next: None,
+                closed: false,
+            }),
+            wake: Condvar::new(),
+        });
+        // Each thread holds one file while the channel holds as many: the readers run at most
+        // twice their number of files ahead.
+        let (deliver, delivered) = std::sync::mpsc::sync_channel(threads);
+        for k in 0..threads {
+            let (files, topology) = (files.clone(), first.clone());
+            let (readers, deliver) = (readers.clone(), deliver.clone());
+            std::thread::Builder::new()
+                .name(format!("canopy sequence reader {k}"))
+                .spawn(move || read_files(&files, &topology, (root, looping), &readers, &deliver))
+                .map_err(|e| Error::InvalidInput(format!("starting a sequence reader: {e}")))?;
+        }
         Ok(Self {
             files,
             looping,
             vertex_count,
             prefetch: Mutex::new(Prefetch {
-                seek,
-                read,
-                next: None,
-                recent: Vec::new(),
+                readers,
+                delivered,
+                read: HashMap::new(),
+                expected: None,
+                waited: std::time::Duration::ZERO,
             }),
             staging,
         })
@@ -310,37 +350,54 @@ impl FileStream {
         12 * self.vertex_count as u64
     }
 
-    /// The placed positions of frame `frame`: from the reader thread (waiting for it if it
-    /// has not read the file yet), which then reads on.
+    /// The time recordings have waited for files not yet read, in all: near zero when reading
+    /// keeps ahead of the GPU.
+    pub fn waited(&self) -> std::time::Duration {
+        self.prefetch
+            .lock()
+            .map_or(std::time::Duration::ZERO, |p| p.waited)
+    }
+
+    /// The placed positions of frame `frame`: read ahead by the reader threads (waiting for
+    /// them if they have not read the file yet), which then read on.
     pub fn positions(&self, frame: u32) -> Result<Vec<[f32; 3]>> {
         let file = self.files.file_of_frame(frame, self.looping);
-        let mut prefetch = self.prefetch.lock().expect("the sequence reader's state");
-        if let Some((_, positions)) = prefetch.recent.iter().find(|(f, _)| *f == file) {
-            return Ok(positions.clone());
+        let next = self.files.file_of_frame(frame + 1, self.looping);
+        let mut prefetch = self.prefetch.lock().expect("the sequence readers' state");
+        if let Some(read) = prefetch.read.get(&file) {
+            let read = read.clone();
+            prefetch.keep_around(file, next, self.files.len());
+            return read.map_err(Error::InvalidInput);
         }
-        if prefetch.next != Some(file) {
-            prefetch
-                .seek
-                .send(file)
-                .map_err(|_| Error::InvalidInput("the sequence reader stopped".into()))?;
-        }
+        let generation = if prefetch.expected == Some(file) {
+            prefetch.readers.claims.lock().expect("claims").generation
+        } else {
+            // Not where the readers are: start them from this file.
+            prefetch.read.clear();
+            let mut claims = prefetch.readers.claims.lock().expect("claims");
+            claims.generation += 1;
+            claims.next = Some(file);
+            prefetch.readers.wake.notify_all();
+            claims.generation
+        };
         loop {
-            let (delivered, read) = prefetch
-                .read
-                .recv()
-                .map_err(|_| Error::InvalidInput("the sequence reader stopped".into()))?;
-            // Files read before the seek are dropped.
-            if delivered != file {
+            let started = std::time::Instant::now();
+            let received = prefetch.delivered.recv();
+            prefetch.waited += started.elapsed();
+            let (read_for, delivered, read) =
+                received.map_err(|_| Error::InvalidInput("the sequence readers stopped".into()))?;
+            if read_for != generation {
                 continue;
             }
-            let positions = read.map_err(|e| Error::InvalidInput(e.to_string()))?;
-            prefetch.next = Some(self.files.file_of_frame(frame + 1, self.looping))
-                .filter(|&next| next != file);
-            if prefetch.recent.len() == 2 {
-                prefetch.recent.remove(0);
+            prefetch
+                .read
+                .insert(delivered, read.map_err(|e| e.to_string()));
+            if delivered == file {
+                let read = prefetch.read[&file].clone();
+                prefetch.keep_around(file, next, self.files.len());
+                prefetch.expected = (next != file).then_some(next);
+                return read.map_err(Error::InvalidInput);
             }
-            prefetch.recent.push((file, positions.clone()));
-            return Ok(positions);
         }
     }
 
@@ -363,43 +420,66 @@ impl FileStream {
     }
 }
 
-/// The reader thread: waits for a file to start from, then reads on from it in frame order
-/// (wrapping when `looping`), at most [`READ_AHEAD`] files ahead of the consumer, until the
-/// consumer goes away.
+impl Prefetch {
+    /// Drops the files read other than `file` (just handed out) and those the readers may
+    /// have read ahead from `next` on (in a sequence of `len` files, wrapping).
+    fn keep_around(&mut self, file: usize, next: usize, len: usize) {
+        let ahead = |f: usize| (f + len - next) % len < 2 * MAX_READERS;
+        self.read.retain(|&f, _| f == file || ahead(f));
+    }
+}
+
+impl Drop for FileStream {
+    /// Ends the reader threads (each once its file in hand is dropped).
+    fn drop(&mut self) {
+        if let Ok(prefetch) = self.prefetch.lock() {
+            if let Ok(mut claims) = prefetch.readers.claims.lock() {
+                claims.closed = true;
+            }
+            prefetch.readers.wake.notify_all();
+        }
+    }
+}
+
+/// A reader thread: claims the next file to read (waiting while there is none), reads it and
+/// delivers it, until the stream is dropped. Files are claimed in frame order from the last
+/// seek, wrapping when `looping`.
 fn read_files(
     files: &FrameFiles,
     topology: &Mesh,
     (root, looping): (Mat4, bool),
-    seeks: Receiver<usize>,
-    delivered: SyncSender<(usize, Read)>,
+    readers: &Readers,
+    deliver: &SyncSender<Delivery>,
 ) {
-    let Ok(mut next) = seeks.recv() else {
-        return;
-    };
     loop {
-        if let Ok(file) = seeks.try_recv() {
-            next = file;
-        }
-        let read = files.load(next, Some(topology)).map(|mesh| {
+        let (generation, file) = {
+            let mut claims = readers.claims.lock().expect("claims");
+            loop {
+                if claims.closed {
+                    return;
+                }
+                if let Some(file) = claims.next {
+                    let following = file + 1;
+                    claims.next = if following < files.len() {
+                        Some(following)
+                    } else if looping {
+                        Some(0)
+                    } else {
+                        None
+                    };
+                    break (claims.generation, file);
+                }
+                claims = readers.wake.wait(claims).expect("claims");
+            }
+        };
+        let read = files.load(file, Some(topology)).map(|mesh| {
             mesh.positions
                 .iter()
                 .map(|&p| root.transform_point3(Vec3::from(p)).to_array())
                 .collect()
         });
-        if delivered.send((next, read)).is_err() {
+        if deliver.send((generation, file, read)).is_err() {
             return;
-        }
-        next += 1;
-        if next == files.len() {
-            if !looping {
-                // Past the end there is nothing to read until a seek.
-                match seeks.recv() {
-                    Ok(file) => next = file,
-                    Err(_) => return,
-                }
-                continue;
-            }
-            next = 0;
         }
     }
 }
