@@ -96,6 +96,10 @@ pub struct StreamReport {
     pub uploaded_bytes: u64,
     /// Milliseconds the streamed frames' recordings waited for files not yet read, in all.
     pub waited_ms: f64,
+    /// Reader threads.
+    pub readers: usize,
+    /// Mean milliseconds a reader takes to read (parse and place) a file.
+    pub read_ms: f64,
 }
 
 /// Everything `canopy bench animation` measures.
@@ -268,6 +272,13 @@ fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Resul
     let waited = stream_waited(&streamed);
     let streamed_fps = frames_per_second(ctx, &streamed, config)?;
     let waited_ms = (stream_waited(&streamed) - waited).as_secs_f64() * 1e3;
+    let (readers, read) = match &streamed.motion {
+        Motion::Mesh(animated) => match animated.source() {
+            VertexSource::Files(stream) => stream.readers(),
+            _ => (0, std::time::Duration::ZERO),
+        },
+        _ => (0, std::time::Duration::ZERO),
+    };
     Ok(StreamReport {
         sequence: path.display().to_string(),
         files: file_count,
@@ -277,6 +288,8 @@ fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Resul
         still_fps,
         uploaded_bytes,
         waited_ms,
+        readers,
+        read_ms: read.as_secs_f64() * 1e3,
     })
 }
 

@@ -466,7 +466,7 @@ impl Display for AnimationReport {
                 f,
                 "sequence {} ({} files of {} vertices, {} B uploaded per frame), {} frames each:\n  \
                  streamed from disk {:.2} frames/s, held still {:.2} frames/s: {:.0}%; \
-                 the frames waited {:.1} ms for files in all",
+                 the frames waited {:.1} ms for files in all ({} reader threads, {:.2} ms a file)",
                 s.sequence,
                 s.files,
                 s.vertices,
@@ -475,7 +475,9 @@ impl Display for AnimationReport {
                 s.streamed_fps,
                 s.still_fps,
                 100.0 * s.streamed_fps / s.still_fps,
-                s.waited_ms
+                s.waited_ms,
+                s.readers,
+                s.read_ms
             )?;
         }
         Ok(())

@@ -12,7 +12,8 @@ use crate::vk::{Buffer, Context, Error, MemoryKind, Recorder, Result};
 use glam::{Mat4, Vec3};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
 /// The numbered files of a sequence, frame 0 first.
@@ -244,6 +245,10 @@ type Delivery = (u64, usize, Read);
 struct Claims {
     generation: u64,
     next: Option<usize>,
+    /// Files claimed since the last seek, and how many may be: the consumer allows one more
+    /// for each it takes, so the readers keep a fixed number of files ahead of it.
+    claimed: u64,
+    allowed: u64,
     /// Set when the stream is dropped: the threads end.
     closed: bool,
 }
@@ -252,6 +257,9 @@ struct Claims {
 struct Readers {
     claims: Mutex<Claims>,
     wake: Condvar,
+    /// Files read, and the nanoseconds spent reading them, by all threads.
+    files_read: AtomicU64,
+    reading_ns: AtomicU64,
 }
 
 /// The consumer's side of the reader threads.
@@ -274,6 +282,7 @@ const MAX_READERS: usize = 4;
 /// Streams a sequence's frames to the GPU (see the module docs).
 pub struct FileStream {
     files: FrameFiles,
+    threads: usize,
     looping: bool,
     vertex_count: u32,
     prefetch: Mutex<Prefetch>,
@@ -305,13 +314,16 @@ impl FileStream {
             claims: Mutex::new(Claims {
                 generation: 0,
                 next: None,
+                claimed: 0,
+                allowed: 0,
                 closed: false,
             }),
             wake: Condvar::new(),
+            files_read: AtomicU64::new(0),
+            reading_ns: AtomicU64::new(0),
         });
-        // Each thread holds one file while the channel holds as many: the readers run at most
-        // twice their number of files ahead.
-        let (deliver, delivered) = std::sync::mpsc::sync_channel(threads);
+        // The readers run at most twice their number of files ahead (see `Claims`).
+        let (deliver, delivered) = std::sync::mpsc::channel();
         for k in 0..threads {
             let (files, topology) = (files.clone(), first.clone());
             let (readers, deliver) = (readers.clone(), deliver.clone());
@@ -322,6 +334,7 @@ impl FileStream {
         }
         Ok(Self {
             files,
+            threads,
             looping,
             vertex_count,
             prefetch: Mutex::new(Prefetch {
@@ -358,46 +371,59 @@ impl FileStream {
             .map_or(std::time::Duration::ZERO, |p| p.waited)
     }
 
+    /// The reader threads, and the mean time one takes to read a file so far.
+    pub fn readers(&self) -> (usize, std::time::Duration) {
+        let Ok(prefetch) = self.prefetch.lock() else {
+            return (0, std::time::Duration::ZERO);
+        };
+        let readers = &prefetch.readers;
+        let files = readers.files_read.load(Ordering::Relaxed).max(1);
+        let mean = readers.reading_ns.load(Ordering::Relaxed) / files;
+        (self.threads, std::time::Duration::from_nanos(mean))
+    }
+
     /// The placed positions of frame `frame`: read ahead by the reader threads (waiting for
     /// them if they have not read the file yet), which then read on.
     pub fn positions(&self, frame: u32) -> Result<Vec<[f32; 3]>> {
         let file = self.files.file_of_frame(frame, self.looping);
         let next = self.files.file_of_frame(frame + 1, self.looping);
         let mut prefetch = self.prefetch.lock().expect("the sequence readers' state");
-        if let Some(read) = prefetch.read.get(&file) {
-            let read = read.clone();
-            prefetch.keep_around(file, next, self.files.len());
-            return read.map_err(Error::InvalidInput);
+        let mut generation = prefetch.readers.claims.lock().expect("claims").generation;
+        // Take in what the readers delivered meanwhile, so that none waits on the consumer.
+        while let Ok(delivery) = prefetch.delivered.try_recv() {
+            prefetch.take(generation, delivery);
         }
-        let generation = if prefetch.expected == Some(file) {
-            prefetch.readers.claims.lock().expect("claims").generation
-        } else {
+        if prefetch.expected != Some(file) && !prefetch.read.contains_key(&file) {
             // Not where the readers are: start them from this file.
             prefetch.read.clear();
             let mut claims = prefetch.readers.claims.lock().expect("claims");
             claims.generation += 1;
             claims.next = Some(file);
+            claims.claimed = 0;
+            claims.allowed = 2 * self.threads as u64;
+            generation = claims.generation;
             prefetch.readers.wake.notify_all();
-            claims.generation
-        };
+            drop(claims);
+            prefetch.expected = Some(file);
+        }
         loop {
+            if let Some(read) = prefetch.read.get(&file) {
+                let read = read.clone();
+                if prefetch.expected == Some(file) {
+                    // One file consumed in order: the readers may claim one more.
+                    prefetch.readers.claims.lock().expect("claims").allowed += 1;
+                    prefetch.readers.wake.notify_one();
+                    prefetch.expected = (next != file).then_some(next);
+                }
+                prefetch.keep_around(file, next, self.files.len());
+                return read.map_err(Error::InvalidInput);
+            }
             let started = std::time::Instant::now();
             let received = prefetch.delivered.recv();
             prefetch.waited += started.elapsed();
-            let (read_for, delivered, read) =
+            let delivery =
                 received.map_err(|_| Error::InvalidInput("the sequence readers stopped".into()))?;
-            if read_for != generation {
-                continue;
-            }
-            prefetch
-                .read
-                .insert(delivered, read.map_err(|e| e.to_string()));
-            if delivered == file {
-                let read = prefetch.read[&file].clone();
-                prefetch.keep_around(file, next, self.files.len());
-                prefetch.expected = (next != file).then_some(next);
-                return read.map_err(Error::InvalidInput);
-            }
+            prefetch.take(generation, delivery);
         }
     }
 
@@ -421,6 +447,13 @@ impl FileStream {
 }
 
 impl Prefetch {
+    /// Keeps a delivered file if it was read for the readers' current `generation`.
+    fn take(&mut self, generation: u64, (read_for, file, read): Delivery) {
+        if read_for == generation {
+            self.read.insert(file, read.map_err(|e| e.to_string()));
+        }
+    }
+
     /// Drops the files read other than `file` (just handed out) and those the readers may
     /// have read ahead from `next` on (in a sequence of `len` files, wrapping).
     fn keep_around(&mut self, file: usize, next: usize, len: usize) {
@@ -449,7 +482,7 @@ fn read_files(
     topology: &Mesh,
     (root, looping): (Mat4, bool),
     readers: &Readers,
-    deliver: &SyncSender<Delivery>,
+    deliver: &Sender<Delivery>,
 ) {
     loop {
         let (generation, file) = {
@@ -458,7 +491,8 @@ fn read_files(
                 if claims.closed {
                     return;
                 }
-                if let Some(file) = claims.next {
+                if let Some(file) = claims.next.filter(|_| claims.claimed < claims.allowed) {
+                    claims.claimed += 1;
                     let following = file + 1;
                     claims.next = if following < files.len() {
                         Some(following)
@@ -472,12 +506,17 @@ fn read_files(
                 claims = readers.wake.wait(claims).expect("claims");
             }
         };
+        let started = std::time::Instant::now();
         let read = files.load(file, Some(topology)).map(|mesh| {
             mesh.positions
                 .iter()
                 .map(|&p| root.transform_point3(Vec3::from(p)).to_array())
                 .collect()
         });
+        readers.files_read.fetch_add(1, Ordering::Relaxed);
+        readers
+            .reading_ns
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         if deliver.send((generation, file, read)).is_err() {
             return;
         }
