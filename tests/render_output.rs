@@ -233,3 +233,84 @@ fn the_screen_grid_renders_the_lbvh_s_frames() {
         );
     }
 }
+
+/// `canopy render` with animated input: a glTF character walks (its frames differ), refined
+/// and displaced too; the cloth sequence renders from a pattern; bad requests say what there
+/// is.
+#[test]
+fn animated_meshes_render_from_the_command_line() {
+    let data = |relative: &str| common::test_data(relative).display().to_string();
+    let cesium = data("gltf/CesiumMan.glb");
+    let cloth = format!("{}/frame_%04d.obj", data("sequences/vellum-cloth"));
+    let runs: [&[&str]; 3] = [
+        &["--mesh", &cesium],
+        &[
+            "--mesh",
+            &cesium,
+            "--subdivide",
+            "2",
+            "--displace",
+            "--loop",
+        ],
+        &[
+            "--mesh",
+            &cloth,
+            "--shading",
+            "smooth",
+            "--camera-eye",
+            "0,2,3",
+            "--fov",
+            "50",
+        ],
+    ];
+    for args in runs {
+        let out = TempFolder::new("animated-render");
+        let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args(["render", "--size", "48x36", "--frames", "0..3", "-q"])
+            .args(args)
+            .arg("--out")
+            .arg(&out.0)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert_eq!(assert_whole_frames(&out, 48, 36), 3, "{args:?}");
+        let first = read_png(&out.0.join("frame_0000.png")).unwrap().2;
+        let last = read_png(&out.0.join("frame_0002.png")).unwrap().2;
+        assert!(first != last, "{args:?}: the frames do not move");
+    }
+    let failures: [(&[&str], &str); 4] = [
+        (
+            &["--mesh", &cesium, "--animation", "Dance"],
+            "1 animation: unnamed (0)",
+        ),
+        (
+            &["--mesh", &cesium, "--camera", "front"],
+            "no camera named or numbered 'front'",
+        ),
+        (
+            &["--mesh", &data("meshes/suzanne.obj"), "--camera", "0"],
+            "not a glTF file",
+        ),
+        (
+            &["--mesh", &cesium, "--subdivide", "5"],
+            "expected 0..=4 levels",
+        ),
+    ];
+    for (args, message) in failures {
+        let out = TempFolder::new("animated-render-error");
+        let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args(["render", "--size", "16x12", "--frames", "0..1", "-q"])
+            .args(args)
+            .arg("--out")
+            .arg(&out.0)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?} rendered");
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(out.names().is_empty(), "{args:?} wrote frames");
+    }
+}
