@@ -37,6 +37,8 @@ pack() {
     for mesh in armadillo_100k.obj beast.obj; do
         [ -f ../shared/data/meshes/$mesh ] && cp ../shared/data/meshes/$mesh /tmp/gpu-bench-pack/data/
     done
+    cp ../shared/data/gltf/BrainStem.glb /tmp/gpu-bench-pack/data/
+    cp -r ../shared/data/sequences/vellum-cloth /tmp/gpu-bench-pack/data/
     tar -C /tmp/gpu-bench-pack -cJf "$PACK"/bins.tar.xz .
     git rev-parse --short HEAD > "$PACK"/commit
     du -sh "$PACK" .gl
@@ -69,6 +71,8 @@ run() {
         bench grid-lbvh bench lbvh --structure lbvh --triangles 870000 $R --no-native
         bench meshes bench lbvh --structure lbvh,bih,grid --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
         bench knn bench knn --points 10000,100000,1000000 --repeats 5 --sampled 16
+        bench animation bench animation --rig tests/data/gltf/CesiumMan.glb --skin-vertices 100000,1000000,4000000 --control-triangles 50000,200000 --sequence $D/vellum-cloth --frames 240 --size 1920x1080
+        bench brainstem bench render --mesh $D/BrainStem.glb --size 1920x1080 --bounces 2
         # Caustics: per-stage times of frames at the targets' sizes (no JSON: the profile).
         for size in "800x600 --photons 200000" "800x600 --photons 400000 --photon-k 40" "1920x1080 --photons 1000000"; do
             echo "== caustics $size"
