@@ -94,8 +94,10 @@ fn skinned_models_match_the_cpu_pose() {
 /// every vertex by (0,0,1). Three clips: "steps" (STEP translations of joint 1 at 0, 1, 2 s:
 /// (1,0,0), (1,2,0), (1,4,0)), "linear" (joint 0 turning 90 degrees about z and the morph
 /// weight going 0 to 1 over a second), "cubic" (a cubic spline of joint 1 from (1,0,0) to
-/// (1,1,0) over 2 s, leaving with tangent (0,1,0) per second).
-fn rigged_triangle() -> Vec<u8> {
+/// (1,1,0) over 2 s, leaving with tangent (0,1,0) per second). A camera, "front", looks down
+/// -z from (0.5, 0.5, 4). With `second_skin`, the triangle is instanced once more by a node
+/// with a skin of its own over two more joints at rest, which no clip moves.
+fn rigged_triangle(second_skin: bool) -> Vec<u8> {
     let mut bin: Vec<u8> = Vec::new();
     let mut put = |data: &[u8]| {
         let offset = bin.len();
@@ -148,17 +150,31 @@ fn rigged_triangle() -> Vec<u8> {
         view(spline, 72),
     ]
     .join(",");
+    let (roots, more_nodes, more_skins) = if second_skin {
+        (
+            "0, 1, 3, 4, 6",
+            r#",
+            {"children": [5]},
+            {"translation": [1, 0, 0]},
+            {"mesh": 0, "skin": 1}"#,
+            r#", {"joints": [4, 5], "inverseBindMatrices": 6}"#,
+        )
+    } else {
+        ("0, 1, 3", "", "")
+    };
     let json = format!(
         r#"{{
         "asset": {{"version": "2.0"}},
         "scene": 0,
-        "scenes": [{{"nodes": [0, 1]}}],
+        "scenes": [{{"nodes": [{roots}]}}],
         "nodes": [
             {{"mesh": 0, "skin": 0}},
             {{"children": [2]}},
-            {{"translation": [1, 0, 0]}}
+            {{"translation": [1, 0, 0]}},
+            {{"name": "front", "camera": 0, "translation": [0.5, 0.5, 4]}}{more_nodes}
         ],
-        "skins": [{{"joints": [1, 2], "inverseBindMatrices": 6}}],
+        "cameras": [{{"type": "perspective", "perspective": {{"yfov": 0.5, "znear": 0.1}}}}],
+        "skins": [{{"joints": [1, 2], "inverseBindMatrices": 6}}{more_skins}],
         "meshes": [{{"primitives": [{{
             "attributes": {{"POSITION": 0, "JOINTS_0": 1, "WEIGHTS_0": 2, "JOINTS_1": 3, "WEIGHTS_1": 4}},
             "targets": [{{"POSITION": 5}}]
@@ -214,7 +230,7 @@ fn interpolation_modes_pose_a_hand_made_rig() {
     let ctx = context();
     let folder = TempFolder::new("rigged-triangle");
     let path = folder.0.join("rigged.glb");
-    std::fs::write(&path, rigged_triangle()).unwrap();
+    std::fs::write(&path, rigged_triangle(false)).unwrap();
     let rig = Rig::load(&path).unwrap();
     assert_eq!(rig.influences, 8);
     assert_eq!(rig.clips.len(), 3);
@@ -543,5 +559,77 @@ fn animated_meshes_render_through_every_structure() {
             );
         }
     }
+    assert_valid(&ctx);
+}
+
+/// A glTF camera is read with its node and field of view, and a subject seen through it looks
+/// from the node's placed position down its -z axis.
+#[test]
+fn a_gltf_camera_places_the_view() {
+    let ctx = context();
+    let folder = TempFolder::new("rigged-camera");
+    let path = folder.0.join("rigged.glb");
+    std::fs::write(&path, rigged_triangle(false)).unwrap();
+    let input = MeshInput::open(&path, Some("steps"), (false, true)).unwrap();
+    let MeshInput::Rig(rig, _) = &input else {
+        panic!("an animated glTF file is posed");
+    };
+    assert_eq!(rig.cameras.len(), 1);
+    let camera = &rig.cameras[0];
+    assert_eq!(camera.name.as_deref(), Some("front"));
+    assert_eq!((camera.node, camera.yfov), (3, 0.5));
+    let mut subject = Subject::animated(
+        &ctx,
+        input,
+        &MeshLook::default(),
+        Refinement::default(),
+        FRAMES_IN_FLIGHT,
+    )
+    .unwrap();
+    subject.gltf_camera = Some((3, 0.5));
+    let view = subject.camera(0.0, 1.5);
+    let forward = (view.target - view.position).normalize();
+    assert!((forward - Vec3::NEG_Z).length() < 1e-5, "{forward}");
+    assert!((view.fov_y_degrees - 0.5f32.to_degrees()).abs() < 1e-4);
+    // The mesh is placed in the unit sphere and the camera moves with it, by the same matrix:
+    // over every frame the triangle spans x 0..1 and y 0..5 (the steps clip's last key), so
+    // the placement is a move by -(0.5, 2.5, 0) and a scale by 1 / 2.55.
+    let centre = Vec3::new(0.5, 2.5, 0.0);
+    let half_diagonal = Vec3::new(1.0, 5.0, 0.0).length() / 2.0;
+    let placed = (Vec3::new(0.5, 0.5, 4.0) - centre) / half_diagonal;
+    assert!(
+        (view.position - placed).length() < 1e-4,
+        "{} vs {placed}",
+        view.position
+    );
+    assert_valid(&ctx);
+}
+
+/// Two skins pose their own instances: a clip moving one skin's joints leaves the other's
+/// instance at rest, on the GPU as on the CPU.
+#[test]
+fn each_skin_poses_its_own_instance() {
+    let ctx = context();
+    let folder = TempFolder::new("rigged-pair");
+    let path = folder.0.join("pair.glb");
+    std::fs::write(&path, rigged_triangle(true)).unwrap();
+    let rig = Rig::load(&path).unwrap();
+    assert_eq!(rig.rest.mesh.positions.len(), 6);
+    assert_eq!(rig.palette_len(), 4);
+    let at = ClipTime {
+        clip: rig.find_clip("steps"),
+        looping: false,
+    };
+    let expected = [
+        [0.0, 0.5, 0.0],
+        [1.0, 1.0, 0.0],
+        [0.0, 3.0, 0.0],
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+    ];
+    let skinner = Skinner::new(&ctx, rig.clone(), at, Mat4::IDENTITY).unwrap();
+    assert_positions(&gpu_pose(&ctx, &skinner, 1.5), &expected, "GPU");
+    assert_positions(&rig.posed_positions(&skinner.pose(1.5)), &expected, "CPU");
     assert_valid(&ctx);
 }

@@ -60,6 +60,7 @@ use canopy::render::{
 };
 use canopy::scene::animated::normals::SurfaceNormalsPush;
 use canopy::scene::animated::skin::{MorphPart, SkinPush};
+use canopy::scene::animated::subdivide::SubdividePush;
 use canopy::scene::default_scene::DefaultSurfacePush;
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
@@ -640,6 +641,18 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 offsets_address,
                 morph_weights_address,
                 vertex_count,
+                pad
+            })),
+        ),
+        (
+            shaders::SCENE_SUBDIVIDE,
+            Rust(rust_layout!(SubdividePush {
+                coarse_address,
+                refined_address,
+                row_offsets_address,
+                columns_address,
+                weights_address,
+                rows,
                 pad
             })),
         ),

@@ -19,6 +19,13 @@ enum Figure {
     FrameMs,
     /// The screen grid's own build stages plus its camera rays in ms, at most the target.
     GridBuildAndCast,
+    /// `canopy bench animation`'s skinning of this many vertices in ms, at most the target.
+    SkinMs(u64),
+    /// Its Loop subdivision of a control mesh of this many triangles in ms, at most the
+    /// target.
+    SubdivisionMs(u64),
+    /// Its streamed sequence's frame rate as a share of the still mesh's, at least the target.
+    StreamShare,
 }
 
 /// One target of the measurement issue.
@@ -130,6 +137,38 @@ const TARGETS: &[Target] = &[
         figure: Figure::GridBuildAndCast,
         target: 0.9,
     },
+    Target {
+        label: "skinning, 1M vertices",
+        file: "animation",
+        structure: "",
+        triangles: 0,
+        figure: Figure::SkinMs(1_000_000),
+        target: 0.1,
+    },
+    Target {
+        label: "two Loop levels of a 50K-triangle control mesh",
+        file: "animation",
+        structure: "",
+        triangles: 0,
+        figure: Figure::SubdivisionMs(50_000),
+        target: 1.0,
+    },
+    Target {
+        label: "two Loop levels of a 200K-triangle control mesh (3.2M triangles)",
+        file: "animation",
+        structure: "",
+        triangles: 0,
+        figure: Figure::SubdivisionMs(200_000),
+        target: 1.0,
+    },
+    Target {
+        label: "sequence streamed from disk, share of the still mesh's frame rate",
+        file: "animation",
+        structure: "",
+        triangles: 0,
+        figure: Figure::StreamShare,
+        target: 0.9,
+    },
 ];
 
 /// The grid's own build stages (its LBVH's are the others).
@@ -202,6 +241,7 @@ fn measure(target: &Target, report: &Value) -> (Option<f64>, Option<f64>) {
                 .and_then(|t| rate(t.get("count")?.as_f64()?, t.get("time")?));
             (ours, driver)
         }
+        Figure::SkinMs(_) | Figure::SubdivisionMs(_) | Figure::StreamShare => (None, None),
         Figure::GridBuildAndCast => {
             let build: Option<f64> = report
                 .pointer("/build/stages")
@@ -220,6 +260,30 @@ fn measure(target: &Target, report: &Value) -> (Option<f64>, Option<f64>) {
                 .and_then(|t| t.get("time").and_then(ms));
             (build.zip(cast).map(|(b, c)| b + c), None)
         }
+    }
+}
+
+/// The figure of an animation target in `canopy bench animation`'s report.
+fn measure_animation(figure: Figure, report: &Value) -> Option<f64> {
+    // The entry of `list` whose `key` is nearest `count` (within 10%).
+    let nearest = |list: &str, key: &str, count: u64| {
+        report
+            .get(list)?
+            .as_array()?
+            .iter()
+            .filter_map(|entry| Some((entry, entry.get(key)?.as_u64()?)))
+            .filter(|&(_, n)| n.abs_diff(count) * 10 <= count)
+            .min_by_key(|&(_, n)| n.abs_diff(count))
+            .and_then(|(entry, _)| entry.get("timing").and_then(ms))
+    };
+    match figure {
+        Figure::SkinMs(vertices) => nearest("skins", "vertices", vertices),
+        Figure::SubdivisionMs(triangles) => nearest("subdivisions", "control_triangles", triangles),
+        Figure::StreamShare => {
+            let stream = report.get("stream")?;
+            Some(stream.get("streamed_fps")?.as_f64()? / stream.get("still_fps")?.as_f64()?)
+        }
+        _ => None,
     }
 }
 
@@ -244,14 +308,25 @@ pub fn target_rows(folder: &Path) -> std::io::Result<(Vec<TargetRow>, Option<Val
             .as_ref()
             .and_then(|f| f.get("reports")?.as_array().cloned())
             .unwrap_or_default();
-        let report = nearest(&reports, target.structure, target.triangles);
-        let (figure, driver) = report.map_or((None, None), |r| measure(target, r));
+        let animation = matches!(
+            target.figure,
+            Figure::SkinMs(_) | Figure::SubdivisionMs(_) | Figure::StreamShare
+        );
+        let (report, (figure, driver)) = if animation {
+            let report = file.as_ref().and_then(|f| f.get("reports"));
+            let figure = report.and_then(|r| measure_animation(target.figure, r));
+            (None, (figure, None))
+        } else {
+            let report = nearest(&reports, target.structure, target.triangles);
+            (report, report.map_or((None, None), |r| measure(target, r)))
+        };
         let unit = match target.figure {
             Figure::Rays(_) => "G rays/s",
+            Figure::StreamShare => "of still",
             _ => "ms",
         };
         let met = figure.map(|f| match target.figure {
-            Figure::Rays(_) => f >= target.target,
+            Figure::Rays(_) | Figure::StreamShare => f >= target.target,
             _ => f <= target.target,
         });
         rows.push(TargetRow {
@@ -294,6 +369,13 @@ mod tests {
         }]});
         std::fs::write(folder.join("lbvh.json"), lbvh.to_string()).unwrap();
         std::fs::write(folder.join("grid.json"), grid.to_string()).unwrap();
+        let animation = json!({"reports": {
+            "skins": [{"vertices": 100_000, "timing": timing(0.01)},
+                      {"vertices": 1_000_000, "timing": timing(0.03)}],
+            "subdivisions": [{"control_triangles": 49_686, "timing": timing(1.5)}],
+            "stream": {"streamed_fps": 450.0, "still_fps": 600.0},
+        }});
+        std::fs::write(folder.join("animation.json"), animation.to_string()).unwrap();
         std::fs::write(folder.join("meta.json"), r#"{"commit": "abc"}"#).unwrap();
         let (rows, meta) = target_rows(&folder).unwrap();
         std::fs::remove_dir_all(&folder).unwrap();
@@ -314,5 +396,12 @@ mod tests {
         let grid = row("screen grid");
         assert!((grid.figure.unwrap() - 0.75).abs() < 1e-9 && grid.met == Some(true));
         assert_eq!(row("BIH build, 79K").figure, None);
+        let skin = row("skinning");
+        assert_eq!((skin.figure, skin.met), (Some(0.03), Some(true)));
+        let loop_50k = row("two Loop levels of a 50K");
+        assert_eq!((loop_50k.figure, loop_50k.met), (Some(1.5), Some(false)));
+        assert_eq!(row("two Loop levels of a 200K").figure, None);
+        let stream = row("sequence streamed");
+        assert_eq!((stream.figure, stream.met), (Some(0.75), Some(false)));
     }
 }

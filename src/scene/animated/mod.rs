@@ -305,7 +305,7 @@ impl MeshInput {
 
     /// The bounds of every frame's positions after `placement`: each file of a sequence (read
     /// and checked against the first), a clip's poses at its key times (at most
-    /// [`FRAMING_SAMPLES`] of them, evenly chosen) and at its start and end.
+    /// 256 of them, evenly chosen) and at its start and end.
     pub fn bounds(&self, placement: Mat4) -> std::result::Result<(Vec3, Vec3), SceneError> {
         let mut lo = Vec3::INFINITY;
         let mut hi = Vec3::NEG_INFINITY;
