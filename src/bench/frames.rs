@@ -111,6 +111,17 @@ pub struct NativeFrameReport {
     pub camera_rays: Vec<NativeTrace>,
 }
 
+impl FrameConfig {
+    /// The frame measured: [`Self::time`], the first frame of a sequence of files.
+    pub fn frame_time(&self) -> FrameTime {
+        FrameTime {
+            frame: 0,
+            seconds: self.time,
+            slot: 0,
+        }
+    }
+}
+
 /// Renders frames of `subject` (labelled `label`) through `structure`, and measures them.
 pub fn measure(
     ctx: &Context,
@@ -133,17 +144,11 @@ pub fn measure(
     let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;
     let readback = renderer.readback(ctx)?;
     let camera = subject.camera(config.time, width as f32 / height as f32);
+    let at = config.frame_time();
     accel.set_view(ctx, &camera.view(width, height))?;
     let shading = presets::shading(subject.radius);
     let frame = |rec: &mut Recorder, accel: &mut dyn RayStructure| {
-        subject.record_frame(
-            rec,
-            FrameTime {
-                frame: 0,
-                seconds: config.time,
-                slot: 0,
-            },
-        )?;
+        subject.record_frame(rec, at)?;
         accel.record_build(rec, &input, 0)?;
         let structure = accel.traversable(&input);
         renderer.record(rec, scene, structure.as_ref(), &camera, &shading, &readback)
@@ -235,14 +240,7 @@ fn measure_native(
     let build_bottom =
         |rec: &mut Recorder| builder.record(rec, &scene.positions, vertices, &scene.triangles, n);
     ctx.submit_and_wait(|rec| {
-        subject.record_frame(
-            rec,
-            FrameTime {
-                frame: 0,
-                seconds: config.time,
-                slot: 0,
-            },
-        )?;
+        subject.record_frame(rec, config.frame_time())?;
         build_bottom(rec)
     })?;
     let bottom_level = time_runs(ctx, config.repeats, |_| Ok(()), build_bottom)?;

@@ -510,30 +510,11 @@ pub(super) fn mesh_subject(
     let camera = match (options.camera, &input) {
         (None, _) => None,
         (Some(name), MeshInput::Rig(rig, _)) => {
-            let found = rig
-                .cameras
-                .iter()
-                .position(|c| c.name.as_deref() == Some(name))
-                .or_else(|| {
-                    name.parse::<usize>()
-                        .ok()
-                        .filter(|&i| i < rig.cameras.len())
-                });
-            let Some(found) = found else {
-                let names: Vec<String> = rig
-                    .cameras
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| format!("{} ({i})", c.name.as_deref().unwrap_or("unnamed")))
-                    .collect();
+            let Some(found) = rig.find_camera(name) else {
                 return Err(CliError::Failed(format!(
                     "{}: no camera named or numbered '{name}'; the file has {}",
                     path.display(),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
+                    rig.camera_list()
                 )));
             };
             Some((rig.cameras[found].node, rig.cameras[found].yfov))

@@ -12,7 +12,7 @@ use crate::scene::animated::{AnimatedMesh, Displacement, FrameTime, MeshInput, V
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
-use crate::scene::{MaterialMesh, Mesh, SceneError, shapes};
+use crate::scene::{Framing, MaterialMesh, Mesh, SceneError, shapes};
 use crate::vk::{Context, Error, Recorder, Result};
 use glam::{Mat4, Quat, Vec3};
 
@@ -219,6 +219,17 @@ impl MeshStage {
         Self::assemble(loaded, (Vec3::from(lo), Vec3::from(hi)))
     }
 
+    /// The stage's buffers on the device.
+    pub fn upload(&self, ctx: &Context) -> Result<SceneGpu> {
+        SceneGpu::from_mesh(
+            ctx,
+            &self.mesh,
+            &self.triangle_materials,
+            &self.materials,
+            &self.lights,
+        )
+    }
+
     /// The stage of a mesh already placed and shaded, whose frames all lie in the box
     /// `(lo, hi)`: clay for a mesh without materials, the ground below the box.
     fn assemble(loaded: MaterialMesh, (lo, hi): (Vec3, Vec3)) -> Self {
@@ -329,13 +340,7 @@ impl Subject {
     /// A mesh file's [`MeshStage`] on the device.
     pub fn mesh(ctx: &Context, loaded: MaterialMesh, look: &MeshLook) -> Result<Self> {
         let stage = MeshStage::new(loaded, look);
-        let scene = SceneGpu::from_mesh(
-            ctx,
-            &stage.mesh,
-            &stage.triangle_materials,
-            &stage.materials,
-            &stage.lights,
-        )?;
+        let scene = stage.upload(ctx)?;
         Ok(Self {
             scene,
             motion: Motion::Still,
@@ -364,13 +369,8 @@ impl Subject {
             Vec3::Y,
         ));
         let (lo, hi) = input.bounds(up).map_err(scene_error)?;
-        let centre = (lo + hi) * 0.5;
-        let half_diagonal = (hi - lo).length() * 0.5;
-        let scale = if half_diagonal > 0.0 {
-            1.0 / half_diagonal
-        } else {
-            1.0
-        };
+        let framing = Framing::of_box(lo, hi);
+        let (centre, scale) = (framing.centre.as_vec3(), framing.scale as f32);
         let root = Mat4::from_scale(Vec3::splat(scale)) * Mat4::from_translation(-centre) * up;
         let (lo, hi) = ((lo - centre) * scale, (hi - centre) * scale);
 
@@ -423,13 +423,7 @@ impl Subject {
             .displace
             .map_or(0.0, |a| a.abs() * MAX_NOISE_HEIGHT);
         let stage = MeshStage::assemble(loaded, (lo - Vec3::Y * sink, hi));
-        let scene = SceneGpu::from_mesh(
-            ctx,
-            &stage.mesh,
-            &stage.triangle_materials,
-            &stage.materials,
-            &stage.lights,
-        )?;
+        let scene = stage.upload(ctx)?;
         let subdivider = Subdivider::new(ctx, &subdivision)?;
         let source = match input {
             MeshInput::Still(_) => {

@@ -220,14 +220,7 @@ impl Mesh {
                 scale: 1.0,
             };
         };
-        let (lo, hi) = (Vec3::from(lo).as_dvec3(), Vec3::from(hi).as_dvec3());
-        let centre = (lo + hi) * 0.5;
-        let half_diagonal = (hi - lo).length() * 0.5;
-        let scale = if half_diagonal > 0.0 {
-            1.0 / half_diagonal
-        } else {
-            1.0
-        };
+        let Framing { centre, scale } = Framing::of_box(Vec3::from(lo), Vec3::from(hi));
         for p in &mut self.positions {
             *p = ((Vec3::from(*p).as_dvec3() - centre) * scale)
                 .as_vec3()
@@ -418,6 +411,23 @@ pub struct Framing {
     pub centre: DVec3,
     /// The factor that made the bounding box's half-diagonal 1.
     pub scale: f64,
+}
+
+impl Framing {
+    /// What fits the box from `lo` to `hi` into the unit sphere: its centre, and 1 over its
+    /// half-diagonal (1 for a box without extent).
+    pub fn of_box(lo: Vec3, hi: Vec3) -> Self {
+        let (lo, hi) = (lo.as_dvec3(), hi.as_dvec3());
+        let half_diagonal = (hi - lo).length() * 0.5;
+        Self {
+            centre: (lo + hi) * 0.5,
+            scale: if half_diagonal > 0.0 {
+                1.0 / half_diagonal
+            } else {
+                1.0
+            },
+        }
+    }
 }
 
 /// A mesh with a material per triangle, as [`MaterialMesh::load`] reads it.

@@ -555,10 +555,22 @@ impl Rig {
 
     /// The clip named `name`, or numbered `name` (0-based), if the file has it.
     pub fn find_clip(&self, name: &str) -> Option<usize> {
-        self.clips
-            .iter()
-            .position(|c| c.name.as_deref() == Some(name))
-            .or_else(|| name.parse::<usize>().ok().filter(|&i| i < self.clips.len()))
+        find_named(self.clips.iter().map(|c| c.name.as_deref()), name)
+    }
+
+    /// The camera named `name`, or numbered `name` (0-based), if the scene has it.
+    pub fn find_camera(&self, name: &str) -> Option<usize> {
+        find_named(self.cameras.iter().map(|c| c.name.as_deref()), name)
+    }
+
+    /// The clips, to say what there is: "3 animations: Survey (0), Walk (1), Run (2)".
+    pub fn clip_list(&self) -> String {
+        named_list(self.clips.iter().map(|c| c.name.as_deref()), "animation")
+    }
+
+    /// The cameras, to say what there is: "1 camera: front (0)".
+    pub fn camera_list(&self) -> String {
+        named_list(self.cameras.iter().map(|c| c.name.as_deref()), "camera")
     }
 
     /// The clip's own time at frame time `time` seconds: `time` wrapped into its duration
@@ -661,6 +673,31 @@ impl Rig {
                 skin.transform_point3(p).to_array()
             })
             .collect()
+    }
+}
+
+/// The index of the item named `name`, or of the item numbered `name` (0-based).
+fn find_named<'a>(
+    names: impl ExactSizeIterator<Item = Option<&'a str>> + Clone,
+    name: &str,
+) -> Option<usize> {
+    let count = names.len();
+    names
+        .clone()
+        .position(|n| n == Some(name))
+        .or_else(|| name.parse::<usize>().ok().filter(|&i| i < count))
+}
+
+/// "no cameras", "1 camera: front (0)", "2 cameras: front (0), unnamed (1)".
+fn named_list<'a>(names: impl Iterator<Item = Option<&'a str>>, noun: &str) -> String {
+    let names: Vec<String> = names
+        .enumerate()
+        .map(|(i, n)| format!("{} ({i})", n.unwrap_or("unnamed")))
+        .collect();
+    match names.len() {
+        0 => format!("no {noun}s"),
+        1 => format!("1 {noun}: {}", names[0]),
+        n => format!("{n} {noun}s: {}", names.join(", ")),
     }
 }
 

@@ -255,7 +255,7 @@ impl MeshInput {
                             path: path.to_path_buf(),
                             message: format!(
                                 "no animation named or numbered '{name}'; the file has {}",
-                                clip_names(&rig)
+                                rig.clip_list()
                             ),
                         })?)
                     }
@@ -344,20 +344,5 @@ impl MeshInput {
             }
         }
         Ok((lo, hi))
-    }
-}
-
-/// "3 animations: Survey (0), Walk (1), Run (2)".
-fn clip_names(rig: &Rig) -> String {
-    let names: Vec<String> = rig
-        .clips
-        .iter()
-        .enumerate()
-        .map(|(i, c)| format!("{} ({i})", c.name.as_deref().unwrap_or("unnamed")))
-        .collect();
-    match names.len() {
-        0 => "no animations".into(),
-        1 => format!("1 animation: {}", names[0]),
-        n => format!("{n} animations: {}", names.join(", ")),
     }
 }
