@@ -6,7 +6,7 @@
 //! `target/sequence`).
 
 use canopy::accel::StructureKind;
-use canopy::export::PngSequence;
+use canopy::export::ImageSequence;
 use canopy::render::presets::Subject;
 use canopy::sequence::{Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions, Validation};
@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         ..SequenceConfig::default()
     };
     let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
-    let mut writer = PngSequence::new(&out, config.width, config.height);
+    let mut writer = ImageSequence::new(&out, config.width, config.height);
     let numbers: Vec<u32> = (0..frames).collect();
     sequence.render(&numbers, |finished| {
         writer.submit(finished.frame, finished.image.rgba8().to_vec());

@@ -1,11 +1,13 @@
 //! Frame sinks: image sequences that a pipeline can trust.
 //!
-//! [`PngSequence`] encodes frames on worker threads while the GPU renders the next ones. Every
-//! frame is written under a temporary name in the output folder and renamed to
-//! `frame_NNNN.png` only once complete, so a file with a frame's name is always a whole frame:
-//! a full disk, a failed write or an interrupt leaves no partial file (the temporary one is
-//! removed). The first failure is reported with the frame, the path and the operating
-//! system's error, and the frames finished before it are kept.
+//! [`OutputNaming`] says where each frame goes: `frame_NNNN.png` in a folder, or a pattern
+//! (`shots/shot_####.png`, `shots/shot_%04d.ppm`) holding the animation's frame number, in
+//! the format its extension names ([`ImageFormat`]). [`ImageSequence`] encodes frames on worker
+//! threads while the GPU renders the next ones. Every frame is written under a temporary name
+//! beside its own and renamed to it only once complete, so a file with a frame's name is
+//! always a whole frame: a full disk, a failed write or an interrupt leaves no partial file
+//! (the temporary one is removed). The first failure is reported with the frame, the path and
+//! the operating system's error, and the frames finished before it are kept.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,9 +25,135 @@ pub struct FrameWriteError {
     pub source: std::io::Error,
 }
 
-/// The file name of frame `frame`: `frame_0042.png`.
-pub fn frame_file_name(frame: u32) -> String {
-    format!("frame_{frame:04}.png")
+/// The image formats frames are written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageFormat {
+    /// 8-bit RGBA PNG.
+    Png,
+    /// Binary 8-bit RGB PPM (P6): no compression, read by everything.
+    Ppm,
+}
+
+impl ImageFormat {
+    /// The format a file extension names (`png`, `ppm`; any case).
+    pub fn from_extension(extension: &str) -> Option<Self> {
+        match extension.to_ascii_lowercase().as_str() {
+            "png" => Some(Self::Png),
+            "ppm" => Some(Self::Ppm),
+            _ => None,
+        }
+    }
+
+    /// Its usual file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Png => "png",
+            Self::Ppm => "ppm",
+        }
+    }
+}
+
+/// Where each frame is written: a folder's `frame_NNNN.<ext>`, or a pattern's file with the
+/// frame's number in place of its `####` (as many digits as hashes, at least) or of its
+/// `%d` / `%04d`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputNaming {
+    folder: PathBuf,
+    prefix: String,
+    digits: usize,
+    suffix: String,
+    format: ImageFormat,
+}
+
+impl OutputNaming {
+    /// The naming `out` asks for: a pattern when its file name holds `#` or a `%d`, else a
+    /// folder. The format is `format`, or the pattern's extension, or PNG; a pattern whose
+    /// extension names another format than `format` (or none canopy writes) is an error.
+    pub fn parse(out: &Path, format: Option<ImageFormat>) -> Result<Self, String> {
+        let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let pattern = if let Some(start) = name.find('#') {
+            let digits = name[start..].chars().take_while(|&c| c == '#').count();
+            Some((start, digits, start + digits))
+        } else if let Some(start) = name.find('%') {
+            let rest = &name[start + 1..];
+            let end = rest
+                .find('d')
+                .filter(|&d| rest[..d].chars().all(|c| c.is_ascii_digit()))
+                .ok_or_else(|| {
+                    format!(
+                        "'{}': a frame number is %d or %0Nd (or ####)",
+                        out.display()
+                    )
+                })?;
+            let digits = rest[..end].trim_start_matches('0').parse().unwrap_or(1);
+            Some((start, digits, start + 1 + end + 1))
+        } else {
+            None
+        };
+        let Some((start, digits, end)) = pattern else {
+            let format = format.unwrap_or(ImageFormat::Png);
+            return Ok(Self {
+                folder: out.to_path_buf(),
+                prefix: "frame_".into(),
+                digits: 4,
+                suffix: format!(".{}", format.extension()),
+                format,
+            });
+        };
+        let suffix = &name[end..];
+        if suffix.contains(['#', '%']) {
+            return Err(format!(
+                "'{}': a pattern holds one frame number",
+                out.display()
+            ));
+        }
+        let named = suffix
+            .rsplit_once('.')
+            .map(|(_, e)| ImageFormat::from_extension(e).ok_or(e));
+        let format = match (named, format) {
+            (Some(Ok(named)), Some(asked)) if named != asked => {
+                return Err(format!(
+                    "'{}' is a .{} file; --format asks for {}",
+                    out.display(),
+                    named.extension(),
+                    asked.extension()
+                ));
+            }
+            (Some(Ok(named)), _) => named,
+            (Some(Err(other)), _) => {
+                return Err(format!(
+                    "'{}': canopy writes .png and .ppm frames, not .{other}",
+                    out.display()
+                ));
+            }
+            (None, asked) => asked.unwrap_or(ImageFormat::Png),
+        };
+        let folder = out.parent().filter(|p| !p.as_os_str().is_empty());
+        Ok(Self {
+            folder: folder.unwrap_or(Path::new(".")).to_path_buf(),
+            prefix: name[..start].to_string(),
+            digits,
+            suffix: suffix.to_string(),
+            format,
+        })
+    }
+
+    /// The folder frames are written into.
+    pub fn folder(&self) -> &Path {
+        &self.folder
+    }
+
+    /// The format.
+    pub fn format(&self) -> ImageFormat {
+        self.format
+    }
+
+    /// The file of frame `frame`.
+    pub fn path(&self, frame: u32) -> PathBuf {
+        let digits = self.digits;
+        self.folder
+            .join(format!("{}{frame:0digits$}{}", self.prefix, self.suffix))
+    }
 }
 
 /// Writes an RGBA8 image as a PNG at `path`, through a temporary file in the same folder that is
@@ -36,16 +164,46 @@ pub fn write_png_atomically(
     height: u32,
     rgba: &[u8],
 ) -> std::io::Result<()> {
+    write_atomically(path, ImageFormat::Png, (width, height), rgba)
+}
+
+/// The temporary file `path` is written under before it is renamed to it:
+/// `.NAME.PID.partial` beside it.
+pub fn partial_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map_or("frame".into(), |n| n.to_string_lossy());
-    let temporary = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-    let written =
-        write_png(&temporary, width, height, rgba).and_then(|()| std::fs::rename(&temporary, path));
+    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+/// Writes an RGBA8 image in `format` at `path` through [`partial_path`], renamed over `path`
+/// once complete and synced (and removed on any failure).
+pub fn write_atomically(
+    path: &Path,
+    format: ImageFormat,
+    (width, height): (u32, u32),
+    rgba: &[u8],
+) -> std::io::Result<()> {
+    let temporary = partial_path(path);
+    let written = match format {
+        ImageFormat::Png => write_png(&temporary, width, height, rgba),
+        ImageFormat::Ppm => write_ppm(&temporary, width, height, rgba),
+    }
+    .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+fn write_ppm(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write!(file, "P6\n{width} {height}\n255\n")?;
+    for pixel in rgba.chunks_exact(4) {
+        file.write_all(&pixel[..3])?;
+    }
+    file.flush()?;
+    file.get_ref().sync_all()
 }
 
 fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Result<()> {
@@ -66,10 +224,10 @@ fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Resu
 
 type Job = (u32, Vec<u8>);
 
-/// PNG frames of one size written into one folder by worker threads, fed through a bounded
-/// queue.
-pub struct PngSequence {
-    folder: PathBuf,
+/// Frames of one size written as [`OutputNaming`] says by worker threads, fed through a
+/// bounded queue.
+pub struct ImageSequence {
+    naming: OutputNaming,
     queue: Option<mpsc::SyncSender<Job>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     outcomes: mpsc::Receiver<Result<u32, FrameWriteError>>,
@@ -77,27 +235,35 @@ pub struct PngSequence {
     failure: Option<FrameWriteError>,
 }
 
-impl PngSequence {
-    /// Writers of `width` x `height` frames into `folder` (which must exist), one thread per
-    /// CPU core.
+impl ImageSequence {
+    /// Writers of `width` x `height` PNG frames into `folder` (which must exist) as
+    /// `frame_NNNN.png`, one thread per CPU core.
     pub fn new(folder: &Path, width: u32, height: u32) -> Self {
+        let naming = OutputNaming::parse(folder, None).expect("a folder is a naming");
+        Self::named(naming, width, height)
+    }
+
+    /// Writers of `width` x `height` frames named and encoded as `naming` says (its folder
+    /// must exist), one thread per CPU core.
+    pub fn named(naming: OutputNaming, width: u32, height: u32) -> Self {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let (queue, jobs) = mpsc::sync_channel::<Job>(threads);
         let (report, outcomes) = mpsc::channel();
         let jobs = Arc::new(Mutex::new(jobs));
         let workers = (0..threads)
             .map(|_| {
-                let (jobs, report, folder) = (jobs.clone(), report.clone(), folder.to_path_buf());
+                let (jobs, report, naming) = (jobs.clone(), report.clone(), naming.clone());
                 std::thread::spawn(move || {
                     while let Ok((frame, pixels)) = jobs.lock().unwrap().recv() {
-                        let path = folder.join(frame_file_name(frame));
-                        let outcome = write_png_atomically(&path, width, height, &pixels)
-                            .map(|()| frame)
-                            .map_err(|source| FrameWriteError {
-                                frame,
-                                path,
-                                source,
-                            });
+                        let path = naming.path(frame);
+                        let outcome =
+                            write_atomically(&path, naming.format(), (width, height), &pixels)
+                                .map(|()| frame)
+                                .map_err(|source| FrameWriteError {
+                                    frame,
+                                    path,
+                                    source,
+                                });
                         if report.send(outcome).is_err() {
                             return;
                         }
@@ -106,7 +272,7 @@ impl PngSequence {
             })
             .collect();
         Self {
-            folder: folder.to_path_buf(),
+            naming,
             queue: Some(queue),
             workers,
             outcomes,
@@ -115,9 +281,9 @@ impl PngSequence {
         }
     }
 
-    /// The folder written to.
-    pub fn folder(&self) -> &Path {
-        &self.folder
+    /// Where the frames go.
+    pub fn naming(&self) -> &OutputNaming {
+        &self.naming
     }
 
     fn collect(&mut self) {
@@ -183,5 +349,167 @@ pub fn frame_ranges(frames: &[u32]) -> String {
         "none".into()
     } else {
         text.join(", ")
+    }
+}
+
+/// The frames a list names, ascending and each once: `3` (one frame), `a..b` (b excluded),
+/// `a..=b`, either with `:step` (`0..240:2`), or a comma-separated list of those
+/// (`1,5,9..12`).
+pub fn parse_frames(text: &str) -> Result<Vec<u32>, String> {
+    let mut frames = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        let (range, step) = match item.split_once(':') {
+            Some((range, step)) => match step.trim().parse::<u32>() {
+                Ok(step) if step > 0 => (range, step),
+                _ => {
+                    return Err(format!(
+                        "'{item}': the step after ':' is a whole number from 1"
+                    ));
+                }
+            },
+            None => (item, 1),
+        };
+        let number = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|e| format!("'{s}' in '{item}': {e}"))
+        };
+        let (first, end) = if let Some((a, b)) = range.split_once("..=") {
+            let last = number(b)?;
+            let end = last
+                .checked_add(1)
+                .ok_or_else(|| format!("'{item}': the last frame is too large"))?;
+            (number(a)?, end)
+        } else if let Some((a, b)) = range.split_once("..") {
+            (number(a)?, number(b)?)
+        } else if item.contains(':') {
+            return Err(format!("'{item}': a step needs a range (a..b:step)"));
+        } else {
+            let frame = number(range)?;
+            (frame, frame + 1)
+        };
+        if first >= end {
+            return Err(format!("'{item}': no frames"));
+        }
+        frames.extend((first..end).step_by(step as usize));
+    }
+    frames.sort_unstable();
+    frames.dedup();
+    Ok(frames)
+}
+
+/// How `--shard` splits frames among machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardMode {
+    /// Every `count`-th frame from the `index`-th (0-based) of the list: frame `f` of `0..n`
+    /// goes to shard `f mod count`.
+    #[default]
+    Interleaved,
+    /// Contiguous blocks of the list, as even as they can be, in order.
+    Block,
+}
+
+/// Shard `index` of `count` of `frames` (see [`ShardMode`]); every frame is in exactly one
+/// shard. `index` must be below `count`.
+pub fn shard(frames: &[u32], (index, count): (u32, u32), mode: ShardMode) -> Vec<u32> {
+    let (index, count) = (index as usize, count.max(1) as usize);
+    match mode {
+        ShardMode::Interleaved => frames.iter().skip(index).step_by(count).copied().collect(),
+        ShardMode::Block => {
+            let start = frames.len() * index / count;
+            let end = frames.len() * (index + 1) / count;
+            frames[start..end].to_vec()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_lists_ranges_steps_and_single_frames() {
+        assert_eq!(parse_frames("3").unwrap(), vec![3]);
+        assert_eq!(parse_frames("2..5").unwrap(), vec![2, 3, 4]);
+        assert_eq!(parse_frames("2..=5").unwrap(), vec![2, 3, 4, 5]);
+        assert_eq!(parse_frames("0..10:3").unwrap(), vec![0, 3, 6, 9]);
+        assert_eq!(parse_frames("0..=9:3").unwrap(), vec![0, 3, 6, 9]);
+        assert_eq!(
+            parse_frames("1, 5,9..12,4,5").unwrap(),
+            vec![1, 4, 5, 9, 10, 11]
+        );
+        for bad in [
+            "",
+            "5..5",
+            "a..3",
+            "3..1",
+            "0..4:0",
+            "3:2",
+            "1,,2",
+            "0..=4294967295",
+        ] {
+            assert!(parse_frames(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn shards_hold_every_frame_exactly_once() {
+        let lists = [
+            (0..12).collect::<Vec<u32>>(),
+            (0..240).collect(),
+            parse_frames("3,7,20..31:2").unwrap(),
+            vec![5],
+        ];
+        for frames in &lists {
+            for count in 1..=7 {
+                for mode in [ShardMode::Interleaved, ShardMode::Block] {
+                    let mut all: Vec<u32> = (0..count)
+                        .flat_map(|index| shard(frames, (index, count), mode))
+                        .collect();
+                    all.sort_unstable();
+                    assert_eq!(&all, frames, "{count} shards, {mode:?}");
+                    let sizes: Vec<usize> = (0..count)
+                        .map(|index| shard(frames, (index, count), mode).len())
+                        .collect();
+                    let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+                    assert!(hi.unwrap() - lo.unwrap() <= 1, "{sizes:?}");
+                }
+            }
+        }
+        // Interleaved: frame f of 0..n in shard f mod N; block: contiguous.
+        let frames: Vec<u32> = (0..12).collect();
+        assert_eq!(
+            shard(&frames, (1, 4), ShardMode::Interleaved),
+            vec![1, 5, 9]
+        );
+        assert_eq!(shard(&frames, (1, 4), ShardMode::Block), vec![3, 4, 5]);
+    }
+
+    #[test]
+    fn outputs_name_frames_by_folder_or_pattern() {
+        let folder = OutputNaming::parse(Path::new("out"), None).unwrap();
+        assert_eq!(folder.path(42), Path::new("out/frame_0042.png"));
+        let ppm = OutputNaming::parse(Path::new("out"), Some(ImageFormat::Ppm)).unwrap();
+        assert_eq!(ppm.path(7), Path::new("out/frame_0007.ppm"));
+        let hashes = OutputNaming::parse(Path::new("shots/shot_###.ppm"), None).unwrap();
+        assert_eq!(hashes.path(5), Path::new("shots/shot_005.ppm"));
+        assert_eq!(hashes.path(12345), Path::new("shots/shot_12345.ppm"));
+        assert_eq!(hashes.format(), ImageFormat::Ppm);
+        assert_eq!(hashes.folder(), Path::new("shots"));
+        let printf = OutputNaming::parse(Path::new("a_%04d.png"), None).unwrap();
+        assert_eq!(printf.path(3), Path::new("./a_0003.png"));
+        let plain = OutputNaming::parse(Path::new("b/%d_beauty.png"), None).unwrap();
+        assert_eq!(plain.path(3), Path::new("b/3_beauty.png"));
+        for (bad, message) in [
+            ("x_####.exr", "not .exr"),
+            ("x_%4s.png", "%d or %0Nd"),
+            ("x_##_##.png", "one frame number"),
+        ] {
+            let error = OutputNaming::parse(Path::new(bad), None).unwrap_err();
+            assert!(error.contains(message), "{bad}: {error}");
+        }
+        let conflict = OutputNaming::parse(Path::new("x_##.png"), Some(ImageFormat::Ppm));
+        assert!(conflict.unwrap_err().contains("--format asks for ppm"));
     }
 }

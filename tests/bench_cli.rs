@@ -202,7 +202,7 @@ fn a_missing_mesh_file_is_a_clear_error() {
         ],
     ] {
         let output = canopy(args);
-        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(output.status.code(), Some(2), "bad input: {args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             stderr.starts_with("error: no/such/mesh.obj: No such file"),
@@ -210,7 +210,7 @@ fn a_missing_mesh_file_is_a_clear_error() {
         );
     }
     let output = canopy(&["build"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     let output = canopy(&["bench", "render", "--structure", "octree"]);
     assert_eq!(output.status.code(), Some(2), "clap refuses it");
     assert!(

@@ -278,7 +278,7 @@ fn a_mesh_without_area_is_refused_with_the_reason() {
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr)
             );
-            assert_eq!(output.status.code(), Some(1), "{args:?}: {text}");
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
             assert!(text.contains("zero area"), "{args:?}: {text}");
             assert!(!text.contains("NaN"), "{args:?}: {text}");
         }

@@ -50,9 +50,12 @@ fn stderr(output: &Output) -> String {
 fn a_failed_frame_stops_the_render_naming_the_frame_path_and_cause() {
     let folder = TempFolder::new("blocked");
     std::fs::create_dir(folder.0.join("frame_0001.png")).unwrap();
-    let output = render(&folder.0, "0..40").output().unwrap();
+    let output = render(&folder.0, "0..40")
+        .arg("--overwrite")
+        .output()
+        .unwrap();
     let text = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert_eq!(output.status.code(), Some(4), "an I/O error: {text}");
     assert!(
         text.contains("frame 1: cannot write") && text.contains("frame_0001.png"),
         "{text}"
@@ -111,7 +114,10 @@ fn without_a_terminal_each_frame_is_a_line_on_stderr_unless_quiet() {
             "{text}"
         );
     }
-    let quiet = render(&folder.0, "0..3").arg("--quiet").output().unwrap();
+    let quiet = render(&folder.0, "0..3")
+        .args(["--quiet", "--overwrite"])
+        .output()
+        .unwrap();
     assert!(quiet.status.success());
     assert!(
         !stderr(&quiet).contains("frames/s, ETA"),
@@ -127,7 +133,7 @@ fn an_output_path_that_is_a_file_says_the_folder_cannot_be_created() {
     std::fs::write(&file, "x").unwrap();
     let output = render(&file, "0..1").output().unwrap();
     let text = stderr(&output);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(4));
     assert!(
         text.contains("output folder") && text.contains("cannot be created"),
         "{text}"
@@ -313,4 +319,144 @@ fn animated_meshes_render_from_the_command_line() {
         );
         assert!(out.names().is_empty(), "{args:?} wrote frames");
     }
+}
+
+/// The frames each line of the `--stats` file at `path` reports, in order.
+fn stats_frames(path: &Path) -> Vec<u32> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(value["gpu_ms"].as_f64().unwrap() > 0.0, "{line}");
+            assert!(value["stages_ms"]["frame"].as_f64().is_some(), "{line}");
+            value["frame"].as_u64().unwrap() as u32
+        })
+        .collect()
+}
+
+/// The pixels of every frame file in `folder`, by name.
+fn frame_pixels(folder: &TempFolder) -> Vec<(String, Vec<u8>)> {
+    folder
+        .names()
+        .into_iter()
+        .filter(|name| name.ends_with(".png"))
+        .map(|name| {
+            let pixels = read_png(&folder.0.join(&name)).unwrap().2;
+            (name, pixels)
+        })
+        .collect()
+}
+
+/// An interrupted render resumed with --skip-existing completes the animation, rendering each
+/// missing frame once and none twice, into the same frames a single render makes; existing
+/// frames without --skip-existing or --overwrite are an error that renders nothing.
+#[test]
+fn an_interrupted_render_resumes_with_skip_existing() {
+    let whole = TempFolder::new("resume-whole");
+    let output = render(&whole.0, "0..12").arg("-q").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    let folder = TempFolder::new("resume");
+    let logs = TempFolder::new("resume-stats");
+    let stats = logs.0.join("stats.jsonl");
+    let child = render(&folder.0, "0..12")
+        .args(["--stats", stats.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !folder.0.join("frame_0002.png").exists() {
+        assert!(started.elapsed() < Duration::from_secs(120), "no frames");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", stderr(&output));
+    let first = stats_frames(&stats);
+    let written = assert_whole_frames(&folder, 32, 24);
+    assert!(
+        (3..12).contains(&written),
+        "{written} frames before the interrupt"
+    );
+
+    let refused = render(&folder.0, "0..12").output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("--skip-existing"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let resumed = render(&folder.0, "0..12")
+        .args(["--skip-existing", "-q", "--stats", stats.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let all = stats_frames(&stats);
+    let second = &all[first.len()..];
+    assert_eq!(
+        second.len() + written,
+        12,
+        "resumed {second:?} after {written}"
+    );
+    for frame in second {
+        assert!(
+            !first.contains(frame),
+            "frame {frame} rendered twice ({first:?} then {second:?})"
+        );
+    }
+    assert_eq!(frame_pixels(&folder), frame_pixels(&whole));
+}
+
+/// Shards of one animation rendered by separate processes into one folder (as a Slurm array's
+/// or an Indexed Job's tasks do) write every frame exactly once, the frames a single render
+/// makes; a pattern names the files with the animation's frame numbers.
+#[test]
+fn shards_render_every_frame_once_into_one_folder() {
+    let whole = TempFolder::new("shards-whole");
+    let output = render(&whole.0, "0..12").arg("-q").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    for mode in ["interleaved", "block"] {
+        let folder = TempFolder::new("shards");
+        let logs = TempFolder::new("shards-stats");
+        let stats = logs.0.join("stats.jsonl");
+        let children: Vec<_> = (0..4)
+            .map(|task| {
+                render(&folder.0, "0..12")
+                    .args(["-q", "--shard", &format!("{task}/4"), "--shard-mode", mode])
+                    .args(["--stats", stats.to_str().unwrap()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(output.status.success(), "{}", stderr(&output));
+        }
+        let mut frames = stats_frames(&stats);
+        frames.sort_unstable();
+        assert_eq!(frames, (0..12).collect::<Vec<u32>>(), "{mode}");
+        assert_eq!(frame_pixels(&folder), frame_pixels(&whole), "{mode}");
+    }
+    let named = TempFolder::new("shards-pattern");
+    let pattern = named.0.join("shot_###.ppm");
+    let output = render(&pattern, "3,7..9")
+        .args(["-q", "--shard", "0/2"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    // Frames 3, 7, 8: shard 0 of 2 takes the first and the third.
+    assert_eq!(
+        named.names(),
+        ["shot_003.ppm", "shot_008.ppm"].map(String::from)
+    );
+    let ppm = std::fs::read(named.0.join("shot_008.ppm")).unwrap();
+    assert!(ppm.starts_with(b"P6\n32 24\n255\n") && ppm.len() == 13 + 32 * 24 * 3);
 }

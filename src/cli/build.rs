@@ -47,7 +47,7 @@ pub struct BuildArgs {
 pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
     let meshes: Vec<PathBuf> = args.files.iter().chain(&args.meshes).cloned().collect();
     if meshes.is_empty() {
-        return Err(CliError::Failed(
+        return Err(CliError::Usage(
             "no mesh: name a file (canopy build FILE, or --mesh FILE)".into(),
         ));
     }

@@ -19,10 +19,11 @@ use canopy::geom::MortonBits;
 use canopy::vk::{Context, ContextOptions};
 use std::path::Path;
 
-/// Why a command failed; printed as `error: <this>`.
+/// Why a command failed; printed as `error: <this>`. The exit code says which kind of
+/// failure it was, so that a scheduler can decide whether to retry (see [`Self::exit_code`]).
 #[derive(Debug)]
 pub enum CliError {
-    /// An error from canopy (its message names what went wrong).
+    /// An error from canopy's Vulkan layer or a builder (its message names what went wrong).
     Canopy(canopy::vk::Error),
     /// A command ran but its result is a failure (e.g. a selfcheck mismatch).
     Failed(String),
@@ -30,15 +31,25 @@ pub enum CliError {
     Interrupted,
     /// Options that contradict each other or that the command would ignore.
     Usage(String),
+    /// Input that cannot be used: a missing or malformed mesh file, degenerate geometry.
+    Input(String),
+    /// Output that cannot be written: a frame, the output folder, a stats file.
+    Io(String),
 }
 
 impl CliError {
-    /// The process exit code: 130 after an interrupt (the shell's convention), else 1.
+    /// The process exit code: 2 for bad input or options (retrying will not help), 3 for a
+    /// device error (no Vulkan, a missing feature, out of device memory: another machine may
+    /// do), 4 for an I/O error writing the output (a full disk: retry after fixing it), 130
+    /// after an interrupt (the shell's convention), 1 for anything else.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Interrupted => 130,
-            CliError::Usage(_) => 2,
-            _ => 1,
+            CliError::Usage(_) | CliError::Input(_) => 2,
+            CliError::Canopy(canopy::vk::Error::InvalidInput(_)) => 2,
+            CliError::Canopy(_) => 3,
+            CliError::Io(_) => 4,
+            CliError::Failed(_) => 1,
         }
     }
 }
@@ -47,7 +58,10 @@ impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CliError::Canopy(e) => e.fmt(f),
-            CliError::Failed(what) | CliError::Usage(what) => f.write_str(what),
+            CliError::Failed(what)
+            | CliError::Usage(what)
+            | CliError::Input(what)
+            | CliError::Io(what) => f.write_str(what),
             CliError::Interrupted => f.write_str("interrupted"),
         }
     }
@@ -63,6 +77,7 @@ impl From<canopy::bench::Error> for CliError {
     fn from(e: canopy::bench::Error) -> Self {
         match e {
             canopy::bench::Error::Vk(e) => CliError::Canopy(e),
+            canopy::bench::Error::Scene(e) => CliError::Input(e.to_string()),
             other => CliError::Failed(other.to_string()),
         }
     }
@@ -140,7 +155,7 @@ pub fn write_json(
         reports,
     };
     canopy::bench::write_json(path, &report)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
     println!("wrote {}", path.display());
     Ok(())
 }

@@ -94,7 +94,7 @@ pub fn run(ctx: &Context, command: &PointsCommand) -> Result<(), CliError> {
 
 /// The cloud at `input`, or the merged scans of a .conf.
 fn load_cloud(input: &Path) -> Result<Vec<[f32; 3]>, CliError> {
-    let failed = |e: canopy::scene::SceneError| CliError::Failed(e.to_string());
+    let failed = |e: canopy::scene::SceneError| CliError::Input(e.to_string());
     Ok(if input.extension().is_some_and(|e| e == "conf") {
         let scans = load_aligned_scans(input).map_err(failed)?;
         for (scan, count) in &scans.merged {
@@ -127,7 +127,7 @@ fn strength(ctx: &Context, args: &StrengthArgs) -> Result<(), CliError> {
     };
     let (active, fixed) = (inside(&[args.active_box]), inside(&args.static_boxes));
     if active.is_empty() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::Input(format!(
             "the active box {:?} holds none of the {} points",
             args.active_box,
             points.len()
@@ -135,7 +135,7 @@ fn strength(ctx: &Context, args: &StrengthArgs) -> Result<(), CliError> {
     }
     let strength = canopy::points::deform::deformation_strength(ctx, &points, &active, &fixed)?;
     canopy::points::write_ply(&output, &points, &[("strength", strength.clone())])
-        .map_err(|e| CliError::Failed(format!("{}: {e}", output.display())))?;
+        .map_err(|e| CliError::Io(format!("{}: {e}", output.display())))?;
     let mean = strength.iter().map(|&t| t as f64).sum::<f64>() / strength.len() as f64;
     println!(
         "{}: {} points, {} in the active handle, {} in the static handles: mean strength {:.4}; \
@@ -156,7 +156,7 @@ fn normals(ctx: &Context, args: &NormalsArgs) -> Result<(), CliError> {
     let result = canopy::points::analyse(ctx, &points, args.k)?;
     let columns = canopy::points::normal_columns(&result);
     canopy::points::write_ply(&output, &points, &columns)
-        .map_err(|e| CliError::Failed(format!("{}: {e}", output.display())))?;
+        .map_err(|e| CliError::Io(format!("{}: {e}", output.display())))?;
     let finite: Vec<f32> = result
         .densities
         .iter()

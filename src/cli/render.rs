@@ -8,7 +8,7 @@ use super::CliError;
 use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
-use canopy::export::{PngSequence, frame_file_name, frame_ranges};
+use canopy::export::{ImageFormat, ImageSequence, OutputNaming, ShardMode, frame_ranges, shard};
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
@@ -19,7 +19,6 @@ use canopy::sequence::{FRAMES_IN_FLIGHT, FinishedFrame, Flow, FrameSequence, Seq
 use canopy::vk::Context;
 use glam::Vec3;
 use std::io::IsTerminal;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -70,12 +69,37 @@ pub struct RenderArgs {
     /// edges everywhere) or smooth (averaged at every vertex).
     #[arg(long, value_enum, default_value_t = ShadingArg::Auto, requires = "mesh")]
     pub shading: ShadingArg,
-    /// Directory the frames are written to (frame_0000.png, ...); created if missing.
+    /// Where the frames go: a folder (frame_0000.png, ...), or a pattern whose #### or %04d
+    /// is the frame's number ('shots/shot_####.png'); the folder is created if missing.
     #[arg(long, default_value = "frames", conflicts_with = "no_write")]
     pub out: PathBuf,
-    /// Frames to render: a..b (b excluded) or a..=b.
-    #[arg(long, default_value = "0..24", value_parser = parse_frames)]
-    pub frames: Range<u32>,
+    /// The image format: png or ppm [default: the pattern's extension, else png].
+    #[arg(long, value_enum, conflicts_with = "no_write")]
+    pub format: Option<FormatArg>,
+    /// Frames to render: 3, a..b (b excluded), a..=b, with :step (0..240:2), or a list of
+    /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n.
+    #[arg(long, default_value = "0..24", value_parser = canopy::export::parse_frames)]
+    pub frames: std::vec::Vec<u32>,
+    /// Render only shard I of N of the frames (0-based): with a Slurm array,
+    /// $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; with a Kubernetes Indexed Job,
+    /// $JOB_COMPLETION_INDEX/N.
+    #[arg(long, value_parser = parse_shard, value_name = "I/N")]
+    pub shard: Option<(u32, u32)>,
+    /// How shards split the frames: interleaved (every N-th frame) or block (contiguous runs).
+    #[arg(long, value_enum, default_value_t = ShardArg::Interleaved, requires = "shard")]
+    pub shard_mode: ShardArg,
+    /// Render only the frames whose file is missing (a complete file is never partial, so an
+    /// interrupted render resumes where it stopped).
+    #[arg(long, conflicts_with_all = ["overwrite", "no_write"])]
+    pub skip_existing: bool,
+    /// Write over frames that exist (without this or --skip-existing, existing frames are an
+    /// error).
+    #[arg(long, conflicts_with = "no_write")]
+    pub overwrite: bool,
+    /// Append one JSON line per finished frame to this file: its GPU stage times, rays, device
+    /// memory, wall time and file.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
     /// Image size.
     #[arg(long, default_value = "960x540", value_parser = parse_size, value_name = "WxH")]
     pub size: (u32, u32),
@@ -128,6 +152,53 @@ pub struct RenderArgs {
     /// No progress: neither the bar on a terminal nor the line per frame written otherwise.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--format` on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FormatArg {
+    /// 8-bit RGBA PNG.
+    Png,
+    /// Binary 8-bit RGB PPM.
+    Ppm,
+}
+
+impl From<FormatArg> for ImageFormat {
+    fn from(arg: FormatArg) -> Self {
+        match arg {
+            FormatArg::Png => ImageFormat::Png,
+            FormatArg::Ppm => ImageFormat::Ppm,
+        }
+    }
+}
+
+/// `--shard-mode` on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ShardArg {
+    /// Every N-th frame from the I-th.
+    Interleaved,
+    /// Contiguous blocks.
+    Block,
+}
+
+impl From<ShardArg> for ShardMode {
+    fn from(arg: ShardArg) -> Self {
+        match arg {
+            ShardArg::Interleaved => ShardMode::Interleaved,
+            ShardArg::Block => ShardMode::Block,
+        }
+    }
+}
+
+/// `I/N` with I < N.
+fn parse_shard(text: &str) -> Result<(u32, u32), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse::<u32>().ok()?, n.trim().parse::<u32>().ok()?)));
+    match parsed {
+        Some((i, n)) if i < n => Ok((i, n)),
+        _ => Err(format!("'{text}': expected I/N with 0 <= I < N")),
+    }
 }
 
 /// `--shading` on the command line.
@@ -218,29 +289,6 @@ fn parse_point(text: &str) -> Result<Vec3, String> {
     }
 }
 
-fn parse_frames(text: &str) -> Result<Range<u32>, String> {
-    let (first, last, inclusive) = if let Some((a, b)) = text.split_once("..=") {
-        (a, b, true)
-    } else if let Some((a, b)) = text.split_once("..") {
-        (a, b, false)
-    } else {
-        return Err(format!("'{text}': expected a..b or a..=b"));
-    };
-    let number = |s: &str| {
-        s.trim()
-            .parse::<u32>()
-            .map_err(|e| format!("'{s}' in '{text}': {e}"))
-    };
-    let (a, b) = (number(first)?, number(last)?);
-    let b = b
-        .checked_add(inclusive as u32)
-        .ok_or_else(|| format!("'{text}': the last frame is too large"))?;
-    if a >= b {
-        return Err(format!("'{text}': no frames"));
-    }
-    Ok(a..b)
-}
-
 pub(super) fn parse_bounces(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(n) if n <= MAX_BOUNCES => Ok(n),
@@ -282,17 +330,137 @@ fn count_of(n: usize, noun: &str) -> String {
 /// Makes the output folder, or says why it cannot be made.
 fn create_output_folder(out: &std::path::Path) -> Result<(), CliError> {
     if out.exists() && !out.is_dir() {
-        return Err(CliError::Failed(format!(
+        return Err(CliError::Io(format!(
             "the output folder {} cannot be created: a file of that name exists",
             out.display()
         )));
     }
     std::fs::create_dir_all(out).map_err(|e| {
-        CliError::Failed(format!(
+        CliError::Io(format!(
             "the output folder {} cannot be created: {e}",
             out.display()
         ))
     })
+}
+
+/// The frames this process renders: `--frames`, this `--shard` of them, less the frames
+/// already written with `--skip-existing` (and an error, with neither it nor `--overwrite`,
+/// when some are). Makes the output folder and removes what an earlier run killed while
+/// writing these frames left (their temporary files).
+fn frames_to_render(
+    args: &RenderArgs,
+    naming: Option<&OutputNaming>,
+) -> Result<Vec<u32>, CliError> {
+    let mut frames = shard(
+        &args.frames,
+        args.shard.unwrap_or((0, 1)),
+        args.shard_mode.into(),
+    );
+    let Some(naming) = naming else {
+        return Ok(frames);
+    };
+    create_output_folder(naming.folder())?;
+    let existing: Vec<u32> = frames
+        .iter()
+        .copied()
+        .filter(|&f| naming.path(f).exists())
+        .collect();
+    if !existing.is_empty() {
+        if args.skip_existing {
+            frames.retain(|f| existing.binary_search(f).is_err());
+            println!(
+                "skipping {} written already: {}",
+                count_of(existing.len(), "frame"),
+                frame_ranges(&existing)
+            );
+        } else if !args.overwrite {
+            return Err(CliError::Usage(format!(
+                "{} of the frames to render exist already (frames {}, first {}); render only \
+                 the missing ones with --skip-existing, or write over them with --overwrite",
+                count_of(existing.len(), "file"),
+                frame_ranges(&existing),
+                naming.path(existing[0]).display()
+            )));
+        }
+    }
+    remove_partial_files(naming, &frames);
+    Ok(frames)
+}
+
+/// Removes the temporary files a killed render left while writing any of `frames`
+/// (`.NAME.PID.partial` beside each frame's file). Other frames' are left: a render of other
+/// shards may be writing them.
+fn remove_partial_files(naming: &OutputNaming, frames: &[u32]) {
+    let names: std::collections::HashSet<String> = frames
+        .iter()
+        .filter_map(|&f| Some(naming.path(f).file_name()?.to_str()?.to_string()))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(naming.folder()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(name) = file.to_str() else { continue };
+        let frame_name = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".partial"))
+            .and_then(|n| n.rsplit_once('.'))
+            .filter(|(_, pid)| pid.chars().all(|c| c.is_ascii_digit()))
+            .map(|(frame_name, _)| frame_name);
+        if frame_name.is_some_and(|n| names.contains(n)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Appends frame `finished`'s line to the `--stats` file and flushes it, so that a killed
+/// render keeps the lines of its finished frames.
+fn write_stats_line(
+    file: &mut std::fs::File,
+    finished: &FinishedFrame,
+    (started, ctx): (Instant, &Context),
+    path: Option<&Path>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let stages = finished.profiler.results().map_err(std::io::Error::other)?;
+    let gpu_ms = stages
+        .iter()
+        .find(|(name, _)| name == "frame")
+        .map_or(0.0, |s| s.1);
+    let mut summed: Vec<(String, f64)> = Vec::new();
+    for (name, ms) in stages {
+        match summed.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 += ms,
+            None => summed.push((name, ms)),
+        }
+    }
+    let bounces: Vec<serde_json::Value> = finished
+        .image
+        .stats()
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "rays": b.rays,
+                "shadow_rays": b.shadow_rays,
+                "dropped_rays": b.dropped_rays,
+                "dropped_shadow_rays": b.dropped_shadow_rays,
+            })
+        })
+        .collect();
+    let line = serde_json::json!({
+        "frame": finished.frame,
+        "gpu_ms": gpu_ms,
+        "wall_s": started.elapsed().as_secs_f64(),
+        "stages_ms": summed
+            .into_iter()
+            .map(|(name, ms)| (name, serde_json::Value::from(ms)))
+            .collect::<serde_json::Map<_, _>>(),
+        "bounces": bounces,
+        "device_memory_bytes": ctx.device_memory().live,
+        "file": path.map(|p| p.display().to_string()),
+    });
+    writeln!(file, "{line}")?;
+    file.flush()
 }
 
 /// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
@@ -301,6 +469,28 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Runs `canopy render`.
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
+    let naming = match args.no_write {
+        true => None,
+        false => Some(
+            OutputNaming::parse(&args.out, args.format.map(ImageFormat::from))
+                .map_err(CliError::Usage)?,
+        ),
+    };
+    let frames = frames_to_render(args, naming.as_ref())?;
+    if frames.is_empty() {
+        println!("nothing to render: every frame asked for is written already");
+        return Ok(());
+    }
+    let mut stats = match &args.stats {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let mut subject = match &args.mesh {
         Some(path) => {
             let options = MeshOptions {
@@ -352,10 +542,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         }),
     };
     let mut sequence = FrameSequence::new(ctx, &subject, config)?;
-    if !args.no_write {
-        create_output_folder(&args.out)?;
-    }
-    let mut writers = (!args.no_write).then(|| PngSequence::new(&args.out, width, height));
+    let mut writers = naming
+        .clone()
+        .map(|naming| ImageSequence::named(naming, width, height));
     // A second signal while stopping ends the process at once (frames are still never left
     // half-written under their own names).
     let _ = ctrlc::set_handler(|| {
@@ -363,7 +552,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             std::process::exit(130);
         }
     });
-    let progress = indicatif::ProgressBar::new(args.frames.len() as u64).with_style(
+    let progress = indicatif::ProgressBar::new(frames.len() as u64).with_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
     );
@@ -374,22 +563,31 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     }
     println!(
         "rendering {} of {} triangles at {width}x{height}, {} bounces, on {} to {}",
-        count_of(args.frames.len(), "frame"),
+        count_of(frames.len(), "frame"),
         scene.triangle_count,
         args.bounces,
         ctx.caps().name,
-        if args.no_write {
-            "nowhere (--no-write)".to_string()
-        } else {
-            args.out.display().to_string()
+        match &naming {
+            None => "nowhere (--no-write)".to_string(),
+            Some(_) => args.out.display().to_string(),
         }
     );
     let started = Instant::now();
     let mut gpu_ms = Vec::new();
     let mut dropped_rays = 0u64;
-    let frames: Vec<u32> = args.frames.clone().collect();
     sequence.render(&frames, |finished| {
         let (ms, dropped) = output(finished, args, writers.as_mut())?;
+        if let Some(file) = stats.as_mut() {
+            let path = naming.as_ref().map(|n| n.path(finished.frame));
+            write_stats_line(file, finished, (started, ctx), path.as_deref()).map_err(|e| {
+                CliError::Io(format!(
+                    "{}: {e}",
+                    args.stats
+                        .as_ref()
+                        .map_or(String::new(), |p| p.display().to_string())
+                ))
+            })?;
+        }
         gpu_ms.push(ms);
         dropped_rays += dropped;
         progress.inc(1);
@@ -397,13 +595,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             let elapsed = started.elapsed().as_secs_f64();
             let rate = gpu_ms.len() as f64 / elapsed;
             let left = frames.len() - gpu_ms.len();
-            let target = if args.no_write {
-                "not written".to_string()
-            } else {
-                format!(
-                    "to {}",
-                    args.out.join(frame_file_name(finished.frame)).display()
-                )
+            let target = match &naming {
+                None => "not written".to_string(),
+                Some(naming) => format!("to {}", naming.path(finished.frame).display()),
             };
             eprintln!(
                 "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
@@ -436,7 +630,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         );
     }
     if let Some(writers) = writers {
-        let folder = writers.folder().display().to_string();
+        let folder = writers.naming().folder().display().to_string();
         let (written, failure) = writers.finish();
         let interrupted = INTERRUPTED.load(Ordering::SeqCst);
         if failure.is_some() || interrupted {
@@ -448,7 +642,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             );
         }
         if let Some(failure) = failure {
-            return Err(CliError::Failed(failure.to_string()));
+            return Err(CliError::Io(failure.to_string()));
         }
         if interrupted {
             return Err(CliError::Interrupted);
@@ -463,10 +657,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         "{} in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
         count_of(gpu_ms.len(), "frame"),
         frames / wall,
-        if args.no_write {
-            ""
-        } else {
-            " with PNG output"
+        match &naming {
+            None => String::new(),
+            Some(naming) => format!(
+                " with {} output",
+                naming.format().extension().to_uppercase()
+            ),
         },
     );
     if dropped_rays > 0 {
@@ -499,7 +695,7 @@ pub(super) fn mesh_subject(
     path: &Path,
     options: &MeshOptions,
 ) -> Result<Subject, CliError> {
-    let failed = |e: canopy::scene::SceneError| CliError::Failed(e.to_string());
+    let failed = |e: canopy::scene::SceneError| CliError::Input(e.to_string());
     let (look, refinement) = (&options.look, options.refinement);
     let input = MeshInput::open(
         path,
@@ -511,7 +707,7 @@ pub(super) fn mesh_subject(
         (None, _) => None,
         (Some(name), MeshInput::Rig(rig, _)) => {
             let Some(found) = rig.find_camera(name) else {
-                return Err(CliError::Failed(format!(
+                return Err(CliError::Input(format!(
                     "{}: no camera named or numbered '{name}'; the file has {}",
                     path.display(),
                     rig.camera_list()
@@ -520,7 +716,7 @@ pub(super) fn mesh_subject(
             Some((rig.cameras[found].node, rig.cameras[found].yfov))
         }
         (Some(_), _) => {
-            return Err(CliError::Failed(format!(
+            return Err(CliError::Usage(format!(
                 "{}: --camera names a glTF camera, and this is not a glTF file",
                 path.display()
             )));
@@ -541,7 +737,7 @@ pub(super) fn mesh_subject(
 fn output(
     finished: &FinishedFrame,
     args: &RenderArgs,
-    writers: Option<&mut PngSequence>,
+    writers: Option<&mut ImageSequence>,
 ) -> Result<(f64, u64), CliError> {
     let stages = finished.profiler.results()?;
     let bounces = finished.image.stats();

@@ -210,8 +210,7 @@ pub fn run_kdtree(ctx: &Context, args: &KdTreeBenchArgs) -> Result<(), CliError>
 pub fn run(ctx: &Context, plan: &Plan) -> Result<Vec<StructureReport>, CliError> {
     // A missing file fails now, not after the builds before it.
     for path in plan.meshes {
-        std::fs::metadata(path)
-            .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+        std::fs::metadata(path).map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
     }
     let c = &plan.config;
     println!(
