@@ -460,3 +460,44 @@ fn shards_render_every_frame_once_into_one_folder() {
     let ppm = std::fs::read(named.0.join("shot_008.ppm")).unwrap();
     assert!(ppm.starts_with(b"P6\n32 24\n255\n") && ppm.len() == 13 + 32 * 24 * 3);
 }
+
+/// `tools/farm/slurm-array.sbatch` run as a 4-task array's tasks would run it (the task id and
+/// count in the environment, as Slurm sets them) renders every frame once, with a stats file
+/// per task, the frames a single render makes.
+#[test]
+fn the_slurm_array_script_renders_each_tasks_shard() {
+    let mesh = common::test_data("meshes/suzanne.obj");
+    let whole = TempFolder::new("slurm-whole");
+    let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "render", "--size", "32x24", "--frames", "0..12", "-q", "--mesh",
+        ])
+        .arg(&mesh)
+        .arg("--out")
+        .arg(whole.0.join("shot_####.png"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let farm = TempFolder::new("slurm-farm");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/farm/slurm-array.sbatch");
+    for task in 0..4 {
+        let output = Command::new("bash")
+            .arg(script)
+            .args(["--size", "32x24", "-q"])
+            .env("CANOPY", env!("CARGO_BIN_EXE_canopy"))
+            .env("SCENE", &mesh)
+            .env("OUT", farm.0.join("shot_####.png"))
+            .env("FRAMES", "0..12")
+            .env("SLURM_ARRAY_TASK_ID", task.to_string())
+            .env("SLURM_ARRAY_TASK_COUNT", "4")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "task {task}: {}", stderr(&output));
+    }
+    let mut frames: Vec<u32> = (0..4)
+        .flat_map(|task| stats_frames(&farm.0.join(format!("stats/task-{task}.jsonl"))))
+        .collect();
+    frames.sort_unstable();
+    assert_eq!(frames, (0..12).collect::<Vec<u32>>());
+    assert_eq!(frame_pixels(&farm), frame_pixels(&whole));
+}
