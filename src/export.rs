@@ -326,6 +326,201 @@ impl ImageSequence {
     }
 }
 
+/// The codecs [`VideoEncoder`] asks ffmpeg for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoCodec {
+    /// H.264 (libx264), 8-bit 4:2:0: plays everywhere.
+    H264,
+    /// H.265 (libx265), 8-bit 4:2:0: smaller at the same quality.
+    Hevc,
+    /// Apple ProRes 422 HQ (prores_ks), 10-bit: for editing.
+    ProRes,
+    /// FFV1, lossless RGB: for archiving and further processing.
+    Ffv1,
+}
+
+impl VideoCodec {
+    /// ffmpeg's encoder and output options; `crf` for the codecs with a quality scale.
+    fn ffmpeg_options(self, crf: u32) -> Vec<String> {
+        let strings = |options: &[&str]| options.iter().map(|o| o.to_string()).collect::<Vec<_>>();
+        // 4:2:0 needs even sizes: pad odd ones by a row or column.
+        let even = "pad=ceil(iw/2)*2:ceil(ih/2)*2";
+        let mut options = match self {
+            Self::H264 => strings(&["-c:v", "libx264", "-pix_fmt", "yuv420p", "-vf", even]),
+            Self::Hevc => strings(&["-c:v", "libx265", "-pix_fmt", "yuv420p", "-vf", even]),
+            Self::ProRes => strings(&[
+                "-c:v",
+                "prores_ks",
+                "-profile:v",
+                "3",
+                "-pix_fmt",
+                "yuv422p10le",
+                "-vf",
+                even,
+            ]),
+            Self::Ffv1 => strings(&["-c:v", "ffv1", "-level", "3", "-pix_fmt", "bgr0"]),
+        };
+        if matches!(self, Self::H264 | Self::Hevc) {
+            options.extend(["-crf".to_string(), crf.to_string()]);
+        }
+        options
+    }
+}
+
+/// Why a video could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum VideoError {
+    /// ffmpeg is not installed.
+    #[error(
+        "ffmpeg is not on the PATH, and --video needs it: install it (Debian/Ubuntu: apt install ffmpeg, or tools/setup.sh)"
+    )]
+    NoFfmpeg,
+    /// ffmpeg could not be started or fed.
+    #[error("ffmpeg: {0}")]
+    Io(#[from] std::io::Error),
+    /// ffmpeg failed; its last lines.
+    #[error("ffmpeg failed ({status}) making {path}:\n{last_lines}")]
+    Failed {
+        /// The video.
+        path: PathBuf,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// The last lines it printed.
+        last_lines: String,
+    },
+}
+
+/// Frames piped to `ffmpeg` as raw RGBA, encoded into one video as they come: memory stays
+/// that of one frame, whatever the length. The video is written under a temporary name and
+/// renamed to its own when ffmpeg has finished it, so a file with its name is a whole video.
+pub struct VideoEncoder {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    /// ffmpeg's stderr, read on a thread so that it never blocks ffmpeg.
+    log: Option<std::thread::JoinHandle<String>>,
+    path: PathBuf,
+    temporary: PathBuf,
+    frames: u32,
+}
+
+impl VideoEncoder {
+    /// Starts ffmpeg encoding `width` x `height` frames at `fps` with `codec` (and `crf`
+    /// where it has a quality scale) into `path`; its container follows the extension
+    /// (`.mp4`, `.mov`, `.mkv`).
+    pub fn new(
+        path: &Path,
+        (width, height): (u32, u32),
+        fps: f32,
+        (codec, crf): (VideoCodec, u32),
+    ) -> Result<Self, VideoError> {
+        let temporary = partial_path(path);
+        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("mp4");
+        let mut command = std::process::Command::new("ffmpeg");
+        command
+            .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo"])
+            .args(["-pix_fmt", "rgba", "-s", &format!("{width}x{height}")])
+            .args(["-framerate", &fps.to_string(), "-i", "-"])
+            .args(codec.ffmpeg_options(crf))
+            .args(["-f", ffmpeg_format(extension)])
+            .arg(&temporary)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(VideoError::NoFfmpeg),
+            Err(e) => return Err(e.into()),
+        };
+        let mut stderr = child.stderr.take().expect("piped");
+        let log = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
+        Ok(Self {
+            stdin: child.stdin.take(),
+            child,
+            log: Some(log),
+            path: path.to_path_buf(),
+            temporary,
+            frames: 0,
+        })
+    }
+
+    /// Frames sent so far.
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    /// Sends one frame's RGBA8 pixels (waits while ffmpeg is behind).
+    pub fn submit(&mut self, rgba: &[u8]) -> Result<(), VideoError> {
+        let stdin = self.stdin.as_mut().expect("open until finish");
+        if let Err(e) = stdin.write_all(rgba) {
+            // ffmpeg has stopped: its own error says why.
+            return Err(self.failure().unwrap_or(VideoError::Io(e)));
+        }
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Closes the stream and waits for ffmpeg to finish the video, then gives it its name.
+    pub fn finish(mut self) -> Result<PathBuf, VideoError> {
+        if let Some(failure) = self.failure() {
+            return Err(failure);
+        }
+        std::fs::rename(&self.temporary, &self.path)?;
+        Ok(self.path.clone())
+    }
+
+    /// Ends the stream and waits for ffmpeg: its failure, if it failed (the temporary file
+    /// is then removed).
+    fn failure(&mut self) -> Option<VideoError> {
+        drop(self.stdin.take());
+        let status = match self.child.wait() {
+            Ok(status) => status,
+            Err(e) => return Some(e.into()),
+        };
+        let log = self
+            .log
+            .take()
+            .map(|l| l.join().unwrap_or_default())
+            .unwrap_or_default();
+        if status.success() {
+            return None;
+        }
+        let _ = std::fs::remove_file(&self.temporary);
+        let lines: Vec<&str> = log.lines().collect();
+        Some(VideoError::Failed {
+            path: self.path.clone(),
+            status,
+            last_lines: lines[lines.len().saturating_sub(8)..].join("\n"),
+        })
+    }
+}
+
+impl Drop for VideoEncoder {
+    /// A video dropped unfinished (an error elsewhere) is abandoned: ffmpeg is stopped and
+    /// its temporary file removed.
+    fn drop(&mut self) {
+        if self.stdin.take().is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+    }
+}
+
+/// ffmpeg's muxer for a file extension (the temporary file's own says nothing).
+fn ffmpeg_format(extension: &str) -> &'static str {
+    match extension.to_ascii_lowercase().as_str() {
+        "mov" => "mov",
+        "mkv" => "matroska",
+        "avi" => "avi",
+        "webm" => "webm",
+        _ => "mp4",
+    }
+}
+
 /// Frame numbers as ranges for a report: `0-3, 7, 9-10`.
 pub fn frame_ranges(frames: &[u32]) -> String {
     let mut ranges: Vec<(u32, u32)> = Vec::new();

@@ -501,3 +501,101 @@ fn the_slurm_array_script_renders_each_tasks_shard() {
     assert_eq!(frames, (0..12).collect::<Vec<u32>>());
     assert_eq!(frame_pixels(&farm), frame_pixels(&whole));
 }
+
+/// The frames ffprobe counts in a video, and its size and codec.
+fn probe(video: &Path) -> (u32, u32, u32, String) {
+    let output = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=nb_read_frames,width,height,codec_name",
+        ])
+        .args(["-of", "csv=p=0"])
+        .arg(video)
+        .output()
+        .expect("ffprobe runs (tools/setup.sh installs ffmpeg)");
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let fields: Vec<&str> = text.split(',').collect();
+    assert_eq!(fields.len(), 4, "ffprobe: {text}");
+    (
+        fields[3].parse().unwrap(),
+        fields[1].parse().unwrap(),
+        fields[2].parse().unwrap(),
+        fields[0].to_string(),
+    )
+}
+
+/// `--video` encodes the frames through ffmpeg (H.264 with an odd size padded even; lossless
+/// FFV1 beside PNG frames); without ffmpeg on the PATH it is an error naming the package,
+/// before anything renders.
+#[test]
+fn videos_are_encoded_through_ffmpeg() {
+    let folder = TempFolder::new("video");
+    let mp4 = folder.0.join("shot.mp4");
+    let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "render",
+            "--triangles",
+            "1000",
+            "--size",
+            "33x25",
+            "--frames",
+            "0..5",
+            "-q",
+        ])
+        .arg("--video")
+        .arg(&mp4)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(probe(&mp4), (5, 34, 26, "h264".into()));
+    assert_eq!(
+        folder.names(),
+        ["shot.mp4"],
+        "a video alone writes no frames"
+    );
+
+    let mkv = folder.0.join("lossless.mkv");
+    let frame_folder = TempFolder::new("video-frames");
+    let frames = &frame_folder.0;
+    let output = render(frames, "0..3")
+        .args(["-q", "--codec", "ffv1", "--video"])
+        .arg(&mkv)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(probe(&mkv), (3, 32, 24, "ffv1".into()));
+    assert_eq!(assert_whole_frames(&frame_folder, 32, 24), 3);
+    // The lossless video's first frame is the first PNG's pixels.
+    let decoded = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&mkv)
+        .args(["-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgba", "-"])
+        .output()
+        .unwrap();
+    let png = read_png(&frames.join("frame_0000.png")).unwrap().2;
+    assert!(decoded.stdout == png, "the FFV1 frame differs from the PNG");
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "render",
+            "--triangles",
+            "1000",
+            "--size",
+            "32x24",
+            "--frames",
+            "0..2",
+        ])
+        .arg("--video")
+        .arg(folder.0.join("none.mp4"))
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("apt install ffmpeg"),
+        "{}",
+        stderr(&missing)
+    );
+    assert!(!folder.0.join("none.mp4").exists());
+}

@@ -8,7 +8,10 @@ use super::CliError;
 use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
-use canopy::export::{ImageFormat, ImageSequence, OutputNaming, ShardMode, frame_ranges, shard};
+use canopy::export::{
+    ImageFormat, ImageSequence, OutputNaming, ShardMode, VideoCodec, VideoEncoder, VideoError,
+    frame_ranges, shard,
+};
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
@@ -71,8 +74,19 @@ pub struct RenderArgs {
     pub shading: ShadingArg,
     /// Where the frames go: a folder (frame_0000.png, ...), or a pattern whose #### or %04d
     /// is the frame's number ('shots/shot_####.png'); the folder is created if missing.
-    #[arg(long, default_value = "frames", conflicts_with = "no_write")]
-    pub out: PathBuf,
+    /// [default: frames, unless --video is given]
+    #[arg(long, conflicts_with = "no_write")]
+    pub out: Option<PathBuf>,
+    /// Also (or, without --out, only) encode the frames into this video by piping them to
+    /// ffmpeg (.mp4, .mov, .mkv); frames stream through, so memory stays one frame's.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shard", "skip_existing"])]
+    pub video: Option<PathBuf>,
+    /// The video's codec: h264, hevc, prores (422 HQ) or ffv1 (lossless).
+    #[arg(long, value_enum, default_value_t = CodecArg::H264, requires = "video")]
+    pub codec: CodecArg,
+    /// The video's quality for h264 and hevc (0 lossless to 51; lower is better).
+    #[arg(long, default_value_t = 18, value_parser = clap::value_parser!(u32).range(0..=51), requires = "video")]
+    pub crf: u32,
     /// The image format: png or ppm [default: the pattern's extension, else png].
     #[arg(long, value_enum, conflicts_with = "no_write")]
     pub format: Option<FormatArg>,
@@ -168,6 +182,30 @@ impl From<FormatArg> for ImageFormat {
         match arg {
             FormatArg::Png => ImageFormat::Png,
             FormatArg::Ppm => ImageFormat::Ppm,
+        }
+    }
+}
+
+/// `--codec` on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum CodecArg {
+    /// H.264.
+    H264,
+    /// H.265.
+    Hevc,
+    /// ProRes 422 HQ.
+    Prores,
+    /// FFV1, lossless.
+    Ffv1,
+}
+
+impl From<CodecArg> for VideoCodec {
+    fn from(arg: CodecArg) -> Self {
+        match arg {
+            CodecArg::H264 => VideoCodec::H264,
+            CodecArg::Hevc => VideoCodec::Hevc,
+            CodecArg::Prores => VideoCodec::ProRes,
+            CodecArg::Ffv1 => VideoCodec::Ffv1,
         }
     }
 }
@@ -343,6 +381,15 @@ fn create_output_folder(out: &std::path::Path) -> Result<(), CliError> {
     })
 }
 
+/// A video that could not be made: ffmpeg missing is bad input (the machine lacks it), a
+/// failure writing it an I/O error.
+fn video_error(e: VideoError) -> CliError {
+    match e {
+        VideoError::NoFfmpeg => CliError::Input(e.to_string()),
+        e => CliError::Io(e.to_string()),
+    }
+}
+
 /// The frames this process renders: `--frames`, this `--shard` of them, less the frames
 /// already written with `--skip-existing` (and an error, with neither it nor `--overwrite`,
 /// when some are). Makes the output folder and removes what an earlier run killed while
@@ -469,10 +516,17 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// Runs `canopy render`.
 pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
-    let naming = match args.no_write {
-        true => None,
-        false => Some(
-            OutputNaming::parse(&args.out, args.format.map(ImageFormat::from))
+    // Frames go to --out, or to frames/ unless only a video is asked for.
+    let out = match (&args.out, &args.video) {
+        _ if args.no_write => None,
+        (Some(out), _) => Some(out.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(PathBuf::from("frames")),
+    };
+    let naming = match &out {
+        None => None,
+        Some(out) => Some(
+            OutputNaming::parse(out, args.format.map(ImageFormat::from))
                 .map_err(CliError::Usage)?,
         ),
     };
@@ -545,6 +599,18 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let mut writers = naming
         .clone()
         .map(|naming| ImageSequence::named(naming, width, height));
+    let mut video = match &args.video {
+        Some(path) => Some(
+            VideoEncoder::new(
+                path,
+                (width, height),
+                args.fps,
+                (args.codec.into(), args.crf),
+            )
+            .map_err(video_error)?,
+        ),
+        None => None,
+    };
     // A second signal while stopping ends the process at once (frames are still never left
     // half-written under their own names).
     let _ = ctrlc::set_handler(|| {
@@ -567,9 +633,11 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         scene.triangle_count,
         args.bounces,
         ctx.caps().name,
-        match &naming {
-            None => "nowhere (--no-write)".to_string(),
-            Some(_) => args.out.display().to_string(),
+        match (&out, &args.video) {
+            (Some(out), Some(video)) => format!("{} and {}", out.display(), video.display()),
+            (Some(out), None) => out.display().to_string(),
+            (None, Some(video)) => video.display().to_string(),
+            (None, None) => "nowhere (--no-write)".to_string(),
         }
     );
     let started = Instant::now();
@@ -577,6 +645,9 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let mut dropped_rays = 0u64;
     sequence.render(&frames, |finished| {
         let (ms, dropped) = output(finished, args, writers.as_mut())?;
+        if let Some(video) = video.as_mut() {
+            video.submit(finished.image.rgba8()).map_err(video_error)?;
+        }
         if let Some(file) = stats.as_mut() {
             let path = naming.as_ref().map(|n| n.path(finished.frame));
             write_stats_line(file, finished, (started, ctx), path.as_deref()).map_err(|e| {
@@ -629,6 +700,15 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             gathers.0 - gathers.1
         );
     }
+    if let Some(video) = video {
+        let frames = video.frames();
+        let path = video.finish().map_err(video_error)?;
+        println!(
+            "wrote {} ({})",
+            path.display(),
+            count_of(frames as usize, "frame")
+        );
+    }
     if let Some(writers) = writers {
         let folder = writers.naming().folder().display().to_string();
         let (written, failure) = writers.finish();
@@ -657,11 +737,13 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         "{} in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
         count_of(gpu_ms.len(), "frame"),
         frames / wall,
-        match &naming {
-            None => String::new(),
-            Some(naming) => format!(
-                " with {} output",
-                naming.format().extension().to_uppercase()
+        match (&naming, &args.video) {
+            (None, None) => String::new(),
+            (None, Some(_)) => " with video output".to_string(),
+            (Some(naming), video) => format!(
+                " with {} output{}",
+                naming.format().extension().to_uppercase(),
+                if video.is_some() { " and video" } else { "" }
             ),
         },
     );
