@@ -55,8 +55,8 @@ use canopy::render::photons::{
     EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget,
 };
 use canopy::render::{
-    BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight, Material,
-    RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,
+    AovsPush, BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight,
+    Material, PixelAovs, RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,
 };
 use canopy::scene::animated::normals::SurfaceNormalsPush;
 use canopy::scene::animated::skin::{MorphPart, SkinPush};
@@ -670,6 +670,18 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
+            shaders::RENDER_AOVS,
+            Rust(rust_layout!(AovsPush {
+                scene,
+                list_address,
+                aovs_address,
+                forward,
+                capacity,
+                pixels,
+                pad
+            })),
+        ),
+        (
             shaders::RENDER_CAMERA_RAYS,
             Rust(rust_layout!(CameraRaysPush {
                 list_address,
@@ -852,6 +864,20 @@ struct SharedStruct {
 /// One entry per struct shared with GLSL through buffers.
 fn shared_struct_layouts() -> Vec<SharedStruct> {
     vec![
+        SharedStruct {
+            kernel: shaders::RENDER_AOVS,
+            name: "PixelAovs",
+            shape: &["vec3<f32>", "f32", "vec3<f32>", "u32", "vec3<f32>", "f32"],
+            rust: rust_layout!(PixelAovs {
+                normal,
+                depth,
+                albedo,
+                object_id,
+                position,
+                coverage
+            }),
+            offsets: &[0, 12, 16, 28, 32, 44],
+        },
         SharedStruct {
             kernel: shaders::SCENE_SKIN,
             name: "MorphPart",

@@ -9,8 +9,8 @@ use canopy::accel::{BuildParams, StructureKind, submit_until_complete};
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
-    BounceStats, Camera, Light, MAX_BOUNCES, Material, RenderParams, Renderer, SceneGpu,
-    ShadingParams,
+    BounceStats, Camera, ImageReadback, Light, MAX_BOUNCES, Material, RenderParams, Renderer,
+    SceneGpu, ShadingParams,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
@@ -93,6 +93,19 @@ impl TestScene {
         uploaded: &Mesh,
         animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
     ) -> (Vec<u8>, Vec<BounceStats>) {
+        let image = self.render_readback(ctx, (through, bounces), uploaded, animate, false);
+        (image.rgba8().to_vec(), image.stats())
+    }
+
+    /// The frame's readback, with the renderer's linear output when `linear`.
+    fn render_readback(
+        &self,
+        ctx: &Context,
+        (through, bounces): (StructureKind, u32),
+        uploaded: &Mesh,
+        animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
+        linear: bool,
+    ) -> ImageReadback {
         let scene = SceneGpu::from_mesh(
             ctx,
             uploaded,
@@ -106,7 +119,7 @@ impl TestScene {
             bounces,
             ..RenderParams::default()
         };
-        let renderer = Renderer::new(
+        let mut renderer = Renderer::new(
             ctx,
             self.width,
             self.height,
@@ -114,6 +127,9 @@ impl TestScene {
             params,
         )
         .unwrap();
+        if linear {
+            renderer.enable_linear_output(ctx).unwrap();
+        }
         let image = renderer.readback(ctx).unwrap();
         // Built on the GPU through the same calls `canopy render` makes.
         let size = (n, scene.vertex_count);
@@ -140,7 +156,7 @@ impl TestScene {
         })
         .unwrap();
         assert_valid(ctx);
-        (image.rgba8().to_vec(), image.stats())
+        image
     }
 
     fn render_cpu(&self, bounces: u32) -> Vec<u8> {
@@ -629,4 +645,81 @@ fn skinned_character_matches_cpu_render() {
         clay > (WIDTH * HEIGHT) as usize / 50,
         "the character covers only {clay} pixels"
     );
+}
+
+/// Linear output: each pixel's linear radiance resolves to its image pixel, and what its camera
+/// ray hit (depth, normal, albedo, position, material, coverage) is what the CPU finds.
+#[test]
+fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    let image = scene.render_readback(
+        &ctx,
+        (StructureKind::Lbvh, 2),
+        &scene.mesh,
+        &|_, _| Ok(()),
+        true,
+    );
+    let radiance = image.linear_radiance().unwrap();
+    let srgb = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0).round() as i32;
+    for (pixel, (linear, rgba)) in radiance.iter().zip(image.rgba8().chunks(4)).enumerate() {
+        for c in 0..3 {
+            assert!(
+                (srgb(linear[c]) - rgba[c] as i32).abs() <= 1,
+                "pixel {pixel}: linear {linear:?}, image {rgba:?}"
+            );
+        }
+    }
+    let gpu = image.aovs().unwrap();
+    let cpu = CpuScene {
+        positions: &scene.mesh.positions,
+        normals: &scene.mesh.normals,
+        triangles: &scene.mesh.triangles,
+        triangle_materials: &scene.triangle_materials,
+        materials: &scene.materials,
+        lights: &scene.lights,
+    }
+    .primary_aovs(&scene.camera, WIDTH, HEIGHT);
+    let (mut differing, mut hits) = (0, 0);
+    for (pixel, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+        if g.coverage != c.coverage || g.object_id != c.object_id {
+            differing += 1;
+            continue;
+        }
+        if c.coverage == 0.0 {
+            assert_eq!(g.depth, f32::INFINITY, "pixel {pixel}: the sky's depth");
+            continue;
+        }
+        hits += 1;
+        let close = |a: [f32; 3], b: [f32; 3], tolerance: f32| {
+            (Vec3::from(a) - Vec3::from(b)).length() <= tolerance
+        };
+        assert!(
+            (g.depth - c.depth).abs() <= 1e-4 * c.depth,
+            "pixel {pixel}: depth {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.normal, c.normal, 1e-3),
+            "pixel {pixel}: normal {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.albedo, c.albedo, 1e-5),
+            "pixel {pixel}: albedo {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.position, c.position, 1e-4),
+            "pixel {pixel}: position {g:?} vs {c:?}"
+        );
+    }
+    let pixels = (WIDTH * HEIGHT) as usize;
+    assert!(
+        differing * 100 <= pixels,
+        "{differing} pixels hit another surface than on the CPU"
+    );
+    assert!(hits > pixels / 2, "only {hits} pixels hit the scene");
+    // Every material of the scene shows as an object.
+    let mut ids: Vec<u32> = gpu.iter().map(|a| a.object_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids, vec![0, MIRROR, GLASS, u32::MAX]);
 }

@@ -12,7 +12,7 @@ use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
 use crate::geom::morton::MortonBits;
 use crate::geom::ray::Ray;
 use crate::render::{
-    Camera, Light, Material, MaterialKind, RADIANCE_SCALE, ShadingParams, radiance_units,
+    Camera, Light, Material, MaterialKind, PixelAovs, RADIANCE_SCALE, ShadingParams, radiance_units,
 };
 use glam::Vec3;
 
@@ -282,5 +282,37 @@ impl CpuScene<'_> {
             }
         }
         image
+    }
+
+    /// What each pixel's camera ray hits (rows from the top), as `aovs.comp` writes it for
+    /// `camera`: the reference of the renderer's linear output.
+    pub fn primary_aovs(&self, camera: &Camera, width: u32, height: u32) -> Vec<PixelAovs> {
+        let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
+        let (forward, _, _) = camera.basis(width, height);
+        let mut aovs = Vec::with_capacity((width * height) as usize);
+        for y in 0..height {
+            for x in 0..width {
+                let ray = camera.primary_ray(x, y, width, height);
+                let hit = closest_hit_bvh(self.positions, self.triangles, &bvh, &ray);
+                if !hit.is_hit() {
+                    aovs.push(PixelAovs {
+                        depth: f32::INFINITY,
+                        object_id: u32::MAX,
+                        ..PixelAovs::default()
+                    });
+                    continue;
+                }
+                let s = self.surface_at(&ray, hit.triangle, hit.u, hit.v);
+                aovs.push(PixelAovs {
+                    normal: s.shading_normal.to_array(),
+                    depth: (s.position - Vec3::from(ray.origin)).dot(forward),
+                    albedo: s.colour.to_array(),
+                    object_id: self.triangle_materials[hit.triangle as usize],
+                    position: s.position.to_array(),
+                    coverage: 1.0,
+                });
+            }
+        }
+        aovs
     }
 }

@@ -342,6 +342,45 @@ pub struct ShadowRadiancePush {
     pub pad: u32,
 }
 
+/// What a pixel's camera ray hit, for compositing (`PixelAovs` in `glsl/render/aovs.comp`):
+/// written with [`Renderer::enable_linear_output`]. 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct PixelAovs {
+    /// The shading normal (unit, facing the camera); zero for the sky.
+    pub normal: [f32; 3],
+    /// Distance along the camera's view axis; infinite for the sky.
+    pub depth: f32,
+    /// The albedo the shading uses (checkered where the material is); zero for the sky.
+    pub albedo: [f32; 3],
+    /// The hit triangle's material index; `u32::MAX` for the sky.
+    pub object_id: u32,
+    /// The world position; zero for the sky.
+    pub position: [f32; 3],
+    /// 1 where the camera ray hit, 0 for the sky.
+    pub coverage: f32,
+}
+
+/// Push constants of `aovs.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AovsPush {
+    /// The scene's buffers.
+    pub scene: SceneRefs,
+    /// Bounce 0's path list.
+    pub list_address: u64,
+    /// Out: [`PixelAovs`] per pixel.
+    pub aovs_address: u64,
+    /// The camera's unit view direction.
+    pub forward: [f32; 3],
+    /// The path list's capacity.
+    pub capacity: u32,
+    /// Pixels.
+    pub pixels: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
 /// Push constants of `resolve.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
@@ -416,6 +455,8 @@ pub struct Renderer {
     image: Buffer,
     /// The photon map and gather list, when caustics are on.
     caustics: Option<Caustics>,
+    /// The pixels' [`PixelAovs`] and their kernel, when linear output is on.
+    aovs: Option<(Arc<Pipeline>, Buffer)>,
 }
 
 /// Push constants of `gather_queries.comp`.
@@ -457,11 +498,14 @@ struct Caustics {
     capacity: u32,
 }
 
-/// Host-visible memory a rendered frame is copied to: the image, then the bounce counters.
+/// Host-visible memory a rendered frame is copied to: the image, then the bounce counters,
+/// then with linear output the pixels' radiance sums and [`PixelAovs`].
 pub struct ImageReadback {
     buffer: Buffer,
     image_bytes: usize,
     pixels: u32,
+    /// Where the radiance sums start, with linear output.
+    linear_offset: Option<usize>,
 }
 
 impl ImageReadback {
@@ -492,6 +536,26 @@ impl ImageReadback {
 
     fn mapped(&self) -> &[u8] {
         self.buffer.mapped().expect("readback buffers are mapped")
+    }
+
+    /// The linear radiance of every pixel (rows from the top), unclamped, with linear output
+    /// ([`Renderer::enable_linear_output`]; valid once the frame's submission has completed).
+    pub fn linear_radiance(&self) -> Option<Vec<[f32; 3]>> {
+        let start = self.linear_offset?;
+        let bytes = &self.mapped()[start..start + self.pixels as usize * 24];
+        let sums: Vec<[u64; 3]> = bytemuck::pod_collect_to_vec(bytes);
+        Some(
+            sums.iter()
+                .map(|s| s.map(|units| (units as f64 / RADIANCE_SCALE as f64) as f32))
+                .collect(),
+        )
+    }
+
+    /// What every pixel's camera ray hit, with linear output.
+    pub fn aovs(&self) -> Option<Vec<PixelAovs>> {
+        let start = self.linear_offset? + self.pixels as usize * 24;
+        let bytes = &self.mapped()[start..start + self.pixels as usize * 48];
+        Some(bytemuck::pod_collect_to_vec(bytes))
     }
 }
 
@@ -570,6 +634,7 @@ impl Renderer {
             )?,
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
             caustics: None,
+            aovs: None,
         })
     }
 
@@ -608,18 +673,48 @@ impl Renderer {
         Ok(Some((counters.appended_rays, counters.rays)))
     }
 
-    /// Host memory for one frame of this renderer's size.
+    /// Host memory for one frame of this renderer's size (and its linear output, when on).
     pub fn readback(&self, ctx: &Context) -> Result<ImageReadback> {
         let image_bytes = self.width as u64 * self.height as u64 * 4;
         Ok(ImageReadback {
             buffer: ctx.create_buffer(
                 "image readback",
-                image_bytes + self.counters.size(),
+                self.readback_bytes(),
                 MemoryKind::Readback,
             )?,
             image_bytes: image_bytes as usize,
             pixels: self.width * self.height,
+            linear_offset: self
+                .aovs
+                .as_ref()
+                .map(|_| (image_bytes + self.counters.size()) as usize),
         })
+    }
+
+    /// Bytes of a frame's readback: the image, the counters and, with linear output, 24 bytes
+    /// of radiance and 48 of [`PixelAovs`] per pixel.
+    fn readback_bytes(&self) -> u64 {
+        let linear = self
+            .aovs
+            .as_ref()
+            .map_or(0, |_| self.pixels() as u64 * (24 + 48));
+        self.image_bytes() + self.counters.size() + linear
+    }
+
+    /// Makes every frame's readback hold the linear radiance of each pixel and what its camera
+    /// ray hit ([`PixelAovs`]: depth, normal, albedo, position, material, coverage), for
+    /// OpenEXR output; readbacks made before are too small for it.
+    pub fn enable_linear_output(&mut self, ctx: &Context) -> Result<()> {
+        if self.aovs.is_none() {
+            let aovs = ctx.create_buffer(
+                "pixel aovs",
+                self.pixels() as u64 * std::mem::size_of::<PixelAovs>() as u64,
+                MemoryKind::Device,
+            )?;
+            let pipeline = ctx.pipeline(&shaders::RENDER_AOVS, WORKGROUP_SIZE, &[])?;
+            self.aovs = Some((pipeline, aovs));
+        }
+        Ok(())
     }
 
     /// Image width.
@@ -669,6 +764,9 @@ impl Renderer {
         for bounce in 0..=self.params.bounces {
             let step = BounceStep::new(self, bounce);
             self.record_trace_paths(rec, structure, &step, &view)?;
+            if bounce == 0 {
+                self.record_aovs(rec, scene, &step, &view)?;
+            }
             self.record_shade(rec, scene, shading, &step)?;
             if let Some(caustics) = &self.caustics {
                 self.record_gather_queries(rec, scene, caustics, &step)?;
@@ -685,8 +783,7 @@ impl Renderer {
     /// Checks that `output` and `scene` fit what the renderer was made for.
     fn check_frame(&self, scene: &SceneGpu, output: &ImageReadback) -> Result<()> {
         let image_bytes = self.image_bytes();
-        if output.buffer.size() < image_bytes + self.counters.size()
-            || output.image_bytes as u64 != image_bytes
+        if output.buffer.size() < self.readback_bytes() || output.image_bytes as u64 != image_bytes
         {
             return Err(Error::InvalidInput(format!(
                 "image readback of {} bytes for a {}x{} image with {} bounces",
@@ -937,6 +1034,33 @@ impl Renderer {
 
     /// `resolve.comp`: radiance to 8-bit pixels; the image and the counters copied to
     /// `output`.
+    /// `aovs.comp`, with linear output: what each camera ray hit.
+    fn record_aovs(
+        &self,
+        rec: &mut Recorder,
+        scene: &SceneGpu,
+        step: &BounceStep,
+        view: &PinholeView,
+    ) -> Result<()> {
+        let Some((pipeline, aovs)) = &self.aovs else {
+            return Ok(());
+        };
+        rec.begin_stage("render: aovs");
+        let push = AovsPush {
+            scene: scene.into(),
+            list_address: step.list.address(),
+            aovs_address: aovs.address(),
+            forward: Vec3::from(view.forward).normalize_or_zero().to_array(),
+            capacity: step.list.capacity,
+            pixels: self.pixels(),
+            pad: 0,
+        };
+        rec.dispatch(pipeline, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
+        rec.barrier_compute_to_compute();
+        rec.end_stage();
+        Ok(())
+    }
+
     fn record_resolve(&self, rec: &mut Recorder, output: &ImageReadback) -> Result<()> {
         rec.begin_stage("render: resolve");
         let push = ResolvePush {
@@ -956,6 +1080,23 @@ impl Renderer {
             image_bytes,
             self.counters.size(),
         );
+        if let (Some((_, aovs)), Some(offset)) = (&self.aovs, output.linear_offset) {
+            let radiance_bytes = self.pixels() as u64 * 24;
+            rec.copy_buffer(
+                &self.radiance,
+                0,
+                &output.buffer,
+                offset as u64,
+                radiance_bytes,
+            );
+            rec.copy_buffer(
+                aovs,
+                0,
+                &output.buffer,
+                offset as u64 + radiance_bytes,
+                aovs.size(),
+            );
+        }
         rec.barrier_transfer_to_host();
         rec.end_stage();
         Ok(())

@@ -1,0 +1,58 @@
+#version 460
+// The first hit of every pixel's camera ray as data for compositing (arbitrary output
+// variables), one invocation per camera path after bounce 0's trace: the depth along the
+// view axis, the shading normal and the albedo the shading uses (common/shading.glsl
+// surface_at, the same surface the image is shaded from), the world position and the hit
+// triangle's material (canopy's object id), and the coverage (1 hit, 0 the sky; the sky's
+// depth is infinite). src/render/cpu.rs primary_aovs is the reference.
+#include "../common/prelude.glsl"
+#include "../common/shading.glsl"
+#include "../common/paths.glsl"
+
+// One pixel's outputs, as src/render/mod.rs PixelAovs.
+struct PixelAovs {
+    vec3 normal;
+    float depth;
+    vec3 albedo;
+    uint object_id;
+    vec3 position;
+    float coverage;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 4) buffer PixelAovsList { PixelAovs v[]; };
+
+layout(push_constant, scalar) uniform Push {
+    SceneRefs scene;
+    uint64_t list_address; // bounce 0's path list (the camera rays and their hits)
+    uint64_t aovs_address; // out: PixelAovs per pixel
+    vec3 forward;          // the camera's unit view direction
+    uint capacity;         // of the path list
+    uint pixels;
+    uint pad;
+} pc;
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= pc.pixels) {
+        return;
+    }
+    Ray ray = list_rays(pc.list_address, pc.capacity).v[i];
+    Hit hit = list_hits(pc.list_address, pc.capacity).v[i];
+    uint pixel = list_payloads(pc.list_address, pc.capacity).v[i].pixel;
+    PixelAovsList out_aovs = PixelAovsList(pc.aovs_address);
+    if (hit.triangle == MISS) {
+        out_aovs.v[pixel].normal = vec3(0.0);
+        out_aovs.v[pixel].depth = INF;
+        out_aovs.v[pixel].albedo = vec3(0.0);
+        out_aovs.v[pixel].object_id = MISS;
+        out_aovs.v[pixel].position = vec3(0.0);
+        out_aovs.v[pixel].coverage = 0.0;
+        return;
+    }
+    SurfacePoint s = surface_at(pc.scene, ray, hit);
+    out_aovs.v[pixel].normal = s.shading_normal;
+    out_aovs.v[pixel].depth = dot(s.position - ray.origin, pc.forward);
+    out_aovs.v[pixel].albedo = s.colour;
+    out_aovs.v[pixel].object_id = U32s(pc.scene.triangle_materials).v[hit.triangle];
+    out_aovs.v[pixel].position = s.position;
+    out_aovs.v[pixel].coverage = 1.0;
+}
