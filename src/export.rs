@@ -9,6 +9,7 @@
 //! (the temporary one is removed). The first failure is reported with the frame, the path and
 //! the operating system's error, and the frames finished before it are kept.
 
+use crate::render::{ImageReadback, PixelAovs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
@@ -32,6 +33,9 @@ pub enum ImageFormat {
     Png,
     /// Binary 8-bit RGB PPM (P6): no compression, read by everything.
     Ppm,
+    /// OpenEXR of the linear radiance (not clamped, not gamma-encoded), with the arbitrary
+    /// output variables [`ExrOptions`] asks for as more channels.
+    Exr,
 }
 
 impl ImageFormat {
@@ -40,6 +44,7 @@ impl ImageFormat {
         match extension.to_ascii_lowercase().as_str() {
             "png" => Some(Self::Png),
             "ppm" => Some(Self::Ppm),
+            "exr" => Some(Self::Exr),
             _ => None,
         }
     }
@@ -49,6 +54,7 @@ impl ImageFormat {
         match self {
             Self::Png => "png",
             Self::Ppm => "ppm",
+            Self::Exr => "exr",
         }
     }
 }
@@ -122,7 +128,7 @@ impl OutputNaming {
             (Some(Ok(named)), _) => named,
             (Some(Err(other)), _) => {
                 return Err(format!(
-                    "'{}': canopy writes .png and .ppm frames, not .{other}",
+                    "'{}': canopy writes .png, .ppm and .exr frames, not .{other}",
                     out.display()
                 ));
             }
@@ -156,6 +162,68 @@ impl OutputNaming {
     }
 }
 
+/// A compositing channel group of an OpenEXR frame, from [`PixelAovs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Aov {
+    /// `Z`: distance along the camera's view axis (infinite for the sky).
+    Depth,
+    /// `N.X`, `N.Y`, `N.Z`: the shading normal.
+    Normal,
+    /// `albedo.R`, `albedo.G`, `albedo.B`: the surface colour the shading uses.
+    Albedo,
+    /// `P.X`, `P.Y`, `P.Z`: the world position.
+    Position,
+    /// `object_id`: the material index of the surface (32-bit integers; `u32::MAX` for the
+    /// sky).
+    ObjectId,
+}
+
+/// What an OpenEXR frame holds beside its `R`, `G`, `B`, `A` (the linear radiance, alpha the
+/// coverage of the camera rays).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExrOptions {
+    /// The output variables written as more channels.
+    pub aovs: Vec<Aov>,
+    /// 16-bit floats for the colour, normal and albedo channels (else 32-bit).
+    pub half: bool,
+}
+
+/// A frame as the writers take it.
+#[derive(Clone, Debug)]
+pub enum FrameImage {
+    /// RGBA8 pixels, rows from the top (PNG, PPM).
+    Rgba8(Vec<u8>),
+    /// The linear radiance and what each pixel's camera ray hit, rows from the top, and text
+    /// attributes for the file's header (OpenEXR).
+    Linear {
+        /// Linear RGB per pixel.
+        radiance: Vec<[f32; 3]>,
+        /// Per pixel.
+        aovs: Vec<PixelAovs>,
+        /// `(name, value)` pairs: the frame's camera, time, canopy's version.
+        attributes: Vec<(String, String)>,
+    },
+}
+
+impl FrameImage {
+    /// What `readback` holds in the form `format` is written from (linear output needs the
+    /// renderer's [`enable_linear_output`](crate::render::Renderer::enable_linear_output)).
+    pub fn of(
+        readback: &ImageReadback,
+        format: ImageFormat,
+        attributes: Vec<(String, String)>,
+    ) -> Option<Self> {
+        Some(match format {
+            ImageFormat::Exr => Self::Linear {
+                radiance: readback.linear_radiance()?,
+                aovs: readback.aovs()?,
+                attributes,
+            },
+            _ => Self::Rgba8(readback.rgba8().to_vec()),
+        })
+    }
+}
+
 /// Writes an RGBA8 image as a PNG at `path`, through a temporary file in the same folder that is
 /// renamed over `path` once complete (and removed on any failure).
 pub fn write_png_atomically(
@@ -164,7 +232,21 @@ pub fn write_png_atomically(
     height: u32,
     rgba: &[u8],
 ) -> std::io::Result<()> {
-    write_atomically(path, ImageFormat::Png, (width, height), rgba)
+    let temporary = partial_path(path);
+    finish_atomically(&temporary, path, write_png(&temporary, width, height, rgba))
+}
+
+/// Renames `temporary` to `path` once `written`, or removes it.
+fn finish_atomically(
+    temporary: &Path,
+    path: &Path,
+    written: std::io::Result<()>,
+) -> std::io::Result<()> {
+    let renamed = written.and_then(|()| std::fs::rename(temporary, path));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(temporary);
+    }
+    renamed
 }
 
 /// The temporary file `path` is written under before it is renamed to it:
@@ -176,24 +258,107 @@ pub fn partial_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }
 
-/// Writes an RGBA8 image in `format` at `path` through [`partial_path`], renamed over `path`
-/// once complete and synced (and removed on any failure).
+/// Writes `image` in `format` at `path` through [`partial_path`], renamed over `path` once
+/// complete and synced (and removed on any failure).
 pub fn write_atomically(
     path: &Path,
-    format: ImageFormat,
+    (format, exr): (ImageFormat, &ExrOptions),
     (width, height): (u32, u32),
-    rgba: &[u8],
+    image: &FrameImage,
 ) -> std::io::Result<()> {
     let temporary = partial_path(path);
-    let written = match format {
-        ImageFormat::Png => write_png(&temporary, width, height, rgba),
-        ImageFormat::Ppm => write_ppm(&temporary, width, height, rgba),
+    let written = match (format, image) {
+        (ImageFormat::Png, FrameImage::Rgba8(rgba)) => write_png(&temporary, width, height, rgba),
+        (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(&temporary, width, height, rgba),
+        (
+            ImageFormat::Exr,
+            FrameImage::Linear {
+                radiance,
+                aovs,
+                attributes,
+            },
+        ) => write_exr(
+            &temporary,
+            (width, height),
+            (radiance, aovs, attributes),
+            exr,
+        ),
+        _ => Err(std::io::Error::other(format!(
+            "a {} frame cannot be written from this image",
+            format.extension()
+        ))),
+    };
+    finish_atomically(&temporary, path, written)
+}
+
+/// A single-part OpenEXR file of the linear radiance (`R`, `G`, `B`, and `A` the coverage)
+/// and the AOVs `options` asks for, in the channel names compositors read (`Z`, `N.X`,
+/// `albedo.R`, `P.X`, `object_id`), with `attributes` in its header; zip-compressed.
+fn write_exr(
+    path: &Path,
+    (width, height): (u32, u32),
+    (radiance, aovs, attributes): (&[[f32; 3]], &[PixelAovs], &[(String, String)]),
+    options: &ExrOptions,
+) -> std::io::Result<()> {
+    use exr::prelude::*;
+    let colour = |name: &str, values: Vec<f32>| {
+        let samples = if options.half {
+            FlatSamples::F16(values.into_iter().map(f16::from_f32).collect())
+        } else {
+            FlatSamples::F32(values)
+        };
+        AnyChannel::new(name, samples)
+    };
+    let exact = |name: &str, values: Vec<f32>| AnyChannel::new(name, FlatSamples::F32(values));
+    let component = |of: &dyn Fn(&PixelAovs) -> [f32; 3], c: usize| -> Vec<f32> {
+        aovs.iter().map(|a| of(a)[c]).collect()
+    };
+    let mut channels: Vec<AnyChannel<FlatSamples>> = (0..3)
+        .map(|c| colour(["R", "G", "B"][c], radiance.iter().map(|p| p[c]).collect()))
+        .collect();
+    channels.push(colour("A", aovs.iter().map(|a| a.coverage).collect()));
+    for aov in &options.aovs {
+        match aov {
+            Aov::Depth => channels.push(exact("Z", aovs.iter().map(|a| a.depth).collect())),
+            Aov::Normal => {
+                for (c, name) in ["N.X", "N.Y", "N.Z"].iter().enumerate() {
+                    channels.push(colour(name, component(&|a| a.normal, c)));
+                }
+            }
+            Aov::Albedo => {
+                for (c, name) in ["albedo.R", "albedo.G", "albedo.B"].iter().enumerate() {
+                    channels.push(colour(name, component(&|a| a.albedo, c)));
+                }
+            }
+            Aov::Position => {
+                for (c, name) in ["P.X", "P.Y", "P.Z"].iter().enumerate() {
+                    channels.push(exact(name, component(&|a| a.position, c)));
+                }
+            }
+            Aov::ObjectId => channels.push(AnyChannel::new(
+                "object_id",
+                FlatSamples::U32(aovs.iter().map(|a| a.object_id).collect()),
+            )),
+        }
     }
-    .and_then(|()| std::fs::rename(&temporary, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+    let mut layer_attributes = LayerAttributes::default();
+    for (name, value) in attributes {
+        layer_attributes.other.insert(
+            Text::from(name.as_str()),
+            AttributeValue::Text(Text::from(value.as_str())),
+        );
     }
-    written
+    let layer = Layer::new(
+        (width as usize, height as usize),
+        layer_attributes,
+        Encoding::FAST_LOSSLESS,
+        AnyChannels::sort(SmallVec::from_vec(channels)),
+    );
+    Image::from_layer(layer)
+        .write()
+        .to_file(path)
+        .map_err(std::io::Error::other)?;
+    std::fs::File::open(path)?.sync_all()
 }
 
 fn write_ppm(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Result<()> {
@@ -222,7 +387,7 @@ fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Resu
     file.get_ref().sync_all()
 }
 
-type Job = (u32, Vec<u8>);
+type Job = (u32, FrameImage);
 
 /// Frames of one size written as [`OutputNaming`] says by worker threads, fed through a
 /// bounded queue.
@@ -240,12 +405,12 @@ impl ImageSequence {
     /// `frame_NNNN.png`, one thread per CPU core.
     pub fn new(folder: &Path, width: u32, height: u32) -> Self {
         let naming = OutputNaming::parse(folder, None).expect("a folder is a naming");
-        Self::named(naming, width, height)
+        Self::named(naming, ExrOptions::default(), width, height)
     }
 
     /// Writers of `width` x `height` frames named and encoded as `naming` says (its folder
-    /// must exist), one thread per CPU core.
-    pub fn named(naming: OutputNaming, width: u32, height: u32) -> Self {
+    /// must exist; OpenEXR frames with `exr`'s channels), one thread per CPU core.
+    pub fn named(naming: OutputNaming, exr: ExrOptions, width: u32, height: u32) -> Self {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         let (queue, jobs) = mpsc::sync_channel::<Job>(threads);
         let (report, outcomes) = mpsc::channel();
@@ -253,17 +418,18 @@ impl ImageSequence {
         let workers = (0..threads)
             .map(|_| {
                 let (jobs, report, naming) = (jobs.clone(), report.clone(), naming.clone());
+                let exr = exr.clone();
                 std::thread::spawn(move || {
-                    while let Ok((frame, pixels)) = jobs.lock().unwrap().recv() {
+                    while let Ok((frame, image)) = jobs.lock().unwrap().recv() {
                         let path = naming.path(frame);
-                        let outcome =
-                            write_atomically(&path, naming.format(), (width, height), &pixels)
-                                .map(|()| frame)
-                                .map_err(|source| FrameWriteError {
-                                    frame,
-                                    path,
-                                    source,
-                                });
+                        let format = (naming.format(), &exr);
+                        let outcome = write_atomically(&path, format, (width, height), &image)
+                            .map(|()| frame)
+                            .map_err(|source| FrameWriteError {
+                                frame,
+                                path,
+                                source,
+                            });
                         if report.send(outcome).is_err() {
                             return;
                         }
@@ -307,6 +473,11 @@ impl ImageSequence {
 
     /// Queues frame `frame` (RGBA8 pixels); waits while the queue is full.
     pub fn submit(&mut self, frame: u32, pixels: Vec<u8>) {
+        self.submit_image(frame, FrameImage::Rgba8(pixels));
+    }
+
+    /// Queues frame `frame`; waits while the queue is full.
+    pub fn submit_image(&mut self, frame: u32, pixels: FrameImage) {
         let queue = self.queue.as_ref().expect("open until finish");
         // A send fails only when every worker has stopped, which they do only once the queue
         // is closed.

@@ -40,11 +40,14 @@ pub struct SequenceConfig {
     pub fps: f32,
     /// Caustics by photon mapping ([`crate::render::photons`]), or none.
     pub caustics: Option<PhotonParams>,
+    /// Whether finished frames carry the linear radiance and what each camera ray hit
+    /// ([`Renderer::enable_linear_output`], for OpenEXR).
+    pub linear_output: bool,
 }
 
 impl Default for SequenceConfig {
-    /// The LBVH, two bounces, 960x540 at 24 frames per second, no caustics (`canopy render`'s
-    /// defaults).
+    /// The LBVH, two bounces, 960x540 at 24 frames per second, no caustics, 8-bit images only
+    /// (`canopy render`'s defaults).
     fn default() -> Self {
         Self {
             structure: StructureKind::Lbvh,
@@ -54,6 +57,7 @@ impl Default for SequenceConfig {
             height: 540,
             fps: 24.0,
             caustics: None,
+            linear_output: false,
         }
     }
 }
@@ -113,6 +117,9 @@ impl<'a> FrameSequence<'a> {
         )?;
         if let Some(params) = config.caustics {
             renderer.enable_caustics(ctx, params)?;
+        }
+        if config.linear_output {
+            renderer.enable_linear_output(ctx)?;
         }
         Ok(Self {
             profilers: (0..FRAMES_IN_FLIGHT)

@@ -599,3 +599,135 @@ fn videos_are_encoded_through_ffmpeg() {
     );
     assert!(!folder.0.join("none.mp4").exists());
 }
+
+/// OpenEXR frames read back: the linear radiance resolves to the PNG of the same frame, the
+/// AOV channels carry the names compositors read and plausible values, and the header the
+/// frame's camera and time.
+#[test]
+fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
+    use exr::prelude::*;
+    let folder = TempFolder::new("exr");
+    let exr_pattern = folder.0.join("shot_####.exr");
+    let output = render(&exr_pattern, "2")
+        .args(["-q", "--aovs", "depth,normal,albedo,position,object_id"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let png_folder = TempFolder::new("exr-png");
+    let output = render(&png_folder.0, "2").arg("-q").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let png = read_png(&png_folder.0.join("frame_0002.png")).unwrap().2;
+
+    let image = read()
+        .no_deep_data()
+        .largest_resolution_level()
+        .all_channels()
+        .all_layers()
+        .all_attributes()
+        .from_file(folder.0.join("shot_0002.exr"))
+        .unwrap();
+    let layer = &image.layer_data[0];
+    assert_eq!(layer.size, Vec2(32, 24));
+    let names: Vec<String> = layer
+        .channel_data
+        .list
+        .iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    let expected = [
+        "A",
+        "B",
+        "G",
+        "N.X",
+        "N.Y",
+        "N.Z",
+        "P.X",
+        "P.Y",
+        "P.Z",
+        "R",
+        "Z",
+        "albedo.B",
+        "albedo.G",
+        "albedo.R",
+        "object_id",
+    ];
+    assert_eq!(names, expected);
+    let channel = |name: &str| -> Vec<f32> {
+        let c = layer
+            .channel_data
+            .list
+            .iter()
+            .find(|c| c.name == *name)
+            .unwrap();
+        c.sample_data.values_as_f32().collect()
+    };
+    let (r, g, b, a, z) = (
+        channel("R"),
+        channel("G"),
+        channel("B"),
+        channel("A"),
+        channel("Z"),
+    );
+    let (nx, ny, nz) = (channel("N.X"), channel("N.Y"), channel("N.Z"));
+    let srgb = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0).round() as i32;
+    let mut covered = 0;
+    for p in 0..32 * 24 {
+        for (c, linear) in [r[p], g[p], b[p]].into_iter().enumerate() {
+            assert!(
+                (srgb(linear) - png[4 * p + c] as i32).abs() <= 1,
+                "pixel {p}"
+            );
+        }
+        if a[p] == 1.0 {
+            covered += 1;
+            assert!(z[p].is_finite() && z[p] > 0.0, "pixel {p}: depth {}", z[p]);
+            let length = (nx[p] * nx[p] + ny[p] * ny[p] + nz[p] * nz[p]).sqrt();
+            assert!(
+                (length - 1.0).abs() < 1e-3,
+                "pixel {p}: normal of length {length}"
+            );
+        } else {
+            assert_eq!((a[p], z[p]), (0.0, f32::INFINITY), "pixel {p}");
+        }
+    }
+    assert!(covered > 100, "only {covered} pixels hit the scene");
+    let attribute = |name: &str| match layer.attributes.other.get(&Text::from(name)) {
+        Some(AttributeValue::Text(text)) => text.to_string(),
+        other => panic!("{name}: {other:?}"),
+    };
+    assert_eq!(attribute("canopy:frame"), "2");
+    assert_eq!(attribute("canopy:time"), (2.0f32 / 24.0).to_string());
+    let eye: Vec<f32> = attribute("canopy:camera_position")
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(eye.len(), 3);
+
+    // Half floats on request; AOV options refused for other formats.
+    let half = render(&folder.0.join("half_#.exr"), "0")
+        .args(["-q", "--half"])
+        .output()
+        .unwrap();
+    assert!(half.status.success(), "{}", stderr(&half));
+    let image = read()
+        .no_deep_data()
+        .largest_resolution_level()
+        .all_channels()
+        .first_valid_layer()
+        .all_attributes()
+        .from_file(folder.0.join("half_0.exr"))
+        .unwrap();
+    let red = image
+        .layer_data
+        .channel_data
+        .list
+        .iter()
+        .find(|c| c.name == *"R")
+        .unwrap();
+    assert!(matches!(red.sample_data, FlatSamples::F16(_)));
+    let refused = render(&folder.0, "0")
+        .args(["--aovs", "depth"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}

@@ -9,8 +9,8 @@ use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::export::{
-    ImageFormat, ImageSequence, OutputNaming, ShardMode, VideoCodec, VideoEncoder, VideoError,
-    frame_ranges, shard,
+    Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, ShardMode, VideoCodec,
+    VideoEncoder, VideoError, frame_ranges, shard,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
@@ -87,9 +87,17 @@ pub struct RenderArgs {
     /// The video's quality for h264 and hevc (0 lossless to 51; lower is better).
     #[arg(long, default_value_t = 18, value_parser = clap::value_parser!(u32).range(0..=51), requires = "video")]
     pub crf: u32,
-    /// The image format: png or ppm [default: the pattern's extension, else png].
+    /// The image format: png, ppm or exr (linear radiance, with --aovs) [default: the
+    /// pattern's extension, else png].
     #[arg(long, value_enum, conflicts_with = "no_write")]
     pub format: Option<FormatArg>,
+    /// OpenEXR frames also hold these channels, comma-separated: depth (Z), normal (N.X..),
+    /// albedo (albedo.R..), position (P.X..), object_id (the material index).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub aovs: Vec<AovArg>,
+    /// OpenEXR colour, normal and albedo channels as 16-bit floats (else 32-bit).
+    #[arg(long)]
+    pub half: bool,
     /// Frames to render: 3, a..b (b excluded), a..=b, with :step (0..240:2), or a list of
     /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n.
     #[arg(long, default_value = "0..24", value_parser = canopy::export::parse_frames)]
@@ -175,6 +183,8 @@ pub enum FormatArg {
     Png,
     /// Binary 8-bit RGB PPM.
     Ppm,
+    /// OpenEXR, linear radiance.
+    Exr,
 }
 
 impl From<FormatArg> for ImageFormat {
@@ -182,6 +192,35 @@ impl From<FormatArg> for ImageFormat {
         match arg {
             FormatArg::Png => ImageFormat::Png,
             FormatArg::Ppm => ImageFormat::Ppm,
+            FormatArg::Exr => ImageFormat::Exr,
+        }
+    }
+}
+
+/// `--aovs` on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum AovArg {
+    /// Z.
+    Depth,
+    /// N.X, N.Y, N.Z.
+    Normal,
+    /// albedo.R, albedo.G, albedo.B.
+    Albedo,
+    /// P.X, P.Y, P.Z.
+    Position,
+    /// object_id.
+    #[value(name = "object_id")]
+    ObjectId,
+}
+
+impl From<AovArg> for Aov {
+    fn from(arg: AovArg) -> Self {
+        match arg {
+            AovArg::Depth => Aov::Depth,
+            AovArg::Normal => Aov::Normal,
+            AovArg::Albedo => Aov::Albedo,
+            AovArg::Position => Aov::Position,
+            AovArg::ObjectId => Aov::ObjectId,
         }
     }
 }
@@ -530,6 +569,16 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 .map_err(CliError::Usage)?,
         ),
     };
+    let exr = naming
+        .as_ref()
+        .is_some_and(|n| n.format() == ImageFormat::Exr);
+    if (!args.aovs.is_empty() || args.half) && !exr {
+        return Err(CliError::Usage(
+            "--aovs and --half describe OpenEXR frames: write them with an .exr pattern or \
+             --format exr"
+                .into(),
+        ));
+    }
     let frames = frames_to_render(args, naming.as_ref())?;
     if frames.is_empty() {
         println!("nothing to render: every frame asked for is written already");
@@ -594,11 +643,16 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             seed: 1,
             estimated_radii: !args.photon_bound_radii,
         }),
+        linear_output: exr,
     };
     let mut sequence = FrameSequence::new(ctx, &subject, config)?;
+    let exr_options = ExrOptions {
+        aovs: args.aovs.iter().map(|&a| a.into()).collect(),
+        half: args.half,
+    };
     let mut writers = naming
         .clone()
-        .map(|naming| ImageSequence::named(naming, width, height));
+        .map(|naming| ImageSequence::named(naming, exr_options, width, height));
     let mut video = match &args.video {
         Some(path) => Some(
             VideoEncoder::new(
@@ -644,7 +698,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let mut gpu_ms = Vec::new();
     let mut dropped_rays = 0u64;
     sequence.render(&frames, |finished| {
-        let (ms, dropped) = output(finished, args, writers.as_mut())?;
+        let (ms, dropped) = output(finished, args, writers.as_mut(), &subject)?;
         if let Some(video) = video.as_mut() {
             video.submit(finished.image.rgba8()).map_err(video_error)?;
         }
@@ -820,6 +874,7 @@ fn output(
     finished: &FinishedFrame,
     args: &RenderArgs,
     writers: Option<&mut ImageSequence>,
+    subject: &Subject,
 ) -> Result<(f64, u64), CliError> {
     let stages = finished.profiler.results()?;
     let bounces = finished.image.stats();
@@ -827,7 +882,15 @@ fn output(
         print_frame_profile(finished.frame, &stages, &bounces);
     }
     if let Some(writers) = writers {
-        writers.submit(finished.frame, finished.image.rgba8().to_vec());
+        let format = writers.naming().format();
+        let attributes = match format {
+            ImageFormat::Exr => frame_attributes(finished.frame, args, subject),
+            _ => Vec::new(),
+        };
+        let image = FrameImage::of(finished.image, format, attributes).ok_or_else(|| {
+            CliError::Failed("the frame has no linear output to write as OpenEXR".into())
+        })?;
+        writers.submit_image(finished.frame, image);
     }
     let ms = stages
         .iter()
@@ -838,6 +901,30 @@ fn output(
         .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
         .sum();
     Ok((ms, dropped))
+}
+
+/// The header attributes of frame `frame`'s OpenEXR file: canopy's version, the frame and its
+/// time, and the camera.
+fn frame_attributes(frame: u32, args: &RenderArgs, subject: &Subject) -> Vec<(String, String)> {
+    let (width, height) = args.size;
+    let seconds = frame as f32 / args.fps;
+    let camera = subject.camera(seconds, width as f32 / height as f32);
+    let point = |p: Vec3| format!("{} {} {}", p.x, p.y, p.z);
+    [
+        ("canopy:version", env!("CARGO_PKG_VERSION").to_string()),
+        ("canopy:frame", frame.to_string()),
+        ("canopy:time", seconds.to_string()),
+        ("canopy:camera_position", point(camera.position)),
+        ("canopy:camera_target", point(camera.target)),
+        ("canopy:camera_up", point(camera.up)),
+        (
+            "canopy:camera_fov_y_degrees",
+            camera.fov_y_degrees.to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_string(), value))
+    .collect()
 }
 
 fn print_frame_profile(frame: u32, stages: &[(String, f64)], bounces: &[BounceStats]) {

@@ -504,6 +504,8 @@ pub struct ImageReadback {
     buffer: Buffer,
     image_bytes: usize,
     pixels: u32,
+    /// Where the bounce counters end.
+    counters_end: usize,
     /// Where the radiance sums start, with linear output.
     linear_offset: Option<usize>,
 }
@@ -517,7 +519,7 @@ impl ImageReadback {
     /// What each bounce traced and dropped (valid once the frame's submission has completed).
     pub fn stats(&self) -> Vec<BounceStats> {
         let counters: Vec<BounceCounters> =
-            bytemuck::pod_collect_to_vec(&self.mapped()[self.image_bytes..]);
+            bytemuck::pod_collect_to_vec(&self.mapped()[self.image_bytes..self.counters_end]);
         let mut rays = self.pixels;
         counters
             .iter()
@@ -684,6 +686,7 @@ impl Renderer {
             )?,
             image_bytes: image_bytes as usize,
             pixels: self.width * self.height,
+            counters_end: (image_bytes + self.counters.size()) as usize,
             linear_offset: self
                 .aovs
                 .as_ref()
