@@ -297,7 +297,8 @@ pub fn write_atomically(
 fn write_exr(
     path: &Path,
     (width, height): (u32, u32),
-    (radiance, aovs, attributes): (&[[f32; 3]], &[PixelAovs], &[(String, String)]),
+    (radiance, aovs): (&[[f32; 3]], &[PixelAovs]),
+    attributes: &[(String, String)],
     options: &ExrOptions,
 ) -> std::io::Result<()> {
     use exr::prelude::*;
