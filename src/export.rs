@@ -280,7 +280,8 @@ pub fn write_atomically(
         ) => write_exr(
             &temporary,
             (width, height),
-            (radiance, aovs, attributes),
+            (radiance, aovs),
+            attributes,
             exr,
         ),
         _ => Err(std::io::Error::other(format!(
