@@ -188,11 +188,29 @@ pub struct ExrOptions {
     pub half: bool,
 }
 
+/// How PNG frames are encoded beyond 8-bit opaque RGBA.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PngOptions {
+    /// 16 bits per channel, encoded from the linear radiance.
+    pub sixteen_bit: bool,
+    /// Alpha is the coverage of the camera rays: 0 where they see the sky.
+    pub transparent: bool,
+}
+
+impl PngOptions {
+    /// Whether the frames need the renderer's linear output.
+    pub fn needs_linear_output(self) -> bool {
+        self.sixteen_bit || self.transparent
+    }
+}
+
 /// A frame as the writers take it.
 #[derive(Clone, Debug)]
 pub enum FrameImage {
     /// RGBA8 pixels, rows from the top (PNG, PPM).
     Rgba8(Vec<u8>),
+    /// RGBA16 pixels, rows from the top (16-bit PNG).
+    Rgba16(Vec<u16>),
     /// The linear radiance and what each pixel's camera ray hit, rows from the top, and text
     /// attributes for the file's header (OpenEXR).
     Linear {
@@ -210,15 +228,47 @@ impl FrameImage {
     /// renderer's [`enable_linear_output`](crate::render::Renderer::enable_linear_output)).
     pub fn of(
         readback: &ImageReadback,
-        format: ImageFormat,
+        (format, png): (ImageFormat, PngOptions),
         attributes: Vec<(String, String)>,
     ) -> Option<Self> {
+        let coverage =
+            || -> Option<Vec<f32>> { Some(readback.aovs()?.iter().map(|a| a.coverage).collect()) };
         Some(match format {
             ImageFormat::Exr => Self::Linear {
                 radiance: readback.linear_radiance()?,
                 aovs: readback.aovs()?,
                 attributes,
             },
+            ImageFormat::Png if png.sixteen_bit => {
+                let alpha = match png.transparent {
+                    true => coverage()?,
+                    false => vec![1.0; readback.rgba8().len() / 4],
+                };
+                // The resolve's encoding (gamma 2.2 of the clamped radiance), to 16 bits.
+                let encode = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 65535.0).round() as u16;
+                let radiance = readback.linear_radiance()?;
+                Self::Rgba16(
+                    radiance
+                        .iter()
+                        .zip(alpha)
+                        .flat_map(|(rgb, a)| {
+                            [
+                                encode(rgb[0]),
+                                encode(rgb[1]),
+                                encode(rgb[2]),
+                                (a * 65535.0) as u16,
+                            ]
+                        })
+                        .collect(),
+                )
+            }
+            ImageFormat::Png if png.transparent => {
+                let mut rgba = readback.rgba8().to_vec();
+                for (pixel, a) in rgba.chunks_exact_mut(4).zip(coverage()?) {
+                    pixel[3] = (a * 255.0) as u8;
+                }
+                Self::Rgba8(rgba)
+            }
             _ => Self::Rgba8(readback.rgba8().to_vec()),
         })
     }
@@ -233,7 +283,8 @@ pub fn write_png_atomically(
     rgba: &[u8],
 ) -> std::io::Result<()> {
     let temporary = partial_path(path);
-    finish_atomically(&temporary, path, write_png(&temporary, width, height, rgba))
+    let written = write_png(&temporary, (width, height), PngPixels::Eight(rgba));
+    finish_atomically(&temporary, path, written)
 }
 
 /// Renames `temporary` to `path` once `written`, or removes it.
@@ -268,7 +319,12 @@ pub fn write_atomically(
 ) -> std::io::Result<()> {
     let temporary = partial_path(path);
     let written = match (format, image) {
-        (ImageFormat::Png, FrameImage::Rgba8(rgba)) => write_png(&temporary, width, height, rgba),
+        (ImageFormat::Png, FrameImage::Rgba8(rgba)) => {
+            write_png(&temporary, (width, height), PngPixels::Eight(rgba))
+        }
+        (ImageFormat::Png, FrameImage::Rgba16(rgba)) => {
+            write_png(&temporary, (width, height), PngPixels::Sixteen(rgba))
+        }
         (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(&temporary, width, height, rgba),
         (
             ImageFormat::Exr,
@@ -373,15 +429,34 @@ fn write_ppm(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Resu
     file.get_ref().sync_all()
 }
 
-fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Result<()> {
+/// RGBA pixels of 8 or 16 bits per channel.
+enum PngPixels<'a> {
+    Eight(&'a [u8]),
+    Sixteen(&'a [u16]),
+}
+
+/// A PNG of the pixels, tagged (`gAMA`) with the gamma 2.2 the renderer encodes them with.
+fn write_png(path: &Path, (width, height): (u32, u32), pixels: PngPixels) -> std::io::Result<()> {
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
     let mut encoder = png::Encoder::new(&mut file, width, height);
     encoder.set_color(png::ColorType::Rgba);
-    encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
+    encoder.set_source_gamma(png::ScaledFloat::new(1.0 / 2.2));
+    let big_endian: Vec<u8>;
+    let bytes = match pixels {
+        PngPixels::Eight(rgba) => {
+            encoder.set_depth(png::BitDepth::Eight);
+            rgba
+        }
+        PngPixels::Sixteen(rgba) => {
+            encoder.set_depth(png::BitDepth::Sixteen);
+            big_endian = rgba.iter().flat_map(|c| c.to_be_bytes()).collect();
+            &big_endian
+        }
+    };
     let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
     writer
-        .write_image_data(rgba)
+        .write_image_data(bytes)
         .map_err(std::io::Error::other)?;
     writer.finish().map_err(std::io::Error::other)?;
     file.flush()?;

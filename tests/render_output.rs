@@ -731,3 +731,54 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
+
+/// 16-bit PNG frames encode the same image at more precision, and transparent ones carry the
+/// camera rays' coverage as alpha (0 exactly where they see the sky).
+#[test]
+fn png_frames_at_16_bits_and_with_coverage_alpha() {
+    let folder = TempFolder::new("png16");
+    let eight = render(&folder.0.join("eight_#.png"), "1")
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(eight.status.success(), "{}", stderr(&eight));
+    let sixteen = render(&folder.0.join("sixteen_#.png"), "1")
+        .args(["-q", "--depth", "16", "--transparent"])
+        .output()
+        .unwrap();
+    assert!(sixteen.status.success(), "{}", stderr(&sixteen));
+    let clear = render(&folder.0.join("clear_#.png"), "1")
+        .args(["-q", "--transparent"])
+        .output()
+        .unwrap();
+    assert!(clear.status.success(), "{}", stderr(&clear));
+    let eight = read_png(&folder.0.join("eight_1.png")).unwrap().2;
+    let (w, h, wide) = read_png(&folder.0.join("sixteen_1.png")).unwrap();
+    assert_eq!(
+        (w, h, wide.len()),
+        (32, 24, 32 * 24 * 8),
+        "16 bits per channel"
+    );
+    let clear = read_png(&folder.0.join("clear_1.png")).unwrap().2;
+    let (mut sky, mut hit) = (0, 0);
+    for p in 0..32 * 24 {
+        let channel = |c: usize| u16::from_be_bytes([wide[8 * p + 2 * c], wide[8 * p + 2 * c + 1]]);
+        for c in 0..3 {
+            let narrowed = (channel(c) as f32 / 257.0).round() as i32;
+            assert!((narrowed - eight[4 * p + c] as i32).abs() <= 1, "pixel {p}");
+            assert_eq!(clear[4 * p + c], eight[4 * p + c], "pixel {p}: colour");
+        }
+        assert_eq!(eight[4 * p + 3], 255, "an opaque frame by default");
+        match (channel(3), clear[4 * p + 3]) {
+            (0, 0) => sky += 1,
+            (65535, 255) => hit += 1,
+            other => panic!("pixel {p}: alpha {other:?}"),
+        }
+    }
+    assert!(sky > 0 && hit > 0, "{sky} sky pixels, {hit} hits");
+    let refused = render(&folder.0.join("x_#.ppm"), "1")
+        .args(["--depth", "16"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}

@@ -9,8 +9,8 @@ use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::export::{
-    Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, ShardMode, VideoCodec,
-    VideoEncoder, VideoError, frame_ranges, shard,
+    Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, PngOptions, ShardMode,
+    VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
@@ -98,6 +98,13 @@ pub struct RenderArgs {
     /// OpenEXR colour, normal and albedo channels as 16-bit floats (else 32-bit).
     #[arg(long)]
     pub half: bool,
+    /// PNG bits per channel: 8, or 16 (encoded from the linear radiance).
+    #[arg(long, default_value_t = 8, value_parser = parse_png_depth, value_name = "BITS")]
+    pub depth: u32,
+    /// PNG alpha from the camera rays' coverage: 0 where they see the sky (for compositing
+    /// over another background).
+    #[arg(long)]
+    pub transparent: bool,
     /// Frames to render: 3, a..b (b excluded), a..=b, with :step (0..240:2), or a list of
     /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n.
     #[arg(long, default_value = "0..24", value_parser = canopy::export::parse_frames)]
@@ -264,6 +271,14 @@ impl From<ShardArg> for ShardMode {
             ShardArg::Interleaved => ShardMode::Interleaved,
             ShardArg::Block => ShardMode::Block,
         }
+    }
+}
+
+fn parse_png_depth(text: &str) -> Result<u32, String> {
+    match text {
+        "8" => Ok(8),
+        "16" => Ok(16),
+        _ => Err(format!("'{text}': expected 8 or 16 bits")),
     }
 }
 
@@ -579,6 +594,20 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 .into(),
         ));
     }
+    let png = PngOptions {
+        sixteen_bit: args.depth == 16,
+        transparent: args.transparent,
+    };
+    let is_png = naming
+        .as_ref()
+        .is_some_and(|n| n.format() == ImageFormat::Png);
+    if png != PngOptions::default() && !is_png {
+        return Err(CliError::Usage(
+            "--depth and --transparent describe PNG frames: write them with a .png pattern, a \
+             folder or --format png"
+                .into(),
+        ));
+    }
     let frames = frames_to_render(args, naming.as_ref())?;
     if frames.is_empty() {
         println!("nothing to render: every frame asked for is written already");
@@ -643,7 +672,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
             seed: 1,
             estimated_radii: !args.photon_bound_radii,
         }),
-        linear_output: exr,
+        linear_output: exr || png.needs_linear_output(),
     };
     let mut sequence = FrameSequence::new(ctx, &subject, config)?;
     let exr_options = ExrOptions {
@@ -698,7 +727,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     let mut gpu_ms = Vec::new();
     let mut dropped_rays = 0u64;
     sequence.render(&frames, |finished| {
-        let (ms, dropped) = output(finished, args, writers.as_mut(), &subject)?;
+        let (ms, dropped) = output(finished, (args, png), writers.as_mut(), &subject)?;
         if let Some(video) = video.as_mut() {
             video.submit(finished.image.rgba8()).map_err(video_error)?;
         }
@@ -872,7 +901,7 @@ pub(super) fn mesh_subject(
 /// and returns its GPU time in ms and the rays dropped for want of list space.
 fn output(
     finished: &FinishedFrame,
-    args: &RenderArgs,
+    (args, png): (&RenderArgs, PngOptions),
     writers: Option<&mut ImageSequence>,
     subject: &Subject,
 ) -> Result<(f64, u64), CliError> {
@@ -887,9 +916,8 @@ fn output(
             ImageFormat::Exr => frame_attributes(finished.frame, args, subject),
             _ => Vec::new(),
         };
-        let image = FrameImage::of(finished.image, format, attributes).ok_or_else(|| {
-            CliError::Failed("the frame has no linear output to write as OpenEXR".into())
-        })?;
+        let image = FrameImage::of(finished.image, (format, png), attributes)
+            .ok_or_else(|| CliError::Failed("the frame has no linear output to write".into()))?;
         writers.submit_image(finished.frame, image);
     }
     let ms = stages
