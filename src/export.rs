@@ -945,7 +945,7 @@ mod tests {
         let plain = OutputNaming::parse(Path::new("b/%d_beauty.png"), None).unwrap();
         assert_eq!(plain.path(3), Path::new("b/3_beauty.png"));
         for (bad, message) in [
-            ("x_####.exr", "not .exr"),
+            ("x_####.tiff", "not .tiff"),
             ("x_%4s.png", "%d or %0Nd"),
             ("x_##_##.png", "one frame number"),
         ] {

@@ -461,11 +461,21 @@ fn shards_render_every_frame_once_into_one_folder() {
     assert!(ppm.starts_with(b"P6\n32 24\n255\n") && ppm.len() == 13 + 32 * 24 * 3);
 }
 
-/// `tools/farm/slurm-array.sbatch` run as a 4-task array's tasks would run it (the task id and
-/// count in the environment, as Slurm sets them) renders every frame once, with a stats file
-/// per task, the frames a single render makes.
+/// `tools/farm/slurm-array.sbatch` submitted for real, as a 4-task array, to the one-node
+/// Slurm cluster `tools/farm/slurm-local.sh` starts on this machine (`tools/setup.sh` installs
+/// Slurm and munge): every task renders its shard of a 12-frame animation into one folder,
+/// every frame exactly once (each task's stats file), the frames a single render makes.
 #[test]
-fn the_slurm_array_script_renders_each_tasks_shard() {
+fn a_slurm_array_renders_every_frame_once() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let started = Command::new(format!("{root}/tools/farm/slurm-local.sh"))
+        .output()
+        .expect("tools/farm/slurm-local.sh runs");
+    assert!(
+        started.status.success(),
+        "the local Slurm cluster did not start (run tools/setup.sh, as root): {}",
+        stderr(&started)
+    );
     let mesh = common::test_data("meshes/suzanne.obj");
     let whole = TempFolder::new("slurm-whole");
     let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
@@ -479,26 +489,33 @@ fn the_slurm_array_script_renders_each_tasks_shard() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     let farm = TempFolder::new("slurm-farm");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tools/farm/slurm-array.sbatch");
-    for task in 0..4 {
-        let output = Command::new("bash")
-            .arg(script)
-            .args(["--size", "32x24", "-q"])
-            .env("CANOPY", env!("CARGO_BIN_EXE_canopy"))
-            .env("SCENE", &mesh)
-            .env("OUT", farm.0.join("shot_####.png"))
-            .env("FRAMES", "0..12")
-            .env("SLURM_ARRAY_TASK_ID", task.to_string())
-            .env("SLURM_ARRAY_TASK_COUNT", "4")
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "task {task}: {}", stderr(&output));
-    }
+    // The script asks for a GPU and 4 cores; this node has neither to give.
+    let submitted = Command::new("sbatch")
+        .args(["--wait", "--array=0-3", "--gres=none", "--cpus-per-task=1"])
+        .arg(format!("--output={}/task-%a.log", farm.0.display()))
+        .arg(format!("{root}/tools/farm/slurm-array.sbatch"))
+        .args(["--size", "32x24", "-q"])
+        .env("CANOPY", env!("CARGO_BIN_EXE_canopy"))
+        .env("SCENE", &mesh)
+        .env("OUT", farm.0.join("shot_####.png"))
+        .env("FRAMES", "0..12")
+        .output()
+        .expect("sbatch runs");
+    let logs: String = (0..4)
+        .map(|task| {
+            std::fs::read_to_string(farm.0.join(format!("task-{task}.log"))).unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        submitted.status.success(),
+        "the array failed: {}\n{logs}",
+        stderr(&submitted)
+    );
     let mut frames: Vec<u32> = (0..4)
         .flat_map(|task| stats_frames(&farm.0.join(format!("stats/task-{task}.jsonl"))))
         .collect();
     frames.sort_unstable();
-    assert_eq!(frames, (0..12).collect::<Vec<u32>>());
+    assert_eq!(frames, (0..12).collect::<Vec<u32>>(), "{logs}");
     assert_eq!(frame_pixels(&farm), frame_pixels(&whole));
 }
 

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs the system packages canopy needs to build and to run on the CPU (Mesa lavapipe):
 # the Vulkan loader, lavapipe, the Khronos validation layer, and the shaderc/glslang/SPIRV-Tools
-# static libraries that build.rs links, ffmpeg (for `canopy render --video` and its tests), and
+# static libraries that build.rs links, ffmpeg (for `canopy render --video` and its tests),
+# Slurm and munge (the farm test starts a one-node cluster: tools/farm/slurm-local.sh), and
 # Rust through rustup when cargo is missing.
 # Idempotent: what is already present is skipped.
 set -euo pipefail
 
 DEBIAN_PACKAGES=(
   libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-  glslc libshaderc-dev glslang-dev spirv-tools pkg-config ffmpeg
+  glslc libshaderc-dev glslang-dev spirv-tools pkg-config ffmpeg slurm-wlm munge
 )
 
 if command -v apt-get >/dev/null 2>&1; then

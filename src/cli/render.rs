@@ -560,7 +560,9 @@ fn write_stats_line(
         "device_memory_bytes": ctx.device_memory().live,
         "file": path.map(|p| p.display().to_string()),
     });
-    writeln!(file, "{line}")?;
+    // One write per line: renders of several shards may append to one file (O_APPEND keeps
+    // each write whole).
+    file.write_all(format!("{line}\n").as_bytes())?;
     file.flush()
 }
 
