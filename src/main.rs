@@ -49,7 +49,7 @@ enum Command {
     Build(cli::build::BuildArgs),
     /// Render frames of the animated default scene (or a mesh) to PNG files, rebuilding the
     /// acceleration structure on the GPU every frame.
-    Render(cli::render::RenderArgs),
+    Render(Box<cli::render::RenderArgs>),
     /// Time canopy's GPU work with GPU timestamps and count it (dispatches, barriers, memory,
     /// nodes and primitives per ray).
     #[command(subcommand)]
@@ -124,7 +124,7 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         Command::Info => cli::info::run(&options).map(drop),
         Command::Selfcheck => cli::selfcheck::run(&cli::context(&options)?),
         Command::Build(ref build) => cli::build::run(&cli::context(&options)?, build),
-        Command::Render(ref render) => cli::render::run(&cli::context(&options)?, render),
+        Command::Render(ref render) => cli::render::run(&options, render),
         Command::Bench(BenchCommand::Prims(ref bench)) => {
             cli::bench::run(&cli::context(&options)?, bench)
         }

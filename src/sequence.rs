@@ -149,13 +149,35 @@ impl<'a> FrameSequence<'a> {
     pub fn render<E: From<Error>>(
         &mut self,
         frames: &[u32],
+        sink: impl FnMut(&FinishedFrame) -> Result<Flow, E>,
+    ) -> Result<(), E> {
+        let mut frames = frames.iter().copied();
+        self.render_pulled(|| frames.next(), sink)
+    }
+
+    /// As [`Self::render`], taking each next frame from `pull` when there is room for it (none:
+    /// the sequence ends): several sequences, on several devices, share one list of frames this
+    /// way, each pulling the next frame nobody has taken.
+    pub fn render_pulled<E: From<Error>>(
+        &mut self,
+        mut pull: impl FnMut() -> Option<u32>,
         mut sink: impl FnMut(&FinishedFrame) -> Result<Flow, E>,
     ) -> Result<(), E> {
+        // The frames taken so far, in order (a frame rendered again is taken once).
+        let mut frames: Vec<u32> = Vec::new();
         let mut in_flight: Option<(usize, usize, Submission)> = None;
         // One step past the last frame, so that the last submission is finished by the same
         // code as the others.
         let mut n = 0;
-        while n <= frames.len() {
+        loop {
+            if n == frames.len()
+                && let Some(frame) = pull()
+            {
+                frames.push(frame);
+            }
+            if n > frames.len() {
+                break;
+            }
             let slot = n % FRAMES_IN_FLIGHT;
             let submitted = match frames.get(n) {
                 Some(&frame) => Some((n, slot, self.submit(frame, slot)?)),

@@ -799,3 +799,63 @@ fn png_frames_at_16_bits_and_with_coverage_alpha() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
 }
+
+/// `--devices` with one device named twice renders every frame once, on both, into the same
+/// frames (and the same video, in order) as one device; a device that does not exist is a
+/// device error.
+#[test]
+fn two_devices_render_the_frames_of_one() {
+    let one = TempFolder::new("devices-one");
+    let output = render(&one.0, "0..10").arg("-q").output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let two = TempFolder::new("devices-two");
+    let logs = TempFolder::new("devices-stats");
+    let stats = logs.0.join("stats.jsonl");
+    let video = logs.0.join("two.mkv");
+    let output = render(&two.0, "0..10")
+        .args(["-q", "--devices", "0,0", "--codec", "ffv1", "--stats"])
+        .arg(&stats)
+        .arg("--video")
+        .arg(&video)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("on 2 devices"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let mut frames = stats_frames(&stats);
+    frames.sort_unstable();
+    assert_eq!(frames, (0..10).collect::<Vec<u32>>());
+    assert_eq!(frame_pixels(&two), frame_pixels(&one));
+    // The video holds the frames in order: its 7th frame is frame 6.
+    let decoded = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&video)
+        .args([
+            "-vf",
+            "select=eq(n\\,6)",
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgba",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    let png = read_png(&one.0.join("frame_0006.png")).unwrap().2;
+    assert!(decoded.stdout == png, "the video's frames are out of order");
+    let missing = render(&two.0, "0..2")
+        .args(["--devices", "0,99", "--overwrite"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no device matches '99'"),
+        "{}",
+        stderr(&missing)
+    );
+}

@@ -19,7 +19,7 @@ use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
 use canopy::scene::animated::MeshInput;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::sequence::{FRAMES_IN_FLIGHT, FinishedFrame, Flow, FrameSequence, SequenceConfig};
-use canopy::vk::Context;
+use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -125,6 +125,11 @@ pub struct RenderArgs {
     /// error).
     #[arg(long, conflicts_with = "no_write")]
     pub overwrite: bool,
+    /// Render on several devices at once: all, or device indices or names, comma-separated
+    /// (`canopy info` lists them); frames go to whichever device is free and are written in
+    /// order.
+    #[arg(long, value_name = "all|0,2")]
+    pub devices: Option<String>,
     /// Append one JSON line per finished frame to this file: its GPU stage times, rays, device
     /// memory, wall time and file.
     #[arg(long, value_name = "FILE")]
@@ -514,30 +519,87 @@ fn remove_partial_files(naming: &OutputNaming, frames: &[u32]) {
     }
 }
 
-/// Appends frame `finished`'s line to the `--stats` file and flushes it, so that a killed
+/// A finished frame as the output side takes it, from whichever device rendered it: its GPU
+/// stage times, what each bounce traced, the image for the writers and the video.
+struct FrameOutput {
+    frame: u32,
+    stages: Vec<(String, f64)>,
+    bounces: Vec<BounceStats>,
+    /// For the image writers.
+    image: Option<FrameImage>,
+    /// RGBA8 for the video.
+    video: Option<Vec<u8>>,
+    /// Device memory alive when the frame finished.
+    device_memory: u64,
+}
+
+/// What the output side wants of each frame.
+#[derive(Clone, Copy)]
+struct Wanted<'a> {
+    args: &'a RenderArgs,
+    /// The image writers' format, and their PNG encoding.
+    image: Option<(ImageFormat, PngOptions)>,
+    video: bool,
+}
+
+impl FrameOutput {
+    /// Copies what `wanted` needs out of `finished` (before its slot is reused).
+    fn of(
+        finished: &FinishedFrame,
+        (ctx, subject): (&Context, &Subject),
+        wanted: Wanted,
+    ) -> Result<Self, CliError> {
+        let image = match wanted.image {
+            Some((format, png)) => {
+                let attributes = match format {
+                    ImageFormat::Exr => frame_attributes(finished.frame, wanted.args, subject),
+                    _ => Vec::new(),
+                };
+                Some(
+                    FrameImage::of(finished.image, (format, png), attributes).ok_or_else(|| {
+                        CliError::Failed("the frame has no linear output to write".into())
+                    })?,
+                )
+            }
+            None => None,
+        };
+        Ok(Self {
+            frame: finished.frame,
+            stages: finished.profiler.results()?,
+            bounces: finished.image.stats(),
+            image,
+            video: wanted.video.then(|| finished.image.rgba8().to_vec()),
+            device_memory: ctx.device_memory().live,
+        })
+    }
+
+    /// The frame's GPU time, in ms.
+    fn gpu_ms(&self) -> f64 {
+        self.stages
+            .iter()
+            .find(|(name, _)| name == "frame")
+            .map_or(0.0, |s| s.1)
+    }
+}
+
+/// Appends frame `output`'s line to the `--stats` file and flushes it, so that a killed
 /// render keeps the lines of its finished frames.
 fn write_stats_line(
     file: &mut std::fs::File,
-    finished: &FinishedFrame,
-    (started, ctx): (Instant, &Context),
+    output: &FrameOutput,
+    started: Instant,
     path: Option<&Path>,
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let stages = finished.profiler.results().map_err(std::io::Error::other)?;
-    let gpu_ms = stages
-        .iter()
-        .find(|(name, _)| name == "frame")
-        .map_or(0.0, |s| s.1);
     let mut summed: Vec<(String, f64)> = Vec::new();
-    for (name, ms) in stages {
-        match summed.iter_mut().find(|(n, _)| *n == name) {
+    for (name, ms) in &output.stages {
+        match summed.iter_mut().find(|(n, _)| n == name) {
             Some(entry) => entry.1 += ms,
-            None => summed.push((name, ms)),
+            None => summed.push((name.clone(), *ms)),
         }
     }
-    let bounces: Vec<serde_json::Value> = finished
-        .image
-        .stats()
+    let bounces: Vec<serde_json::Value> = output
+        .bounces
         .iter()
         .map(|b| {
             serde_json::json!({
@@ -549,15 +611,15 @@ fn write_stats_line(
         })
         .collect();
     let line = serde_json::json!({
-        "frame": finished.frame,
-        "gpu_ms": gpu_ms,
+        "frame": output.frame,
+        "gpu_ms": output.gpu_ms(),
         "wall_s": started.elapsed().as_secs_f64(),
         "stages_ms": summed
             .into_iter()
             .map(|(name, ms)| (name, serde_json::Value::from(ms)))
             .collect::<serde_json::Map<_, _>>(),
         "bounces": bounces,
-        "device_memory_bytes": ctx.device_memory().live,
+        "device_memory_bytes": output.device_memory,
         "file": path.map(|p| p.display().to_string()),
     });
     // One write per line: renders of several shards may append to one file (O_APPEND keeps
@@ -569,8 +631,8 @@ fn write_stats_line(
 /// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Runs `canopy render`.
-pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
+/// Runs `canopy render` on the device `options` name, or on every device of `--devices`.
+pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
     // Frames go to --out, or to frames/ unless only a video is asked for.
     let out = match (&args.out, &args.video) {
@@ -586,10 +648,8 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
                 .map_err(CliError::Usage)?,
         ),
     };
-    let exr = naming
-        .as_ref()
-        .is_some_and(|n| n.format() == ImageFormat::Exr);
-    if (!args.aovs.is_empty() || args.half) && !exr {
+    let format = naming.as_ref().map(OutputNaming::format);
+    if (!args.aovs.is_empty() || args.half) && format != Some(ImageFormat::Exr) {
         return Err(CliError::Usage(
             "--aovs and --half describe OpenEXR frames: write them with an .exr pattern or \
              --format exr"
@@ -600,16 +660,14 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         sixteen_bit: args.depth == 16,
         transparent: args.transparent,
     };
-    let is_png = naming
-        .as_ref()
-        .is_some_and(|n| n.format() == ImageFormat::Png);
-    if png != PngOptions::default() && !is_png {
+    if png != PngOptions::default() && format != Some(ImageFormat::Png) {
         return Err(CliError::Usage(
             "--depth and --transparent describe PNG frames: write them with a .png pattern, a \
              folder or --format png"
                 .into(),
         ));
     }
+    let devices = device_options(options, args.devices.as_deref())?;
     let frames = frames_to_render(args, naming.as_ref())?;
     if frames.is_empty() {
         println!("nothing to render: every frame asked for is written already");
@@ -625,58 +683,12 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         ),
         None => None,
     };
-    let mut subject = match &args.mesh {
-        Some(path) => {
-            let options = MeshOptions {
-                look: MeshLook {
-                    up: args.up,
-                    shading: args.shading.into(),
-                },
-                animation: args.animation.as_deref(),
-                looping: args.looping,
-                refinement: Refinement {
-                    levels: args.subdivide,
-                    displace: args.displace,
-                },
-                camera: args.camera.as_deref(),
-            };
-            mesh_subject(ctx, path, &options)?
-        }
-        None => Subject::default_scene(ctx, args.triangles)?,
+    let wanted = Wanted {
+        args,
+        image: format.map(|f| (f, png)),
+        video: args.video.is_some(),
     };
-    subject.camera_overrides = CameraOverrides {
-        eye: args.camera_eye,
-        target: args.camera_target,
-        fov_degrees: args.fov,
-    };
-    let scene = &subject.scene;
-    let config = SequenceConfig {
-        structure: args.structure,
-        build: BuildParams {
-            lbvh: LbvhParams {
-                morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
-                ..LbvhParams::default()
-            },
-            ..BuildParams::default()
-        },
-        render: RenderParams {
-            bounces: args.bounces,
-            ..RenderParams::default()
-        },
-        width,
-        height,
-        fps: args.fps,
-        caustics: args.caustics.then_some(PhotonParams {
-            photons: args.photons,
-            bounces: args.photon_bounces,
-            k: args.photon_k,
-            max_radius: args.photon_radius * subject.radius,
-            seed: 1,
-            estimated_radii: !args.photon_bound_radii,
-        }),
-        linear_output: exr || png.needs_linear_output(),
-    };
-    let mut sequence = FrameSequence::new(ctx, &subject, config)?;
+    let linear_output = format == Some(ImageFormat::Exr) || png.needs_linear_output();
     let exr_options = ExrOptions {
         aovs: args.aovs.iter().map(|&a| a.into()).collect(),
         half: args.half,
@@ -712,52 +724,66 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     if args.profile || args.quiet || log_lines {
         progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    println!(
-        "rendering {} of {} triangles at {width}x{height}, {} bounces, on {} to {}",
-        count_of(frames.len(), "frame"),
-        scene.triangle_count,
-        args.bounces,
-        ctx.caps().name,
-        match (&out, &args.video) {
-            (Some(out), Some(video)) => format!("{} and {}", out.display(), video.display()),
-            (Some(out), None) => out.display().to_string(),
-            (None, Some(video)) => video.display().to_string(),
-            (None, None) => "nowhere (--no-write)".to_string(),
-        }
-    );
-    let started = Instant::now();
+    let destination = match (&out, &args.video) {
+        (Some(out), Some(video)) => format!("{} and {}", out.display(), video.display()),
+        (Some(out), None) => out.display().to_string(),
+        (None, Some(video)) => video.display().to_string(),
+        (None, None) => "nowhere (--no-write)".to_string(),
+    };
+    let announce = |triangles: u32, devices: &str| {
+        println!(
+            "rendering {} of {triangles} triangles at {width}x{height}, {} bounces, on {devices} to \
+             {destination}",
+            count_of(frames.len(), "frame"),
+            args.bounces,
+        );
+    };
+    let started = std::cell::Cell::new(Instant::now());
     let mut gpu_ms = Vec::new();
     let mut dropped_rays = 0u64;
-    sequence.render(&frames, |finished| {
-        let (ms, dropped) = output(finished, (args, png), writers.as_mut(), &subject)?;
-        if let Some(video) = video.as_mut() {
-            video.submit(finished.image.rgba8()).map_err(video_error)?;
+    // Frames for the video wait here until those before them have arrived.
+    let mut video_queue: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
+    let mut next_video = 0;
+    let mut handle = |output: FrameOutput| -> Result<Flow, CliError> {
+        if args.profile {
+            print_frame_profile(output.frame, &output.stages, &output.bounces);
         }
+        let ms = output.gpu_ms();
         if let Some(file) = stats.as_mut() {
-            let path = naming.as_ref().map(|n| n.path(finished.frame));
-            write_stats_line(file, finished, (started, ctx), path.as_deref()).map_err(|e| {
-                CliError::Io(format!(
-                    "{}: {e}",
-                    args.stats
-                        .as_ref()
-                        .map_or(String::new(), |p| p.display().to_string())
-                ))
+            let path = naming.as_ref().map(|n| n.path(output.frame));
+            write_stats_line(file, &output, started.get(), path.as_deref()).map_err(|e| {
+                let path = args.stats.as_deref().unwrap_or(Path::new(""));
+                CliError::Io(format!("{}: {e}", path.display()))
             })?;
         }
+        if let (Some(video), Some(rgba)) = (video.as_mut(), output.video) {
+            video_queue.insert(output.frame, rgba);
+            while let Some(rgba) = frames.get(next_video).and_then(|f| video_queue.remove(f)) {
+                video.submit(&rgba).map_err(video_error)?;
+                next_video += 1;
+            }
+        }
+        if let (Some(writers), Some(image)) = (writers.as_mut(), output.image) {
+            writers.submit_image(output.frame, image);
+        }
         gpu_ms.push(ms);
-        dropped_rays += dropped;
+        dropped_rays += output
+            .bounces
+            .iter()
+            .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
+            .sum::<u64>();
         progress.inc(1);
         if log_lines {
-            let elapsed = started.elapsed().as_secs_f64();
+            let elapsed = started.get().elapsed().as_secs_f64();
             let rate = gpu_ms.len() as f64 / elapsed;
             let left = frames.len() - gpu_ms.len();
             let target = match &naming {
                 None => "not written".to_string(),
-                Some(naming) => format!("to {}", naming.path(finished.frame).display()),
+                Some(naming) => format!("to {}", naming.path(output.frame).display()),
             };
             eprintln!(
                 "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
-                finished.frame,
+                output.frame,
                 gpu_ms.len(),
                 frames.len(),
                 left as f64 / rate
@@ -766,24 +792,38 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         // An interrupt, or a frame the writers could not write, stops the render.
         let stop =
             INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
-        Ok::<_, CliError>(if stop { Flow::Stop } else { Flow::Continue })
-    })?;
-    progress.finish_and_clear();
-    if let Some(map) = sequence.renderer().photon_map() {
-        let stats = map.stats(ctx)?;
-        let gathers = sequence.renderer().gather_stats(ctx)?.unwrap_or_default();
-        let c = stats.counters;
-        println!(
-            "caustics (last frame): {} photons emitted towards {} (light, target) pairs, {} \
-             stored ({:.1}%); going on after each bounce: {:?}; {} gathers ({} dropped)",
-            c.emitted,
-            c.emitters,
-            c.stored,
-            100.0 * c.stored as f64 / c.emitted.max(1) as f64,
-            stats.scattered,
-            gathers.1,
-            gathers.0 - gathers.1
-        );
+        Ok(if stop { Flow::Stop } else { Flow::Continue })
+    };
+    match devices.as_slice() {
+        [options] => {
+            let ctx = super::context(options)?;
+            let subject = build_subject(&ctx, args)?;
+            let config = sequence_config(args, &subject, linear_output)?;
+            let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
+            announce(subject.scene.triangle_count, &ctx.caps().name);
+            started.set(Instant::now());
+            sequence.render(&frames, |finished| {
+                handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?)
+            })?;
+            progress.finish_and_clear();
+            print_caustics(&ctx, &sequence)?;
+        }
+        devices => {
+            render_on_devices(
+                devices,
+                (args, linear_output, wanted),
+                &frames,
+                |event| match event {
+                    DeviceEvent::Ready(names, triangles) => {
+                        announce(triangles, &names);
+                        started.set(Instant::now());
+                        Ok(Flow::Continue)
+                    }
+                    DeviceEvent::Frame(output) => handle(output),
+                },
+            )?;
+            progress.finish_and_clear();
+        }
     }
     if let Some(video) = video {
         let frames = video.frames();
@@ -815,7 +855,7 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
     } else if INTERRUPTED.load(Ordering::SeqCst) {
         return Err(CliError::Interrupted);
     }
-    let wall = started.elapsed().as_secs_f64();
+    let wall = started.get().elapsed().as_secs_f64();
     let frames = gpu_ms.len() as f64;
     let mean_gpu = gpu_ms.iter().sum::<f64>() / frames;
     println!(
@@ -839,6 +879,241 @@ pub fn run(ctx: &Context, args: &RenderArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// The subject `args` asks for, on `ctx`: the default scene or `--mesh`, with the camera
+/// overrides.
+fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> {
+    let mut subject = match &args.mesh {
+        Some(path) => {
+            let options = MeshOptions {
+                look: MeshLook {
+                    up: args.up,
+                    shading: args.shading.into(),
+                },
+                animation: args.animation.as_deref(),
+                looping: args.looping,
+                refinement: Refinement {
+                    levels: args.subdivide,
+                    displace: args.displace,
+                },
+                camera: args.camera.as_deref(),
+            };
+            mesh_subject(ctx, path, &options)?
+        }
+        None => Subject::default_scene(ctx, args.triangles)?,
+    };
+    subject.camera_overrides = CameraOverrides {
+        eye: args.camera_eye,
+        target: args.camera_target,
+        fov_degrees: args.fov,
+    };
+    Ok(subject)
+}
+
+/// How `args` renders `subject`'s frames.
+fn sequence_config(
+    args: &RenderArgs,
+    subject: &Subject,
+    linear_output: bool,
+) -> Result<SequenceConfig, CliError> {
+    let (width, height) = args.size;
+    Ok(SequenceConfig {
+        structure: args.structure,
+        build: BuildParams {
+            lbvh: LbvhParams {
+                morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
+                ..LbvhParams::default()
+            },
+            ..BuildParams::default()
+        },
+        render: RenderParams {
+            bounces: args.bounces,
+            ..RenderParams::default()
+        },
+        width,
+        height,
+        fps: args.fps,
+        caustics: args.caustics.then_some(PhotonParams {
+            photons: args.photons,
+            bounces: args.photon_bounces,
+            k: args.photon_k,
+            max_radius: args.photon_radius * subject.radius,
+            seed: 1,
+            estimated_radii: !args.photon_bound_radii,
+        }),
+        linear_output,
+    })
+}
+
+/// The caustics' figures of the last frame, when on.
+fn print_caustics(ctx: &Context, sequence: &FrameSequence) -> Result<(), CliError> {
+    let Some(map) = sequence.renderer().photon_map() else {
+        return Ok(());
+    };
+    let stats = map.stats(ctx)?;
+    let gathers = sequence.renderer().gather_stats(ctx)?.unwrap_or_default();
+    let c = stats.counters;
+    println!(
+        "caustics (last frame): {} photons emitted towards {} (light, target) pairs, {} \
+         stored ({:.1}%); going on after each bounce: {:?}; {} gathers ({} dropped)",
+        c.emitted,
+        c.emitters,
+        c.stored,
+        100.0 * c.stored as f64 / c.emitted.max(1) as f64,
+        stats.scattered,
+        gathers.1,
+        gathers.0 - gathers.1
+    );
+    Ok(())
+}
+
+/// The devices `--devices` names (`all`, or indices and name substrings), each as `options`
+/// with its device set; without `--devices`, `options` alone.
+fn device_options(
+    options: &ContextOptions,
+    devices: Option<&str>,
+) -> Result<Vec<ContextOptions>, CliError> {
+    let Some(devices) = devices else {
+        return Ok(vec![options.clone()]);
+    };
+    let names: Vec<String> = if devices.trim() == "all" {
+        let count = canopy::vk::list_devices()?.len();
+        (0..count).map(|i| i.to_string()).collect()
+    } else {
+        devices.split(',').map(|d| d.trim().to_string()).collect()
+    };
+    if names.is_empty() || names.iter().any(String::is_empty) {
+        return Err(CliError::Usage(format!(
+            "--devices '{devices}': expected all, or device indices or names separated by commas"
+        )));
+    }
+    Ok(names
+        .into_iter()
+        .map(|device| ContextOptions {
+            device: Some(device),
+            ..options.clone()
+        })
+        .collect())
+}
+
+/// Where a device's thread says it is ready (its name and the subject's triangles), or why not.
+type ReadySender = std::sync::mpsc::SyncSender<Result<(String, u32), CliError>>;
+
+/// A device that could not start: every device stops taking frames, and the error goes to
+/// the output side (with its own exit code).
+fn report_failure(
+    error: CliError,
+    (send, stop): (ReadySender, &AtomicBool),
+) -> Result<(), CliError> {
+    stop.store(true, Ordering::SeqCst);
+    let _ = send.send(Err(error));
+    Ok(())
+}
+
+/// What a device's thread tells the output side.
+enum DeviceEvent {
+    /// Every device is ready: their names, and the subject's triangles.
+    Ready(String, u32),
+    /// A finished frame.
+    Frame(FrameOutput),
+}
+
+/// Renders `frames` on every device of `devices` at once: one context, subject, structure and
+/// renderer per device, each pulling the next frame nobody has taken from a shared counter;
+/// `sink` (on this thread) takes the finished frames as they come and may stop them all.
+fn render_on_devices(
+    devices: &[ContextOptions],
+    (args, linear_output, wanted): (&RenderArgs, bool, Wanted),
+    frames: &[u32],
+    mut sink: impl FnMut(DeviceEvent) -> Result<Flow, CliError>,
+) -> Result<(), CliError> {
+    let taken = std::sync::atomic::AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (send, receive): (ReadySender, _) = std::sync::mpsc::sync_channel(devices.len());
+        let (frames_out, frames_in) =
+            std::sync::mpsc::sync_channel::<FrameOutput>(2 * devices.len());
+        let workers: Vec<_> = devices
+            .iter()
+            .map(|options| {
+                let (send, frames_out) = (send.clone(), frames_out.clone());
+                let (taken, stop) = (&taken, &stop);
+                scope.spawn(move || -> Result<(), CliError> {
+                    let ctx = match super::context(options) {
+                        Ok(ctx) => ctx,
+                        Err(e) => return report_failure(e, (send, stop)),
+                    };
+                    let subject = match build_subject(&ctx, args) {
+                        Ok(subject) => subject,
+                        Err(e) => return report_failure(e, (send, stop)),
+                    };
+                    let sequence = sequence_config(args, &subject, linear_output)
+                        .and_then(|config| Ok(FrameSequence::new(&ctx, &subject, config)?));
+                    let mut sequence = match sequence {
+                        Ok(sequence) => sequence,
+                        Err(e) => return report_failure(e, (send, stop)),
+                    };
+                    let _ = send.send(Ok((ctx.caps().name.clone(), subject.scene.triangle_count)));
+                    let pull = || {
+                        if stop.load(Ordering::SeqCst) {
+                            return None;
+                        }
+                        frames.get(taken.fetch_add(1, Ordering::SeqCst)).copied()
+                    };
+                    sequence.render_pulled(pull, |finished| {
+                        let output = FrameOutput::of(finished, (&ctx, &subject), wanted)?;
+                        match frames_out.send(output) {
+                            Ok(()) if !stop.load(Ordering::SeqCst) => Ok(Flow::Continue),
+                            _ => Ok::<_, CliError>(Flow::Stop),
+                        }
+                    })
+                })
+            })
+            .collect();
+        drop((send, frames_out));
+        let mut names = Vec::new();
+        let mut triangles = 0;
+        let mut outcome = Ok(());
+        for message in receive.iter().take(devices.len()) {
+            match message {
+                Ok((name, count)) => {
+                    names.push(name);
+                    triangles = count;
+                }
+                Err(e) => outcome = outcome.and(Err(e)),
+            }
+        }
+        if outcome.is_ok() {
+            outcome = sink(DeviceEvent::Ready(
+                format!("{} devices ({})", names.len(), names.join(", ")),
+                triangles,
+            ))
+            .map(drop);
+        }
+        for output in frames_in.iter() {
+            if outcome.is_err() {
+                continue;
+            }
+            match sink(DeviceEvent::Frame(output)) {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Stop) => stop.store(true, Ordering::SeqCst),
+                Err(e) => {
+                    stop.store(true, Ordering::SeqCst);
+                    outcome = Err(e);
+                }
+            }
+        }
+        for worker in workers {
+            let joined = worker.join().unwrap_or_else(|_| {
+                Err(CliError::Failed("a device's render thread panicked".into()))
+            });
+            if outcome.is_ok() {
+                outcome = joined;
+            }
+        }
+        outcome
+    })
 }
 
 /// How `--mesh` is shown (`canopy render`, `canopy bench render`).
@@ -897,40 +1172,6 @@ pub(super) fn mesh_subject(
     };
     subject.gltf_camera = camera;
     Ok(subject)
-}
-
-/// Prints a finished frame's profile (with `--profile`), hands its image to the PNG writers,
-/// and returns its GPU time in ms and the rays dropped for want of list space.
-fn output(
-    finished: &FinishedFrame,
-    (args, png): (&RenderArgs, PngOptions),
-    writers: Option<&mut ImageSequence>,
-    subject: &Subject,
-) -> Result<(f64, u64), CliError> {
-    let stages = finished.profiler.results()?;
-    let bounces = finished.image.stats();
-    if args.profile {
-        print_frame_profile(finished.frame, &stages, &bounces);
-    }
-    if let Some(writers) = writers {
-        let format = writers.naming().format();
-        let attributes = match format {
-            ImageFormat::Exr => frame_attributes(finished.frame, args, subject),
-            _ => Vec::new(),
-        };
-        let image = FrameImage::of(finished.image, (format, png), attributes)
-            .ok_or_else(|| CliError::Failed("the frame has no linear output to write".into()))?;
-        writers.submit_image(finished.frame, image);
-    }
-    let ms = stages
-        .iter()
-        .find(|(name, _)| name == "frame")
-        .map_or(0.0, |s| s.1);
-    let dropped = bounces
-        .iter()
-        .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
-        .sum();
-    Ok((ms, dropped))
 }
 
 /// The header attributes of frame `frame`'s OpenEXR file: canopy's version, the frame and its
