@@ -42,6 +42,13 @@ fn render(out: &Path, frames: &str) -> Command {
     command
 }
 
+/// Runs `command`, which must succeed (its stderr says why not).
+fn succeeds(command: &mut Command) -> Output {
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    output
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
@@ -224,8 +231,7 @@ fn the_screen_grid_renders_the_lbvh_s_frames() {
                     Some(mesh) => command.args(["--mesh", mesh]),
                     None => command.args(["--triangles", "3000"]),
                 };
-                let output = command.output().unwrap();
-                assert!(output.status.success(), "{}", stderr(&output));
+                succeeds(&mut command);
                 assert_eq!(assert_whole_frames(&out, 45, 31), 2);
                 out.names()
                     .iter()
@@ -354,8 +360,7 @@ fn frame_pixels(folder: &TempFolder) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn an_interrupted_render_resumes_with_skip_existing() {
     let whole = TempFolder::new("resume-whole");
-    let output = render(&whole.0, "0..12").arg("-q").output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&whole.0, "0..12").arg("-q"));
 
     let folder = TempFolder::new("resume");
     let logs = TempFolder::new("resume-stats");
@@ -392,11 +397,12 @@ fn an_interrupted_render_resumes_with_skip_existing() {
         stderr(&refused)
     );
 
-    let resumed = render(&folder.0, "0..12")
-        .args(["--skip-existing", "-q", "--stats", stats.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    succeeds(render(&folder.0, "0..12").args([
+        "--skip-existing",
+        "-q",
+        "--stats",
+        stats.to_str().unwrap(),
+    ]));
     let all = stats_frames(&stats);
     let second = &all[first.len()..];
     assert_eq!(
@@ -419,8 +425,7 @@ fn an_interrupted_render_resumes_with_skip_existing() {
 #[test]
 fn shards_render_every_frame_once_into_one_folder() {
     let whole = TempFolder::new("shards-whole");
-    let output = render(&whole.0, "0..12").arg("-q").output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&whole.0, "0..12").arg("-q"));
     for mode in ["interleaved", "block"] {
         let folder = TempFolder::new("shards");
         let logs = TempFolder::new("shards-stats");
@@ -447,11 +452,7 @@ fn shards_render_every_frame_once_into_one_folder() {
     }
     let named = TempFolder::new("shards-pattern");
     let pattern = named.0.join("shot_###.ppm");
-    let output = render(&pattern, "3,7..9")
-        .args(["-q", "--shard", "0/2"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&pattern, "3,7..9").args(["-q", "--shard", "0/2"]));
     // Frames 3, 7, 8: shard 0 of 2 takes the first and the third.
     assert_eq!(
         named.names(),
@@ -478,16 +479,15 @@ fn a_slurm_array_renders_every_frame_once() {
     );
     let mesh = common::test_data("meshes/suzanne.obj");
     let whole = TempFolder::new("slurm-whole");
-    let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "render", "--size", "32x24", "--frames", "0..12", "-q", "--mesh",
-        ])
-        .arg(&mesh)
-        .arg("--out")
-        .arg(whole.0.join("shot_####.png"))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(
+        Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "render", "--size", "32x24", "--frames", "0..12", "-q", "--mesh",
+            ])
+            .arg(&mesh)
+            .arg("--out")
+            .arg(whole.0.join("shot_####.png")),
+    );
     let farm = TempFolder::new("slurm-farm");
     // The script asks for a GPU and 4 cores; this node has neither to give.
     let submitted = Command::new("sbatch")
@@ -549,22 +549,21 @@ fn probe(video: &Path) -> (u32, u32, u32, String) {
 fn videos_are_encoded_through_ffmpeg() {
     let folder = TempFolder::new("video");
     let mp4 = folder.0.join("shot.mp4");
-    let output = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "render",
-            "--triangles",
-            "1000",
-            "--size",
-            "33x25",
-            "--frames",
-            "0..5",
-            "-q",
-        ])
-        .arg("--video")
-        .arg(&mp4)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(
+        Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "render",
+                "--triangles",
+                "1000",
+                "--size",
+                "33x25",
+                "--frames",
+                "0..5",
+                "-q",
+            ])
+            .arg("--video")
+            .arg(&mp4),
+    );
     assert_eq!(probe(&mp4), (5, 34, 26, "h264".into()));
     assert_eq!(
         folder.names(),
@@ -575,12 +574,11 @@ fn videos_are_encoded_through_ffmpeg() {
     let mkv = folder.0.join("lossless.mkv");
     let frame_folder = TempFolder::new("video-frames");
     let frames = &frame_folder.0;
-    let output = render(frames, "0..3")
-        .args(["-q", "--codec", "ffv1", "--video"])
-        .arg(&mkv)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(
+        render(frames, "0..3")
+            .args(["-q", "--codec", "ffv1", "--video"])
+            .arg(&mkv),
+    );
     assert_eq!(probe(&mkv), (3, 32, 24, "ffv1".into()));
     assert_eq!(assert_whole_frames(&frame_folder, 32, 24), 3);
     // The lossless video's first frame is the first PNG's pixels.
@@ -625,14 +623,13 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
     use exr::prelude::*;
     let folder = TempFolder::new("exr");
     let exr_pattern = folder.0.join("shot_####.exr");
-    let output = render(&exr_pattern, "2")
-        .args(["-q", "--aovs", "depth,normal,albedo,position,object_id"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&exr_pattern, "2").args([
+        "-q",
+        "--aovs",
+        "depth,normal,albedo,position,object_id",
+    ]));
     let png_folder = TempFolder::new("exr-png");
-    let output = render(&png_folder.0, "2").arg("-q").output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&png_folder.0, "2").arg("-q"));
     let png = read_png(&png_folder.0.join("frame_0002.png")).unwrap().2;
 
     let image = read()
@@ -721,11 +718,7 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
     assert_eq!(eye.len(), 3);
 
     // Half floats on request; AOV options refused for other formats.
-    let half = render(&folder.0.join("half_#.exr"), "0")
-        .args(["-q", "--half"])
-        .output()
-        .unwrap();
-    assert!(half.status.success(), "{}", stderr(&half));
+    succeeds(render(&folder.0.join("half_#.exr"), "0").args(["-q", "--half"]));
     let image = read()
         .no_deep_data()
         .largest_resolution_level()
@@ -754,21 +747,14 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
 #[test]
 fn png_frames_at_16_bits_and_with_coverage_alpha() {
     let folder = TempFolder::new("png16");
-    let eight = render(&folder.0.join("eight_#.png"), "1")
-        .arg("-q")
-        .output()
-        .unwrap();
-    assert!(eight.status.success(), "{}", stderr(&eight));
-    let sixteen = render(&folder.0.join("sixteen_#.png"), "1")
-        .args(["-q", "--depth", "16", "--transparent"])
-        .output()
-        .unwrap();
-    assert!(sixteen.status.success(), "{}", stderr(&sixteen));
-    let clear = render(&folder.0.join("clear_#.png"), "1")
-        .args(["-q", "--transparent"])
-        .output()
-        .unwrap();
-    assert!(clear.status.success(), "{}", stderr(&clear));
+    succeeds(render(&folder.0.join("eight_#.png"), "1").arg("-q"));
+    succeeds(render(&folder.0.join("sixteen_#.png"), "1").args([
+        "-q",
+        "--depth",
+        "16",
+        "--transparent",
+    ]));
+    succeeds(render(&folder.0.join("clear_#.png"), "1").args(["-q", "--transparent"]));
     let eight = read_png(&folder.0.join("eight_1.png")).unwrap().2;
     let (w, h, wide) = read_png(&folder.0.join("sixteen_1.png")).unwrap();
     assert_eq!(
@@ -806,20 +792,18 @@ fn png_frames_at_16_bits_and_with_coverage_alpha() {
 #[test]
 fn two_devices_render_the_frames_of_one() {
     let one = TempFolder::new("devices-one");
-    let output = render(&one.0, "0..10").arg("-q").output().unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    succeeds(render(&one.0, "0..10").arg("-q"));
     let two = TempFolder::new("devices-two");
     let logs = TempFolder::new("devices-stats");
     let stats = logs.0.join("stats.jsonl");
     let video = logs.0.join("two.mkv");
-    let output = render(&two.0, "0..10")
-        .args(["-q", "--devices", "0,0", "--codec", "ffv1", "--stats"])
-        .arg(&stats)
-        .arg("--video")
-        .arg(&video)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr(&output));
+    let output = succeeds(
+        render(&two.0, "0..10")
+            .args(["-q", "--devices", "0,0", "--codec", "ffv1", "--stats"])
+            .arg(&stats)
+            .arg("--video")
+            .arg(&video),
+    );
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("on 2 devices"),
         "{}",
