@@ -16,7 +16,7 @@ use canopy::accel::bih::build::{
     BihTask, LargeBinsPush, LargePartitionPush, LargeSplitPush, SmallNodesPush,
 };
 use canopy::accel::bih::trace::TraceBihPush;
-use canopy::accel::bvh::lbvh::BottomUpPush;
+use canopy::accel::bvh::lbvh::ClimbPush;
 use canopy::accel::bvh::trace::TracePush;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::grid::build::{CastPush, ProjectPush, ReferencesPush};
@@ -229,16 +229,19 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::BVH_BOTTOM_UP_BOXES,
-            Rust(rust_layout!(BottomUpPush {
+            shaders::BVH_HPLOC,
+            Rust(rust_layout!(ClimbPush {
+                keys_address,
                 positions_address,
                 triangles_address,
                 leaf_primitives_address,
                 nodes_address,
-                leaf_parents_address,
-                counters_address,
                 leaf_triangles_address,
-                count_address,
+                clusters_address,
+                cluster_counts_address,
+                slots_address,
+                node_counter_address,
+                height_address,
                 host_count
             })),
         ),

@@ -6,8 +6,10 @@
 mod common;
 
 use canopy::accel::bvh::cpu as cpu_lbvh;
-use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+use canopy::accel::bvh::lbvh::{BvhQuality, LbvhBuilder, LbvhParams, LbvhStructure};
 use canopy::accel::bvh::{Bvh, BvhNode};
+use canopy::accel::bvh::{ploc, sah};
+use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::TriangleInput;
 use canopy::geom::morton::MortonBits;
 use canopy::geom::ray::{MISS, Query};
@@ -29,9 +31,10 @@ struct Built {
     _triangles: Buffer,
 }
 
-fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits) -> Built {
+fn build(ctx: &Context, mesh: &Mesh, bits: MortonBits, quality: BvhQuality) -> Built {
     let params = LbvhParams {
         morton_bits: bits,
+        quality,
         ..LbvhParams::default()
     };
     build_with(ctx, mesh, params)
@@ -75,14 +78,36 @@ fn build_with(ctx: &Context, mesh: &Mesh, params: LbvhParams) -> Built {
     }
 }
 
-/// Builds on the GPU and checks everything against the CPU; returns the tree's stats.
-fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_lbvh::TreeStats {
-    let built = build(ctx, mesh, bits);
+/// Builds on the GPU with both qualities and checks everything against the CPU; returns the
+/// stats of the fast tree and of the high-quality one.
+fn check_tree(
+    ctx: &Context,
+    mesh: &Mesh,
+    bits: MortonBits,
+    label: &str,
+) -> [cpu_lbvh::TreeStats; 2] {
+    BvhQuality::ALL.map(|quality| check_tree_of(ctx, mesh, bits, quality, label))
+}
+
+fn check_tree_of(
+    ctx: &Context,
+    mesh: &Mesh,
+    bits: MortonBits,
+    quality: BvhQuality,
+    label: &str,
+) -> cpu_lbvh::TreeStats {
+    let label = format!("{label} ({quality:?}, {bits:?})");
+    let built = build(ctx, mesh, bits, quality);
     let n = mesh.triangle_count();
     let boxes = aabb::triangle_bounds(&mesh.positions, &mesh.triangles);
     let stats = cpu_lbvh::check_invariants(&built.nodes, &built.leaf_primitives, &boxes)
-        .unwrap_or_else(|e| panic!("{label} ({bits:?}, n={n}): {e}"));
+        .unwrap_or_else(|e| panic!("{label}, n={n}: {e}"));
     assert_eq!(stats.internal_nodes, n.saturating_sub(1).max(1), "{label}");
+    assert_eq!(
+        built.bvh.height(),
+        stats.depth,
+        "{label}: height written by the build"
+    );
 
     // Codes: sorted, and each equal to the CPU's code of the leaf's triangle up to one cell
     // per axis: the GPU's division for the grid scale may be off by an ulp or two (SPIR-V
@@ -115,15 +140,23 @@ fn check_tree(ctx: &Context, mesh: &Mesh, bits: MortonBits, label: &str) -> cpu_
         }
     }
 
-    // Topology: exactly the CPU radix tree over the GPU's sorted keys.
+    // Shape: exactly the CPU's tree over the GPU's sorted keys, up to node numbering; the
+    // fast tree is Karras' radix tree itself.
     let key_bits = bits.key_bits();
-    let expected = cpu_lbvh::build_radix_tree(&built.keys, key_bits);
-    for (i, (g, c)) in built.nodes.iter().zip(&expected).enumerate() {
-        assert_eq!(
-            (g.left, g.right, g.parent, g.leaf_count),
-            (c.left, c.right, c.parent, c.leaf_count),
-            "{label} ({bits:?}, n={n}): node {i} (left, right, parent, leaves)"
-        );
+    let leaf_boxes: Vec<aabb::Bounds> = built
+        .leaf_primitives
+        .iter()
+        .map(|&p| boxes[p as usize])
+        .collect();
+    let expected =
+        ploc::cluster_sorted(&built.keys, key_bits, &leaf_boxes, quality.cluster_params());
+    cpu_lbvh::same_tree(&built.nodes, &expected)
+        .unwrap_or_else(|e| panic!("{label}, n={n}: GPU against CPU: {e}"));
+    if quality == BvhQuality::Fast {
+        let mut radix = cpu_lbvh::build_radix_tree(&built.keys, key_bits);
+        cpu_lbvh::fit_boxes(&mut radix, &leaf_boxes);
+        cpu_lbvh::same_tree(&built.nodes, &radix)
+            .unwrap_or_else(|e| panic!("{label}, n={n}: GPU against the radix tree: {e}"));
     }
     stats
 }
@@ -180,12 +213,16 @@ fn adversarial_meshes() {
         normals: Vec::new(),
     };
     for bits in [MortonBits::Bits30, MortonBits::Bits63] {
-        let stats = check_tree(&ctx, &same, bits, "identical");
-        assert!(
-            stats.depth <= 13,
-            "identical: depth {} for 3000 leaves",
-            stats.depth
-        );
+        let [fast, high] = check_tree(&ctx, &same, bits, "identical");
+        // Index bits split the fast tree evenly; equal boxes make every pair as good as any
+        // other, and merging neighbours pairwise keeps the clustered tree shallow too.
+        for (stats, most) in [(fast, 13), (high, 16)] {
+            assert!(
+                stats.depth <= most,
+                "identical: depth {} for 3000 leaves",
+                stats.depth
+            );
+        }
     }
     // Two clusters far apart.
     let mut clusters = random_mesh(&mut rng, 2000, 1.0, 0.01);
@@ -232,32 +269,46 @@ fn real_meshes() {
     // flat faces and sharp edges.
     for name in ["hand_00.obj", "fandisk.obj"] {
         let mesh = test_mesh(name);
-        let stats = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
-        let reference = cpu_lbvh::tree_stats(
-            &cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, MortonBits::Bits30).nodes,
-            mesh.triangle_count(),
+        let n = mesh.triangle_count();
+        let [fast, high] = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
+        let cost = |nodes: &[BvhNode]| cpu_lbvh::tree_stats(nodes, n).sah_cost;
+        let lbvh =
+            cost(&cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, MortonBits::Bits30).nodes);
+        let params = BvhQuality::High.cluster_params();
+        let clustered = cost(
+            &ploc::build_clustered(&mesh.positions, &mesh.triangles, MortonBits::Bits30, params)
+                .nodes,
         );
+        let sweep = cost(&sah::build_sah_bvh(&mesh.positions, &mesh.triangles).nodes);
         println!(
-            "{name}: {} triangles, depth {}, SAH cost {:.2} (CPU LBVH {:.2})",
-            mesh.triangle_count(),
-            stats.depth,
-            stats.sah_cost,
-            reference.sah_cost
+            "{name}: {n} triangles, depths {} and {}, SAH cost {:.2} (CPU LBVH {lbvh:.2}) and \
+             {:.2} (CPU {clustered:.2}); full sweep {sweep:.2}",
+            fast.depth, high.depth, fast.sah_cost, high.sah_cost
         );
+        for (gpu, cpu) in [(fast.sah_cost, lbvh), (high.sah_cost, clustered)] {
+            assert!(
+                (gpu / cpu - 1.0).abs() < 0.02,
+                "{name}: SAH cost {gpu} far from the CPU's {cpu}"
+            );
+        }
+        // The high-quality tree is within 10% of the full sweep on both meshes.
         assert!(
-            (stats.sah_cost / reference.sah_cost - 1.0).abs() < 0.02,
-            "{name}: SAH cost far from the CPU's"
+            high.sah_cost < 1.1 * sweep,
+            "{name}: SAH cost {} against the full sweep's {sweep}",
+            high.sah_cost
         );
     }
 }
 
 fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: &str) {
-    let built = build(ctx, mesh, bits);
     let mut rng = Rng::new(mesh.triangle_count() as u64);
     let rays = random_rays(&mut rng, mesh, rays);
-    let closest = trace(ctx, &built.bvh, &rays, Query::Closest);
-    let any = trace(ctx, &built.bvh, &rays, Query::Any);
-    assert_hits_match_brute_force(mesh, &rays, &closest, &any, label);
+    for quality in BvhQuality::ALL {
+        let built = build(ctx, mesh, bits, quality);
+        let closest = trace(ctx, &built.bvh, &rays, Query::Closest);
+        let any = trace(ctx, &built.bvh, &rays, Query::Any);
+        assert_hits_match_brute_force(mesh, &rays, &closest, &any, &format!("{label} {quality:?}"));
+    }
 }
 
 #[test]
@@ -287,7 +338,7 @@ fn rays_along_box_faces() {
         (&flat, rays_in_plane_z0(300), "flat"),
         (&cubes, along_faces, "cubes"),
     ] {
-        let built = build(&ctx, mesh, MortonBits::Bits30);
+        let built = build(&ctx, mesh, MortonBits::Bits30, BvhQuality::High);
         let mut rays = random_rays(&mut Rng::new(5), mesh, 1000);
         rays.extend(extra);
         let closest = trace(&ctx, &built.bvh, &rays, Query::Closest);
@@ -300,7 +351,7 @@ fn rays_along_box_faces() {
 fn empty_tree_misses_everything() {
     let ctx = context();
     let mesh = random_mesh(&mut Rng::new(1), 4, 1.0, 1.0);
-    let mut built = build(&ctx, &mesh, MortonBits::Bits30);
+    let mut built = build(&ctx, &mesh, MortonBits::Bits30, BvhQuality::Fast);
     let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), 4).unwrap();
     ctx.submit_and_wait(|rec| {
         let input = TriangleInput::whole(&built._positions, &built._triangles, 0);
@@ -310,6 +361,56 @@ fn empty_tree_misses_everything() {
     let rays = random_rays(&mut Rng::new(2), &mesh, 100);
     let hits = trace(&ctx, &built.bvh, &rays, Query::Closest);
     assert!(hits.iter().all(|h| h.triangle == MISS));
+}
+
+/// Triangles nested inside each other, each a little larger than the last: clustering merges
+/// them one at a time into a chain far taller than traversal's stack. The build says so, and
+/// the structure builds fast trees instead, whose hits are right.
+#[test]
+fn too_tall_trees_are_built_again_fast() {
+    let ctx = context();
+    let mut mesh = Mesh {
+        positions: Vec::new(),
+        triangles: Vec::new(),
+        normals: Vec::new(),
+    };
+    let mut size = 1e-3f32;
+    for i in 0..3000 {
+        mesh.positions.extend([
+            [-size, -size, 0.0],
+            [size, -size, 0.0],
+            [0.0, size, 0.1 * size],
+        ]);
+        mesh.triangles.push([3 * i, 3 * i + 1, 3 * i + 2]);
+        size *= 1.003;
+    }
+    let fast = build(&ctx, &mesh, MortonBits::Bits30, BvhQuality::Fast);
+    assert!(fast.bvh.fits_traversal_stack());
+    let high = build(&ctx, &mesh, MortonBits::Bits30, BvhQuality::High);
+    assert!(
+        !high.bvh.fits_traversal_stack(),
+        "nested triangles: a clustered tree {} tall",
+        high.bvh.height()
+    );
+
+    let params = LbvhParams {
+        quality: BvhQuality::High,
+        ..LbvhParams::default()
+    };
+    let n = mesh.triangle_count() as u32;
+    let mut structure = LbvhStructure::new(&ctx, params, n).unwrap();
+    let (positions, triangles) = (&high._positions, &high._triangles);
+    let input = TriangleInput::whole(positions, triangles, n);
+    submit_until_complete(&ctx, &mut structure, |rec, s| {
+        s.record_build(rec, &input, 0)
+    })
+    .unwrap();
+    assert!(structure.bvh().fits_traversal_stack());
+    let rays = random_rays(&mut Rng::new(8), &mesh, 2000);
+    let closest = trace(&ctx, structure.bvh(), &rays, Query::Closest);
+    let any = trace(&ctx, structure.bvh(), &rays, Query::Any);
+    assert_hits_match_brute_force(&mesh, &rays, &closest, &any, "nested, built again");
+    assert_valid(&ctx);
 }
 
 /// Under a pretended limit of 64 workgroups per dimension, every LBVH step runs in 2D and 3D
@@ -330,13 +431,13 @@ fn folded_grids_build_and_trace_like_the_cpu() {
     for query in [Query::Closest, Query::Any] {
         let expected = trace(
             &plain,
-            &build(&plain, &small, MortonBits::Bits30).bvh,
+            &build(&plain, &small, MortonBits::Bits30, BvhQuality::High).bvh,
             &rays,
             query,
         );
         let got = trace(
             &folded,
-            &build(&folded, &small, MortonBits::Bits30).bvh,
+            &build(&folded, &small, MortonBits::Bits30, BvhQuality::High).bvh,
             &rays,
             query,
         );

@@ -16,8 +16,9 @@
 // driver folds the constant and drops the counting. src/accel/bvh/traverse.rs trace_bvh walks the tree
 // in the same order and counts the same way.
 //
-// The stack bound: a radix tree over b-bit keys and n < 2^32 primitives is at most b + 32
-// levels deep, and a ray holds at most one pushed node per level (96 covers 63-bit codes).
+// The stack bound: a ray holds at most one pushed node per level below the root. A radix tree
+// over b-bit keys and n < 2^32 primitives is at most b + 32 levels deep (96 covers 63-bit
+// codes); a clustered tree is checked against MAX_TRAVERSAL_HEIGHT after its build.
 #include "../common/prelude.glsl"
 #include "bvh/format.glsl"
 #include "../common/ray.glsl"
@@ -97,9 +98,13 @@ void main() {
         if (enter_left && enter_right) {
             bool left_first = t_left <= t_right;
             node = left_first ? n.left : n.right;
-            stack_node[depth] = left_first ? n.right : n.left;
-            stack_t[depth] = left_first ? t_right : t_left;
-            ++depth;
+            // A tree too deep for the stack is reported by its build and never traced
+            // (Bvh::fits_traversal_stack); the guard keeps the stack in bounds regardless.
+            if (depth < STACK_SIZE) {
+                stack_node[depth] = left_first ? n.right : n.left;
+                stack_t[depth] = left_first ? t_right : t_left;
+                ++depth;
+            }
         } else if (enter_left) {
             node = n.left;
         } else if (enter_right) {

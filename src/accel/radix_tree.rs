@@ -2,9 +2,10 @@
 //! of the primitives' centres (`glsl/radix_tree/primitive_bounds.comp`), a Morton code per
 //! centre (`glsl/radix_tree/morton_codes.comp`), a radix sort of (code, primitive) pairs, and
 //! the whole tree of internal nodes over the sorted codes in one dispatch, with parent links
-//! (`glsl/radix_tree/internal_nodes.comp`; duplicate codes are split by index). The LBVH then
-//! fits boxes bottom-up ([`crate::accel::bvh::lbvh`]); the octree reads its cells off the
-//! tree's prefixes ([`crate::accel::octree`]).
+//! (`glsl/radix_tree/internal_nodes.comp`; duplicate codes are split by index). The octree
+//! reads its cells off the tree's prefixes ([`crate::accel::octree`]); the LBVH sorts the same
+//! codes and climbs the same tree without building it, fitting boxes (and clustering) on the
+//! way up ([`crate::accel::bvh::lbvh`]).
 
 use crate::geom::morton::MortonBits;
 use crate::prims::WORKGROUP_SIZE;

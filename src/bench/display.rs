@@ -115,9 +115,12 @@ impl Display for StructureReport {
         } else {
             ("vertices", "vertex")
         };
+        let quality = self
+            .bvh_quality
+            .map_or(String::new(), |q| format!(", {} BVH", q.name()));
         writeln!(
             f,
-            "{} over {} ({} triangles, {} vertices; built over {} {what})",
+            "{}{quality} over {} ({} triangles, {} vertices; built over {} {what})",
             self.structure, self.mesh, self.triangles, self.vertices, self.primitives
         )?;
         let stages: Vec<String> = self
@@ -245,7 +248,7 @@ impl Display for WorkTable<'_> {
             writeln!(
                 f,
                 "{mesh:<22} {:<7} {:>9} {:>10} {:>6} {:>8} {:>9.2} {:>11.2} {:>8.2} {:>5} {:>8} {:>13} {:>13} {:>13}",
-                r.structure.name(),
+                r.label(),
                 r.primitives,
                 r.work.dispatches,
                 or_unknown(r.work.dispatches_with_work),

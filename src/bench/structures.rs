@@ -17,6 +17,7 @@ use super::{Error, Result};
 use crate::accel::bih::cpu::{build_bih, check_bih};
 use crate::accel::bih::trace::BihTreeGpu;
 use crate::accel::bvh::cpu::tree_stats;
+use crate::accel::bvh::lbvh::BvhQuality;
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
@@ -108,6 +109,8 @@ pub struct ReferenceReport {
 pub struct StructureReport {
     /// Which structure.
     pub structure: StructureKind,
+    /// The quality of the BVH it builds (the LBVH, and the screen grid's for its other rays).
+    pub bvh_quality: Option<BvhQuality>,
     /// The mesh's label.
     pub mesh: String,
     /// Triangles of the mesh.
@@ -130,6 +133,16 @@ pub struct StructureReport {
     pub native: Option<NativeReport>,
     /// The CPU reference (LBVH and kd-tree, up to [`BuildConfig::reference_up_to`]).
     pub reference: Option<ReferenceReport>,
+}
+
+impl StructureReport {
+    /// The structure's name in tables: `lbvh-hq` for a high-quality LBVH.
+    pub fn label(&self) -> &'static str {
+        match (self.structure, self.bvh_quality) {
+            (StructureKind::Lbvh, Some(BvhQuality::High)) => "lbvh-hq",
+            (kind, _) => kind.name(),
+        }
+    }
 }
 
 /// Makes a structure of `kind` for `mesh` and builds the first tree (a kd-tree's lists grown
@@ -189,6 +202,8 @@ impl<'a> MeshBench<'a> {
     /// Builds `kind` over the mesh and measures it.
     pub fn measure(&mut self, kind: StructureKind) -> Result<StructureReport> {
         let (ctx, mesh, config) = (self.ctx, self.mesh, &self.config);
+        let bvh_quality = matches!(kind, StructureKind::Lbvh | StructureKind::Grid)
+            .then_some(config.build.lbvh.quality);
         let primitives = if kind.over_triangles() {
             mesh.triangle_count()
         } else {
@@ -265,6 +280,7 @@ impl<'a> MeshBench<'a> {
         };
         Ok(StructureReport {
             structure: kind,
+            bvh_quality,
             mesh: mesh.label.clone(),
             triangles: mesh.triangle_count(),
             vertices: mesh.vertex_count(),

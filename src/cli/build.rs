@@ -23,6 +23,10 @@ pub struct BuildArgs {
     /// Morton code width of the LBVH and the octree: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<super::render::MortonArg>,
+    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
+    /// [default: fast].
+    #[arg(long, value_enum)]
+    pub bvh_quality: Option<super::render::QualityArg>,
     /// Timed builds (and traces) after one warm-up; the median is reported.
     #[arg(long, default_value_t = 1)]
     pub repeats: u32,
@@ -63,6 +67,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
             build: BuildParams {
                 lbvh: LbvhParams {
                     morton_bits: super::morton_bits(args.morton_bits, &args.structure)?,
+                    quality: super::bvh_quality(args.bvh_quality, &args.structure)?,
                     ..LbvhParams::default()
                 },
                 ..BuildParams::default()

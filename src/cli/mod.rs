@@ -14,6 +14,7 @@ pub mod selfcheck;
 pub mod structures;
 
 use canopy::accel::StructureKind;
+use canopy::accel::bvh::lbvh::BvhQuality;
 use canopy::bench::DeviceInfo;
 use canopy::geom::MortonBits;
 use canopy::vk::{Context, ContextOptions};
@@ -103,6 +104,26 @@ pub fn morton_bits(
             )))
         }
         arg => Ok(arg.map_or(MortonBits::Bits30, MortonBits::from)),
+    }
+}
+
+/// The BVH quality `--bvh-quality` asks for (fast when not given), refused when none of
+/// `structures` builds a BVH (the LBVH, or the screen grid's LBVH for its other rays).
+pub fn bvh_quality(
+    arg: Option<render::QualityArg>,
+    structures: &[StructureKind],
+) -> Result<BvhQuality, CliError> {
+    let builds_bvh = |s: &StructureKind| matches!(s, StructureKind::Lbvh | StructureKind::Grid);
+    match arg {
+        Some(_) if !structures.iter().any(builds_bvh) => {
+            let names: Vec<&str> = structures.iter().map(|s| s.name()).collect();
+            Err(CliError::Usage(format!(
+                "--bvh-quality sets the tree of the lbvh and the grid's other rays; --structure {} \
+                 builds neither",
+                names.join(",")
+            )))
+        }
+        arg => Ok(arg.map_or(BvhQuality::Fast, BvhQuality::from)),
     }
 }
 

@@ -7,7 +7,7 @@
 use super::CliError;
 use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
-use canopy::accel::bvh::lbvh::LbvhParams;
+use canopy::accel::bvh::lbvh::{BvhQuality, LbvhParams};
 use canopy::export::{
     Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, PngOptions, ShardMode,
     VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
@@ -155,6 +155,10 @@ pub struct RenderArgs {
     /// Morton code width of the LBVH: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<MortonArg>,
+    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
+    /// [default: fast].
+    #[arg(long, value_enum)]
+    pub bvh_quality: Option<QualityArg>,
     /// Caustics by photon mapping: every frame, photons are traced from the lights towards the
     /// mirror and glass objects, the caustic ones stored and their kd-tree built, and each
     /// diffuse hit gathers the light of its nearest photons. Off by default (it costs a photon
@@ -332,6 +336,25 @@ fn parse_up(text: &str) -> Result<Vec3, String> {
         _ => return Err(format!("'{text}': expected x, y, z, -x, -y or -z")),
     };
     Ok(sign * axis)
+}
+
+/// BVH quality on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum QualityArg {
+    /// The radix tree of the Morton codes (LBVH): the fastest build.
+    Fast,
+    /// Clusters merged by surface area on the way up (H-PLOC): fewer nodes and triangles
+    /// tested per ray for a slower build.
+    High,
+}
+
+impl From<QualityArg> for BvhQuality {
+    fn from(arg: QualityArg) -> Self {
+        match arg {
+            QualityArg::Fast => BvhQuality::Fast,
+            QualityArg::High => BvhQuality::High,
+        }
+    }
 }
 
 /// Morton code width on the command line.
@@ -923,6 +946,7 @@ fn sequence_config(
         build: BuildParams {
             lbvh: LbvhParams {
                 morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
+                quality: super::bvh_quality(args.bvh_quality, &[args.structure])?,
                 ..LbvhParams::default()
             },
             ..BuildParams::default()

@@ -32,6 +32,10 @@ pub struct MeshBenchArgs {
     /// Morton code width of the LBVH and the octree: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<super::render::MortonArg>,
+    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
+    /// [default: fast].
+    #[arg(long, value_enum)]
+    pub bvh_quality: Option<super::render::QualityArg>,
     /// Do not time the driver's own builder beside the LBVH.
     #[arg(long)]
     pub no_native: bool,
@@ -124,6 +128,7 @@ impl MeshBenchArgs {
     ) -> Result<Plan<'a>, CliError> {
         let defaults = self.mesh.is_empty() && triangles.is_empty() && self.soup.is_none();
         let morton_bits = super::morton_bits(self.morton_bits, structures)?;
+        let quality = super::bvh_quality(self.bvh_quality, structures)?;
         Ok(Plan {
             command,
             default_scene: if defaults {
@@ -142,6 +147,7 @@ impl MeshBenchArgs {
                 build: BuildParams {
                     lbvh: LbvhParams {
                         morton_bits,
+                        quality,
                         ..config.build.lbvh
                     },
                     bih: BihParams {

@@ -279,6 +279,19 @@ impl<'a> Recorder<'a> {
         self.memory_barrier(Self::COMPUTE_WRITE, Self::COMPUTE_READ_WRITE);
     }
 
+    /// Compute writes become visible to later compute reads and writes, and to host reads
+    /// after the submission's fence (a status written straight into a readback buffer).
+    pub fn barrier_compute_to_compute_and_host(&mut self) {
+        let (compute, compute_access) = Self::COMPUTE_READ_WRITE;
+        self.memory_barrier(
+            Self::COMPUTE_WRITE,
+            (
+                compute | vk::PipelineStageFlags2::HOST,
+                compute_access | vk::AccessFlags2::HOST_READ,
+            ),
+        );
+    }
+
     /// Compute writes become visible to later indirect-argument reads and compute work.
     pub fn barrier_compute_to_indirect(&mut self) {
         self.memory_barrier(

@@ -239,25 +239,47 @@ pub struct Lbvh {
     pub leaf_primitives: Vec<u32>,
 }
 
-/// The LBVH of a triangle mesh: Morton codes of the box centroids, a stable sort of
-/// (code, triangle) by code (equal codes keep triangle order), the radix tree and its boxes.
+/// A mesh's leaves in Morton order: the Morton codes of the triangles' box centroids sorted
+/// stably with their triangles (equal codes keep triangle order), and each leaf's box.
+pub struct MortonLeaves {
+    /// The sorted codes (widened to u64).
+    pub keys: Vec<u64>,
+    /// The triangle of each leaf.
+    pub leaf_primitives: Vec<u32>,
+    /// The box of each leaf.
+    pub leaf_boxes: Vec<Bounds>,
+}
+
+impl MortonLeaves {
+    /// The leaves of a triangle mesh with `bits`-bit codes.
+    pub fn of(positions: &[[f32; 3]], triangles: &[[u32; 3]], bits: MortonBits) -> Self {
+        let bounds = triangle_bounds(positions, triangles);
+        let centroids: Vec<[f32; 3]> = bounds.iter().map(centroid).collect();
+        let (codes, _) = bits.point_codes(&centroids);
+        let mut pairs: Vec<(u64, u32)> = codes.into_iter().zip(0..).collect();
+        // Indices are distinct and ascending, so sorting the pairs is the stable sort by code.
+        pairs.sort_unstable();
+        let (keys, leaf_primitives): (Vec<u64>, Vec<u32>) = pairs.into_iter().unzip();
+        let leaf_boxes = leaf_primitives
+            .iter()
+            .map(|&p| bounds[p as usize])
+            .collect();
+        Self {
+            keys,
+            leaf_primitives,
+            leaf_boxes,
+        }
+    }
+}
+
+/// The LBVH of a triangle mesh: its [`MortonLeaves`], the radix tree and its boxes.
 pub fn build_lbvh(positions: &[[f32; 3]], triangles: &[[u32; 3]], bits: MortonBits) -> Lbvh {
-    let bounds = triangle_bounds(positions, triangles);
-    let centroids: Vec<[f32; 3]> = bounds.iter().map(centroid).collect();
-    let (codes, _) = bits.point_codes(&centroids);
-    let mut pairs: Vec<(u64, u32)> = codes.into_iter().zip(0..).collect();
-    // Indices are distinct and ascending, so sorting the pairs is the stable sort by code.
-    pairs.sort_unstable();
-    let (keys, leaf_primitives): (Vec<u64>, Vec<u32>) = pairs.into_iter().unzip();
-    let mut nodes = build_radix_tree(&keys, bits.key_bits());
-    let leaf_boxes: Vec<Bounds> = leaf_primitives
-        .iter()
-        .map(|&p| bounds[p as usize])
-        .collect();
-    fit_boxes(&mut nodes, &leaf_boxes);
+    let leaves = MortonLeaves::of(positions, triangles, bits);
+    let mut nodes = build_radix_tree(&leaves.keys, bits.key_bits());
+    fit_boxes(&mut nodes, &leaves.leaf_boxes);
     Lbvh {
         nodes,
-        leaf_primitives,
+        leaf_primitives: leaves.leaf_primitives,
     }
 }
 
@@ -324,6 +346,50 @@ pub fn tree_stats(nodes: &[BvhNode], leaf_count: usize) -> TreeStats {
         }
     }
     stats
+}
+
+/// Whether two trees over the same leaves have the same shape up to the numbering of their
+/// internal nodes: from the roots down, the same leaves in the same child slots, the same
+/// child boxes and the same leaf counts. Returns the first difference found.
+pub fn same_tree(a: &[BvhNode], b: &[BvhNode]) -> Result<(), String> {
+    if a.is_empty() || b.is_empty() {
+        return if a.is_empty() == b.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("{} against {} internal nodes", a.len(), b.len()))
+        };
+    }
+    let mut pairs = vec![(0usize, 0usize)];
+    while let Some((i, j)) = pairs.pop() {
+        let (x, y) = (&a[i], &b[j]);
+        if x.leaf_count != y.leaf_count {
+            return Err(format!(
+                "nodes {i} and {j}: {} against {} leaves",
+                x.leaf_count, y.leaf_count
+            ));
+        }
+        for (side, (cx, cy)) in children(x).into_iter().zip(children(y)).enumerate() {
+            let name = ["left", "right"][side];
+            if child_bounds(x, side) != child_bounds(y, side) {
+                return Err(format!(
+                    "nodes {i} and {j}: {name} boxes {:?} against {:?}",
+                    child_bounds(x, side),
+                    child_bounds(y, side)
+                ));
+            }
+            let internal = |c: u32| c != INVALID_CHILD && c & LEAF_BIT == 0;
+            match (internal(cx), internal(cy)) {
+                (true, true) => pairs.push((cx as usize, cy as usize)),
+                (false, false) if cx == cy => {}
+                _ => {
+                    return Err(format!(
+                        "nodes {i} and {j}: {name} children {cx:#x} against {cy:#x}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks that `nodes` and `leaf_primitives` form a valid BVH over primitives with boxes

@@ -1,22 +1,25 @@
-//! The LBVH builder (Karras 2012): every frame from scratch, in five GPU steps.
+//! The BVH builder: every frame from scratch, in four GPU steps.
 //!
 //! 1. `glsl/radix_tree/primitive_bounds.comp`: the bounds of the triangles' box centres, in one
 //!    dispatch.
 //! 2. `glsl/radix_tree/morton_codes.comp`: 30- or 63-bit Morton code of each box centre (recomputed
 //!    from the vertices: cheaper than storing a box per triangle).
 //! 3. [`crate::prims::radix_sort::RadixSort`] of (code, triangle) pairs: the sorted values are the leaf order.
-//! 4. `glsl/radix_tree/internal_nodes.comp`: the whole binary radix tree in one dispatch, with parent
-//!    links; duplicate codes are split by index.
-//! 5. `glsl/bvh/bottom_up_boxes.comp`: boxes bottom-up, each internal node visited once (the
-//!    second child to arrive continues), and each leaf's triangle copied in leaf order.
+//! 4. `glsl/bvh/hploc.comp`: the whole tree in one dispatch, climbing the radix tree of the
+//!    sorted codes bottom-up without building it, and each leaf's triangle copied in leaf
+//!    order. [`BvhQuality::Fast`] merges every radix-tree node's two children at once: the
+//!    LBVH of Karras (2012), built with its boxes as Apetrei (2014) does. [`BvhQuality::High`]
+//!    reduces the clusters of every range by PLOC on the way up (H-PLOC, Benthin et al. 2024;
+//!    [`crate::accel::bvh::ploc`] is the reference).
 //!
 //! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory, sized for
-//! the capacity: the keys, the sort's own, and an arena for the leaf parents and visit
-//! counters of steps 4-5.
+//! the capacity: the keys, the sort's own, and the climb's clusters, cluster counts and
+//! boundary slots (40 bytes per triangle).
 
-use super::Bvh;
 use super::cpu::check_invariants;
-use crate::accel::radix_tree::{CodeBuffers, RadixTreeBuffers, RadixTreeSteps};
+use super::ploc::ClusterParams;
+use super::{Bvh, MAX_TRAVERSAL_HEIGHT};
+use crate::accel::radix_tree::{CodeBuffers, RadixTreeSteps};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
 use crate::geom::aabb::triangle_bounds;
@@ -28,16 +31,59 @@ use std::sync::Arc;
 
 use crate::geom::morton::MortonBits;
 
-/// LBVH build parameters.
+/// The tree a build makes: how far it goes for a low SAH cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BvhQuality {
+    /// The binary radix tree of the Morton codes (LBVH): the least build work.
+    #[default]
+    Fast,
+    /// Clusters merged by surface area on the way up (H-PLOC): a tree of SAH cost close to a
+    /// full-sweep SAH build, for a few more passes over each workgroup's clusters.
+    High,
+}
+
+impl BvhQuality {
+    /// Both qualities, fast first.
+    pub const ALL: [Self; 2] = [Self::Fast, Self::High];
+
+    /// How the climb clusters for this quality.
+    pub const fn cluster_params(self) -> ClusterParams {
+        match self {
+            Self::Fast => ClusterParams {
+                merge_threshold: 1,
+                search_radius: 1,
+            },
+            // Measured on the shared meshes: larger thresholds and radii buy nothing
+            // (BENCHMARKS.md, "BVH quality").
+            Self::High => ClusterParams {
+                merge_threshold: 16,
+                search_radius: 8,
+            },
+        }
+    }
+
+    /// Its name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Fast => "fast",
+            Self::High => "high",
+        }
+    }
+}
+
+/// BVH build parameters.
 #[derive(Clone, Copy, Debug)]
 pub struct LbvhParams {
     /// Morton code width (default 30 bits).
     pub morton_bits: MortonBits,
-    /// Invocations per workgroup of the bottom-up pass (default 256; a multiple of the
-    /// subgroup size, at most 256). Its invocations climb
-    /// for very different numbers of levels and a workgroup ends with its last one, so this
-    /// trades occupancy against dispatch granularity.
+    /// Invocations per workgroup of the fast climb (default 256; a multiple of the subgroup
+    /// size, at most 256). Its invocations climb for very different numbers of levels and a
+    /// workgroup ends with its last one, so this trades occupancy against dispatch
+    /// granularity. The high-quality climb's workgroups hold twice its merge threshold.
     pub climb_workgroup_size: u32,
+    /// Which tree to build (default [`BvhQuality::Fast`]).
+    pub quality: BvhQuality,
 }
 
 impl Default for LbvhParams {
@@ -45,43 +91,54 @@ impl Default for LbvhParams {
         Self {
             morton_bits: MortonBits::default(),
             climb_workgroup_size: 256,
+            quality: BvhQuality::default(),
         }
     }
 }
 
-/// Push constants of `bottom_up_boxes.comp`.
+/// Push constants of `hploc.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct BottomUpPush {
+pub struct ClimbPush {
+    /// Sorted keys.
+    pub keys_address: u64,
     /// Vertex positions.
     pub positions_address: u64,
     /// Triangle indices.
     pub triangles_address: u64,
     /// Triangle of each leaf.
     pub leaf_primitives_address: u64,
-    /// Internal nodes.
+    /// Internal nodes written.
     pub nodes_address: u64,
-    /// Leaf parents.
-    pub leaf_parents_address: u64,
-    /// Visit counters.
-    pub counters_address: u64,
     /// Leaf triangles written.
     pub leaf_triangles_address: u64,
-    /// Device count or 0.
-    pub count_address: u64,
-    /// Host count.
+    /// Clusters (32 bytes per leaf position).
+    pub clusters_address: u64,
+    /// Cluster counts (u32 per leaf position).
+    pub cluster_counts_address: u64,
+    /// Boundary slots (u32 per boundary, all `NO_PARENT` between builds).
+    pub slots_address: u64,
+    /// Node counter (zero between builds).
+    pub node_counter_address: u64,
+    /// The root's height written (host-visible).
+    pub height_address: u64,
+    /// Triangles.
     pub host_count: u32,
     /// Padding.
     pub pad: u32,
 }
 
-/// Builds LBVHs over up to a fixed number of triangles; reusable every frame.
+/// Bytes of one cluster of the climb (`Cluster` in `glsl/bvh/hploc.comp`).
+const CLUSTER_BYTES: u64 = 32;
+
+/// Builds BVHs over up to a fixed number of triangles; reusable every frame.
 pub struct LbvhBuilder {
+    params: LbvhParams,
     steps: RadixTreeSteps,
-    bottom_up: Arc<Pipeline>,
+    climb: Arc<Pipeline>,
     climb_workgroup_size: u32,
     capacity: u32,
-    /// Leaf parents and visit counters (4 + 4 bytes per triangle).
+    /// Clusters, cluster counts, boundary slots and the node counter.
     arena: Buffer,
     keys: Buffer,
 }
@@ -89,14 +146,19 @@ pub struct LbvhBuilder {
 impl LbvhBuilder {
     /// A builder for up to `capacity` triangles.
     pub fn new(ctx: &Context, params: LbvhParams, capacity: u32) -> Result<Self> {
-        // The radix tree's searches double a signed range length: below 2^30 it cannot overflow.
+        // Leaf positions and boundaries are u32, with NO_PARENT reserved; below 2^30 as the
+        // radix tree's own limit.
         if capacity == 0 || capacity >= 1 << 30 {
             return Err(Error::InvalidInput(format!(
                 "LBVH capacity {capacity}: must be in 1..2^30"
             )));
         }
-        let climb = params.climb_workgroup_size;
         let subgroup = ctx.caps().subgroup_size;
+        let clusters = params.quality.cluster_params();
+        let climb = match params.quality {
+            BvhQuality::Fast => params.climb_workgroup_size,
+            BvhQuality::High => (2 * clusters.merge_threshold).next_multiple_of(subgroup),
+        };
         if climb == 0 || climb > WORKGROUP_SIZE || !climb.is_multiple_of(subgroup) {
             return Err(Error::InvalidInput(format!(
                 "LBVH climb workgroup size {climb}: must be a multiple of the subgroup size \
@@ -105,21 +167,43 @@ impl LbvhBuilder {
         }
         let steps = RadixTreeSteps::new(ctx, "lbvh", params.morton_bits, false, capacity)?;
         let n = capacity as u64;
+        let arena = ctx.create_buffer(
+            "lbvh climb",
+            (CLUSTER_BYTES + 8) * n + 4,
+            MemoryKind::Device,
+        )?;
+        // Every build leaves the slots and the counter as it found them.
+        ctx.submit_and_wait(|rec| {
+            rec.fill(&arena, (CLUSTER_BYTES + 4) * n, 4 * n, u32::MAX);
+            rec.fill(&arena, (CLUSTER_BYTES + 8) * n, 4, 0);
+            Ok(())
+        })?;
         Ok(Self {
-            bottom_up: ctx.pipeline(
-                &shaders::BVH_BOTTOM_UP_BOXES,
-                params.climb_workgroup_size,
-                &[(
-                    "UNIFORM_CLIMB",
-                    ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32,
-                )],
+            climb: ctx.pipeline(
+                &shaders::BVH_HPLOC,
+                climb,
+                &[
+                    ("KEYS64", (params.morton_bits == MortonBits::Bits63) as u32),
+                    (
+                        "UNIFORM_CLIMB",
+                        ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32,
+                    ),
+                    ("MERGE_THRESHOLD", clusters.merge_threshold),
+                    ("SEARCH_RADIUS", clusters.search_radius),
+                ],
             )?,
-            arena: ctx.create_buffer("lbvh arena", 8 * n, MemoryKind::Device)?,
+            arena,
             keys: ctx.create_buffer("lbvh keys", n * steps.key_bytes(), MemoryKind::Device)?,
+            params,
             steps,
             capacity,
-            climb_workgroup_size: params.climb_workgroup_size,
+            climb_workgroup_size: climb,
         })
+    }
+
+    /// The parameters it builds with.
+    pub fn params(&self) -> LbvhParams {
+        self.params
     }
 
     /// The most triangles a build can take.
@@ -139,10 +223,11 @@ impl LbvhBuilder {
     ///
     /// Synchronisation: records no wait for earlier work: the caller orders its writes of the
     /// input before (a transfer or compute → compute barrier) and keeps earlier readers of
-    /// the tree from overlapping (one build per tree in flight). Ends with a compute →
-    /// compute barrier, so compute work recorded after it reads the finished tree; readers
-    /// in other stages need their own barrier. Runs on the queue family `rec`'s command buffer
-    /// is submitted to (compute).
+    /// the tree from overlapping (one build per tree in flight, and one build per builder).
+    /// Ends with a compute → compute barrier, so compute work recorded after it reads the
+    /// finished tree (and the host its [`Bvh::height`] once the submission has completed);
+    /// readers in other stages need their own barrier. Runs on the queue
+    /// family `rec`'s command buffer is submitted to (compute).
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -174,33 +259,26 @@ impl LbvhBuilder {
         };
         steps.record_codes(rec, &buffers, count)?;
         steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
-        let arena = self.arena.address();
-        let tree = RadixTreeBuffers {
-            keys: self.keys.address(),
-            nodes: output.nodes.address(),
-            leaf_parents: arena,
-            counters: arena + 4 * n as u64,
-        };
-        steps.record_radix_tree(rec, &tree, count)?;
 
-        rec.begin_stage("lbvh: bottom-up boxes");
-        let push = BottomUpPush {
+        rec.begin_stage("lbvh: tree");
+        let arena = self.arena.address();
+        let capacity = self.capacity as u64;
+        let push = ClimbPush {
+            keys_address: self.keys.address(),
             positions_address: input.positions.address(),
             triangles_address: input.triangles.address(),
             leaf_primitives_address: values,
             nodes_address: output.nodes.address(),
-            leaf_parents_address: tree.leaf_parents,
-            counters_address: tree.counters,
             leaf_triangles_address: output.leaf_triangles.address(),
-            count_address: 0,
+            clusters_address: arena,
+            cluster_counts_address: arena + CLUSTER_BYTES * capacity,
+            slots_address: arena + (CLUSTER_BYTES + 4) * capacity,
+            node_counter_address: arena + (CLUSTER_BYTES + 8) * capacity,
+            height_address: output.height_address(),
             host_count: n,
             pad: 0,
         };
-        rec.dispatch(
-            &self.bottom_up,
-            &push,
-            n.div_ceil(self.climb_workgroup_size),
-        )?;
+        rec.dispatch(&self.climb, &push, n.div_ceil(self.climb_workgroup_size))?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
@@ -231,6 +309,26 @@ impl LbvhStructure {
 impl Structure for LbvhStructure {
     fn kind(&self) -> StructureKind {
         StructureKind::Lbvh
+    }
+
+    /// A high-quality tree too tall for traversal's stack (nested shells of growing size
+    /// can make one) makes this structure build fast trees from then on.
+    fn grow_if_overflowed(&mut self, ctx: &Context, _slot: usize) -> Result<bool> {
+        if self.bvh.fits_traversal_stack() {
+            return Ok(false);
+        }
+        log::warn!(
+            "a high-quality BVH {} levels tall does not fit the traversal stack of {}: \
+             building fast BVHs from now on",
+            self.bvh.height(),
+            MAX_TRAVERSAL_HEIGHT
+        );
+        let params = LbvhParams {
+            quality: BvhQuality::Fast,
+            ..self.builder.params()
+        };
+        self.builder = LbvhBuilder::new(ctx, params, self.builder.capacity())?;
+        Ok(true)
     }
 
     fn tree_bytes(&self) -> u64 {

@@ -11,6 +11,7 @@
 
 pub mod cpu;
 pub mod lbvh;
+pub mod ploc;
 pub mod sah;
 pub mod trace;
 pub mod traverse;
@@ -23,6 +24,10 @@ pub const LEAF_BIT: u32 = 0x8000_0000;
 pub const INVALID_CHILD: u32 = u32::MAX;
 /// The parent of the root.
 pub const NO_PARENT: u32 = u32::MAX;
+/// The tallest tree traversal takes: its stack holds one node per level (`STACK_SIZE` in
+/// `glsl/bvh/trace.comp`). A fast tree is never taller than its key bits + 32; a
+/// high-quality tree is checked after its build ([`Bvh::fits_traversal_stack`]).
+pub const MAX_TRAVERSAL_HEIGHT: u32 = 96;
 
 /// One internal node: both children's boxes and references, its parent and its leaf count.
 #[repr(C)]
@@ -70,6 +75,8 @@ pub struct Bvh {
     pub leaf_triangles: Buffer,
     /// Each leaf's primitive id, in leaf order.
     pub leaf_primitives: Buffer,
+    /// The height of the last completed build's tree (u32, host-visible).
+    height: Buffer,
     capacity: u32,
     primitive_count: u32,
 }
@@ -90,6 +97,7 @@ impl Bvh {
                 MemoryKind::Device,
             )?,
             leaf_primitives: ctx.create_buffer("bvh leaf primitives", n * 4, MemoryKind::Device)?,
+            height: ctx.create_buffer("bvh height", 4, MemoryKind::Readback)?,
             capacity,
             primitive_count: 0,
         })
@@ -107,6 +115,28 @@ impl Bvh {
 
     pub(crate) fn set_primitive_count(&mut self, count: u32) {
         self.primitive_count = count;
+    }
+
+    /// The device address the build writes the tree's height to.
+    pub(crate) fn height_address(&self) -> u64 {
+        self.height.address()
+    }
+
+    /// The height of the last build's tree, once its submission has completed: the internal
+    /// nodes on its longest path from the root to a leaf (0 for an empty tree).
+    pub fn height(&self) -> u32 {
+        if self.primitive_count == 0 {
+            return 0;
+        }
+        let bytes = self.height.mapped().expect("readback buffers are mapped");
+        *bytemuck::from_bytes(&bytes[..4])
+    }
+
+    /// Whether the last build's tree (once its submission has completed) can be traced:
+    /// whether it is at most [`MAX_TRAVERSAL_HEIGHT`] tall. A tree that is not must be built
+    /// again with [`lbvh::BvhQuality::Fast`]; tracing it would miss hits.
+    pub fn fits_traversal_stack(&self) -> bool {
+        self.height() <= MAX_TRAVERSAL_HEIGHT
     }
 
     /// Device bytes held.

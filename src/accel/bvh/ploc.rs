@@ -1,0 +1,219 @@
+//! The reference of the BVH builder's one climbing kernel (`glsl/bvh/hploc.comp`): H-PLOC
+//! ("Hierarchical parallel locally-ordered clustering", Benthin et al., HPG 2024) over the
+//! Morton-ordered leaves, with Apetrei's agglomerative LBVH (2014) as its special case.
+//!
+//! The leaves climb the binary radix tree of their sorted codes bottom-up. Every node of the
+//! radix tree holds a short list of *clusters* (subtrees already built), in Morton order: a
+//! leaf holds itself, a node the concatenation of its children's lists. Whenever a node's
+//! range holds more than `merge_threshold` leaves (and always at the root), its list is
+//! reduced by PLOC (Meister & Bittner 2018) to at most `merge_threshold` clusters (one at
+//! the root). Each PLOC iteration finds every cluster's nearest neighbour within
+//! `search_radius` positions, the one whose union with it has the least surface area
+//! (equal areas: the nearer pair, then the pair starting at an even position), and merges every mutual pair into a new node (the lower
+//! position on the left, the merged cluster taking its place); the rest keep their order.
+//! The globally least pair is always mutual, so every iteration merges.
+//!
+//! With a threshold of one, every node's two clusters merge at once: the tree is the binary
+//! radix tree itself (Karras 2012), built in the same climb that fits its boxes, which is
+//! Apetrei's construction. Larger thresholds give trees of SAH quality close to a full
+//! sweep for little more work, since the searches stay within a workgroup's few clusters.
+//!
+//! Nodes are numbered as the GPU numbers them: the root 0, every other node counting down
+//! from `n - 2` as it is made. The GPU makes nodes in parallel, so only the shape is the
+//! same; [`crate::accel::bvh::cpu::same_tree`] compares trees up to their numbering.
+
+use super::cpu::{Lbvh, MortonLeaves, build_radix_tree, internal_node_count};
+use super::{BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
+use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, union};
+use crate::geom::morton::MortonBits;
+
+/// How the climb clusters (`LbvhParams::quality` chooses one of two settings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClusterParams {
+    /// The most clusters a node below the root keeps (1: the radix tree itself).
+    pub merge_threshold: u32,
+    /// How many positions either side of a cluster its nearest-neighbour search looks.
+    pub search_radius: u32,
+}
+
+/// A subtree built so far: its box, its reference (`LEAF_BIT | k` or an internal node) and
+/// its leaf count, as `Cluster` in `glsl/bvh/hploc.comp`.
+#[derive(Clone, Copy, Debug)]
+struct Cluster {
+    bounds: Bounds,
+    reference: u32,
+    leaves: u32,
+}
+
+/// Half the surface area of a box in `f32`, in the order of operations the GPU uses
+/// (`precise` there), so both make the same choices.
+pub fn half_area(b: &Bounds) -> f32 {
+    let d: [f32; 3] = std::array::from_fn(|k| b.1[k] - b.0[k]);
+    d[0] * d[1] + d[1] * d[2] + d[2] * d[0]
+}
+
+/// How pairs of equal area compare (lower first): the nearer pair, then the pair whose lower
+/// position is even, then the lower pair. With the area this orders all pairs, so the least
+/// pair is mutual; on a run of equal boxes (or of boxes without area) it pairs neighbours
+/// (0, 1), (2, 3), ... instead of growing one cluster, which would make a chain.
+fn tie_break(i: usize, j: usize) -> usize {
+    2 * i.abs_diff(j) + (i.min(j) & 1)
+}
+
+/// The tree under construction: nodes numbered as the GPU numbers them.
+struct Nodes {
+    nodes: Vec<BvhNode>,
+    made: u32,
+}
+
+impl Nodes {
+    fn merge(&mut self, left: Cluster, right: Cluster, root: bool) -> Cluster {
+        let n = self.nodes.len() as u32 + 1;
+        let index = if root {
+            0
+        } else {
+            self.made += 1;
+            n - 1 - self.made
+        };
+        self.nodes[index as usize] = BvhNode {
+            left_min: left.bounds.0,
+            left: left.reference,
+            left_max: left.bounds.1,
+            right: right.reference,
+            right_min: right.bounds.0,
+            parent: NO_PARENT,
+            right_max: right.bounds.1,
+            leaf_count: left.leaves + right.leaves,
+        };
+        for child in [left.reference, right.reference] {
+            if child & LEAF_BIT == 0 {
+                self.nodes[child as usize].parent = index;
+            }
+        }
+        Cluster {
+            bounds: union(&left.bounds, &right.bounds),
+            reference: index,
+            leaves: left.leaves + right.leaves,
+        }
+    }
+}
+
+/// PLOC iterations over `clusters` until at most `target` remain (`root`: the last merge
+/// makes the root).
+fn reduce(
+    nodes: &mut Nodes,
+    clusters: &mut Vec<Cluster>,
+    target: usize,
+    radius: usize,
+    root: bool,
+) {
+    while clusters.len() > target {
+        let c = clusters.len();
+        let nearest: Vec<usize> = (0..c)
+            .map(|i| {
+                let mut best = (f32::INFINITY, usize::MAX, i);
+                for j in i.saturating_sub(radius)..(i + radius + 1).min(c) {
+                    if j != i {
+                        let area = half_area(&union(&clusters[i].bounds, &clusters[j].bounds));
+                        let tie = tie_break(i, j);
+                        if area < best.0 || (area == best.0 && tie < best.1) {
+                            best = (area, tie, j);
+                        }
+                    }
+                }
+                best.2
+            })
+            .collect();
+        let mut kept = Vec::with_capacity(c);
+        for i in 0..c {
+            let j = nearest[i];
+            if nearest[j] != i {
+                kept.push(clusters[i]);
+            } else if i < j {
+                kept.push(nodes.merge(clusters[i], clusters[j], root && c == 2));
+            }
+        }
+        *clusters = kept;
+    }
+}
+
+/// The tree over leaves in Morton order: `sorted_keys` (`key_bits` 32 or 64, as
+/// [`build_radix_tree`] takes them) and each leaf's box.
+pub fn cluster_sorted(
+    sorted_keys: &[u64],
+    key_bits: u32,
+    leaf_boxes: &[Bounds],
+    params: ClusterParams,
+) -> Vec<BvhNode> {
+    let n = sorted_keys.len();
+    if n < 2 {
+        let mut nodes = build_radix_tree(sorted_keys, key_bits);
+        if let (Some(root), Some(b)) = (nodes.first_mut(), leaf_boxes.first()) {
+            (root.left_min, root.left_max) = *b;
+            (root.right_min, root.right_max) = EMPTY_BOUNDS;
+            root.right = INVALID_CHILD;
+        }
+        return nodes;
+    }
+    let radix = build_radix_tree(sorted_keys, key_bits);
+    let mut nodes = Nodes {
+        nodes: vec![bytemuck::Zeroable::zeroed(); internal_node_count(n)],
+        made: 0,
+    };
+    let threshold = params.merge_threshold.max(1) as usize;
+    let radius = params.search_radius.max(1) as usize;
+    // Post-order over the radix tree: the clusters of each finished child on a stack.
+    let leaf = |k: u32| Cluster {
+        bounds: leaf_boxes[k as usize],
+        reference: LEAF_BIT | k,
+        leaves: 1,
+    };
+    let mut lists: Vec<Vec<Cluster>> = Vec::new();
+    let mut stack = vec![(0u32, false)];
+    while let Some((i, children_done)) = stack.pop() {
+        let node = radix[i as usize];
+        if !children_done {
+            stack.push((i, true));
+            for child in [node.right, node.left] {
+                if child & LEAF_BIT == 0 {
+                    stack.push((child, false));
+                }
+            }
+            continue;
+        }
+        // Children were pushed right then left, so they finished left first.
+        let right = if node.right & LEAF_BIT != 0 {
+            vec![leaf(node.right & !LEAF_BIT)]
+        } else {
+            lists.pop().expect("right child's clusters")
+        };
+        let mut clusters = if node.left & LEAF_BIT != 0 {
+            vec![leaf(node.left & !LEAF_BIT)]
+        } else {
+            lists.pop().expect("left child's clusters")
+        };
+        clusters.extend(right);
+        let root = i == 0;
+        if root || node.leaf_count as usize > threshold {
+            let target = if root { 1 } else { threshold };
+            reduce(&mut nodes, &mut clusters, target, radius, root);
+        }
+        lists.push(clusters);
+    }
+    nodes.nodes
+}
+
+/// The tree of a triangle mesh: its [`MortonLeaves`] (sorted as
+/// [`crate::accel::bvh::cpu::build_lbvh`] sorts them), then [`cluster_sorted`].
+pub fn build_clustered(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+    bits: MortonBits,
+    params: ClusterParams,
+) -> Lbvh {
+    let leaves = MortonLeaves::of(positions, triangles, bits);
+    Lbvh {
+        nodes: cluster_sorted(&leaves.keys, bits.key_bits(), &leaves.leaf_boxes, params),
+        leaf_primitives: leaves.leaf_primitives,
+    }
+}
