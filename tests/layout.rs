@@ -240,7 +240,6 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 clusters_address,
                 cluster_counts_address,
                 slots_address,
-                node_counter_address,
                 height_address,
                 host_count
             })),

@@ -14,9 +14,9 @@
 // merge into new nodes, the rest keep their order. With a threshold above
 // one, the whole workgroup reduces one range at a time in shared memory, so a range's list
 // never holds more than 2 * MERGE_THRESHOLD <= WORKGROUP_SIZE clusters; with a threshold of
-// one, each invocation merges its own pair. Nodes are numbered 0 for the root and downwards
-// from n - 2 for the rest as they are made. The boundary slots and the node counter are left
-// as found (all NO_PARENT, zero) for the next build. The root's height is written for the
+// one, each invocation merges its own pair. A node's index comes from the id its merge
+// retires (make_node), so the numbering is the same on every run. The boundary slots are
+// left as found (all NO_PARENT) for the next build. The root's height is written for the
 // host, which checks it against the traversal's stack (a clustered tree's height has no
 // bound; the radix tree's is at most KEY_BITS + 32). src/accel/bvh/ploc.rs is the reference.
 #include "../common/prelude.glsl"
@@ -46,18 +46,19 @@ layout(push_constant, scalar) uniform Push {
     uint64_t clusters_address;        // Cluster per leaf position
     uint64_t cluster_counts_address;  // u32 per leaf position: clusters of the range starting there
     uint64_t slots_address;           // u32 per boundary, NO_PARENT on entry and exit
-    uint64_t node_counter_address;    // u32, zero on entry and exit
     uint64_t height_address;          // out: u32, the root's height (host-visible)
     uint host_count;
 } pc;
 
-// A subtree built so far: its box, its reference (LEAF_BIT | k or an internal node) and its
-// height (internal nodes on its longest path down to a leaf; 0 for a leaf).
+// A subtree built so far: its box, its reference (LEAF_BIT | k or an internal node) and a
+// tag. With MERGE_THRESHOLD = 1 the tag is its height (internal nodes on its longest path down
+// to a leaf; its id is its range's first leaf). Above, the tag is its id: its least leaf
+// position, kept in Morton order by every list.
 struct Cluster {
     vec3 lo;
     uint ref;
     vec3 hi;
-    uint height;
+    uint tag;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer Clusters { Cluster v[]; };
 
@@ -65,7 +66,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer Cl
 shared vec3 list_lo[WORKGROUP_SIZE];
 shared vec3 list_hi[WORKGROUP_SIZE];
 shared uint list_ref[WORKGROUP_SIZE];
-shared uint list_height[WORKGROUP_SIZE];
+shared uint list_tag[WORKGROUP_SIZE];
 shared uint list_nearest[WORKGROUP_SIZE];
 // The range being reduced, published by the invocation that owns it.
 shared uint owner;
@@ -92,39 +93,65 @@ float union_half_area(vec3 lo_a, vec3 hi_a, vec3 lo_b, vec3 hi_b) {
     return area;
 }
 
-// Leaves below a cluster: one for a leaf, else what its node says.
-uint leaf_count(CoherentBvhNodes nodes, Cluster c) {
-    return (c.ref & LEAF_BIT) != 0u ? 1u : nodes.v[c.ref].leaf_count;
+// Leaves below a cluster of a range's list: one for a leaf, else what its node says.
+uint leaf_count(Cluster c) {
+    return (c.ref & LEAF_BIT) != 0u ? 1u : CoherentBvhNodes(pc.nodes_address).v[c.ref].leaf_count;
 }
 
-// Makes the node over clusters a (left) and b (right) and returns the merged cluster.
-Cluster make_node(Cluster a, Cluster b, bool root, uint n) {
-    uint index = 0u;
-    if (!root) {
-        index = n - 2u - atomicAdd(U32s(pc.node_counter_address).v[0], 1u);
-    }
+// The height of a cluster of a range's list: 0 for a leaf; a node keeps its height in its
+// parent link until its parent is made.
+uint list_height(Cluster c) {
+    return (c.ref & LEAF_BIT) != 0u ? 0u : CoherentBvhNodes(pc.nodes_address).v[c.ref].parent;
+}
+
+// Moves the node at index 0 to index `to`, for the root (over clusters a and b) to take
+// index 0: the moved node's children and its parent (one of a and b, or a node) follow it.
+void move_first_node(uint to, inout Cluster a, inout Cluster b) {
     CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
-    nodes.v[index].left_lo = a.lo;
-    nodes.v[index].left = a.ref;
-    nodes.v[index].left_hi = a.hi;
-    nodes.v[index].right = b.ref;
-    nodes.v[index].right_lo = b.lo;
-    nodes.v[index].right_hi = b.hi;
-    nodes.v[index].leaf_count = leaf_count(nodes, a) + leaf_count(nodes, b);
+    BvhNode moved = nodes.v[0];
+    nodes.v[to] = moved;
+    if ((moved.left & LEAF_BIT) == 0u) {
+        nodes.v[moved.left].parent = to;
+    }
+    if ((moved.right & LEAF_BIT) == 0u) {
+        nodes.v[moved.right].parent = to;
+    }
+    if (a.ref == 0u) {
+        a.ref = to;
+    } else if (b.ref == 0u) {
+        b.ref = to;
+    } else if (nodes.v[moved.parent].left == 0u) {
+        nodes.v[moved.parent].left = to;
+    } else {
+        nodes.v[moved.parent].right = to;
+    }
+}
+
+// Writes the node over clusters a (left) and b (right), with `leaves` leaves and `height`
+// levels, and returns its index. Every merge retires the larger id of its two clusters, the
+// right one's, so ids 1..n-1 name the n - 1 nodes once each and the node's index is
+// `retired` - 1, with no counter to contend for; the root takes index 0 from the node there.
+// A node is written whole with its height in its parent link, which its parent overwrites.
+uint make_node(Cluster a, Cluster b, uint retired, uint leaves, uint height, bool root) {
+    CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
+    uint index = retired - 1u;
+    uint parent = height;
+    if (root) {
+        U32s(pc.height_address).v[0] = height;
+        if (index != 0u) {
+            move_first_node(index, a, b);
+        }
+        index = 0u;
+        parent = NO_PARENT;
+    }
+    nodes.v[index] = BvhNode(a.lo, a.ref, a.hi, b.ref, b.lo, parent, b.hi, leaves);
     if ((a.ref & LEAF_BIT) == 0u) {
         nodes.v[a.ref].parent = index;
     }
     if ((b.ref & LEAF_BIT) == 0u) {
         nodes.v[b.ref].parent = index;
     }
-    uint height = max(a.height, b.height) + 1u;
-    if (root) {
-        nodes.v[0].parent = NO_PARENT;
-        U32s(pc.height_address).v[0] = height;
-        // Every other node was made before the root's children were complete.
-        U32s(pc.node_counter_address).v[0] = 0u;
-    }
-    return Cluster(min(a.lo, b.lo), index, max(a.hi, b.hi), height);
+    return index;
 }
 
 // Clusters of the range of `size` leaves starting at `first`.
@@ -142,18 +169,19 @@ Cluster leaf_cluster(uint k) {
     vec3 c = positions.v[t.z];
     LeafTriangles(pc.leaf_triangles_address).v[k] =
         LeafTriangle(vec4(a, uintBitsToFloat(triangle)), vec4(b, 0.0), vec4(c, 0.0));
-    return Cluster(min(a, min(b, c)), LEAF_BIT | k, max(a, max(b, c)), 0u);
+    uint tag = MERGE_THRESHOLD == 1u ? 0u : k;
+    return Cluster(min(a, min(b, c)), LEAF_BIT | k, max(a, max(b, c)), tag);
 }
 
 void load_list(uint i, out Cluster c) {
-    c = Cluster(list_lo[i], list_ref[i], list_hi[i], list_height[i]);
+    c = Cluster(list_lo[i], list_ref[i], list_hi[i], list_tag[i]);
 }
 
 void store_list(uint i, Cluster c) {
     list_lo[i] = c.lo;
     list_hi[i] = c.hi;
     list_ref[i] = c.ref;
-    list_height[i] = c.height;
+    list_tag[i] = c.tag;
 }
 
 // The workgroup reduces range [L, R], whose right child starts at `split`, by PLOC. Called
@@ -202,7 +230,12 @@ void reduce_range(uint L, uint split, uint R, uint n) {
                 if (lane < nearest) {
                     Cluster other;
                     load_list(nearest, other);
-                    mine = make_node(mine, other, root && count == 2u, n);
+                    uint leaves = leaf_count(mine) + leaf_count(other);
+                    uint height = max(list_height(mine), list_height(other)) + 1u;
+                    uint index = make_node(mine, other, other.tag, leaves, height,
+                                           root && count == 2u);
+                    mine = Cluster(min(mine.lo, other.lo), index, max(mine.hi, other.hi),
+                                   mine.tag);
                 } else {
                     keeps = false;
                 }
@@ -246,8 +279,11 @@ void main() {
     bool climbing = k < n;
     uint L = k;
     uint R = k;
+    // The range's one cluster, while each range keeps one (MERGE_THRESHOLD = 1).
+    Cluster mine;
     if (climbing) {
-        clusters.v[k] = leaf_cluster(k);
+        mine = leaf_cluster(k);
+        clusters.v[k] = mine;
     }
     for (;;) {
         if (WORKGROUP_LOOP) {
@@ -260,17 +296,19 @@ void main() {
         // This range's clusters are written before its arrival is announced.
         memoryBarrierBuffer();
         bool reduces = false;
+        bool from_left = false;
         uint split = 0u;
         if (climbing) {
-            bool right = L == 0u || (R != n - 1u && boundary_delta(R) > boundary_delta(L - 1u));
-            uint slot = right ? R : L - 1u;
-            uint other = atomicExchange(slots.v[slot], right ? L : R);
+            bool merges_right = L == 0u || (R != n - 1u && boundary_delta(R) > boundary_delta(L - 1u));
+            uint slot = merges_right ? R : L - 1u;
+            uint other = atomicExchange(slots.v[slot], merges_right ? L : R);
             climbing = other != NO_PARENT;
             if (climbing) {
                 slots.v[slot] = NO_PARENT;
-                split = right ? R + 1u : L;
-                L = right ? L : other;
-                R = right ? other : R;
+                from_left = merges_right;
+                split = merges_right ? R + 1u : L;
+                L = merges_right ? L : other;
+                R = merges_right ? other : R;
                 reduces = R - L + 1u > MERGE_THRESHOLD || R - L + 1u == n;
             }
         }
@@ -278,7 +316,13 @@ void main() {
         memoryBarrierBuffer();
         if (MERGE_THRESHOLD == 1u) {
             if (reduces) {
-                clusters.v[L] = make_node(clusters.v[L], clusters.v[split], R - L + 1u == n, n);
+                Cluster sibling = clusters.v[from_left ? split : L];
+                Cluster left = from_left ? mine : sibling;
+                Cluster right = from_left ? sibling : mine;
+                uint height = max(left.tag, right.tag) + 1u;
+                uint index = make_node(left, right, split, R - L + 1u, height, R - L + 1u == n);
+                mine = Cluster(min(left.lo, right.lo), index, max(left.hi, right.hi), height);
+                clusters.v[L] = mine;
             }
         } else {
             while (workgroup_any(reduces)) {

@@ -67,7 +67,7 @@ pub struct LbvhArgs {
     /// (the screen grid for the camera rays' view, its LBVH for the other rays).
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_structure)]
     pub structure: Vec<StructureKind>,
-    /// Invocations per workgroup of the LBVH's bottom-up pass (a tuning knob; see LbvhParams).
+    /// Invocations per workgroup of the fast BVH's climb (a tuning knob; see LbvhParams).
     #[arg(long, default_value_t = LbvhParams::default().climb_workgroup_size)]
     pub climb_workgroup_size: u32,
     /// Compare with the CPU reference tree (full-sweep SAH BVH, full-SAH kd-tree) up to this

@@ -18,9 +18,10 @@
 //! Apetrei's construction. Larger thresholds give trees of SAH quality close to a full
 //! sweep for little more work, since the searches stay within a workgroup's few clusters.
 //!
-//! Nodes are numbered as the GPU numbers them: the root 0, every other node counting down
-//! from `n - 2` as it is made. The GPU makes nodes in parallel, so only the shape is the
-//! same; [`crate::accel::bvh::cpu::same_tree`] compares trees up to their numbering.
+//! Nodes are numbered as the GPU numbers them, without a counter: a cluster's id is its least
+//! leaf position, every merge retires the larger id of its two clusters, and the node takes
+//! that id less one as its index; the root takes index 0 and the node there moves to the
+//! root's index. The trees are the same node for node.
 
 use super::cpu::{Lbvh, MortonLeaves, build_radix_tree, internal_node_count};
 use super::{BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
@@ -36,13 +37,14 @@ pub struct ClusterParams {
     pub search_radius: u32,
 }
 
-/// A subtree built so far: its box, its reference (`LEAF_BIT | k` or an internal node) and
-/// its leaf count, as `Cluster` in `glsl/bvh/hploc.comp`.
+/// A subtree built so far: its box, its reference (`LEAF_BIT | k` or an internal node), its
+/// leaf count and its id (its least leaf position), as `Cluster` in `glsl/bvh/hploc.comp`.
 #[derive(Clone, Copy, Debug)]
 struct Cluster {
     bounds: Bounds,
     reference: u32,
     leaves: u32,
+    id: u32,
 }
 
 /// Half the surface area of a box in `f32`, in the order of operations the GPU uses
@@ -63,18 +65,35 @@ fn tie_break(i: usize, j: usize) -> usize {
 /// The tree under construction: nodes numbered as the GPU numbers them.
 struct Nodes {
     nodes: Vec<BvhNode>,
-    made: u32,
 }
 
 impl Nodes {
-    fn merge(&mut self, left: Cluster, right: Cluster, root: bool) -> Cluster {
-        let n = self.nodes.len() as u32 + 1;
-        let index = if root {
-            0
-        } else {
-            self.made += 1;
-            n - 1 - self.made
-        };
+    /// The node over `left` and `right` (`left` the lower id): its index is the id its merge
+    /// retires less one, the root's 0 (the node there moves to the root's index).
+    fn merge(&mut self, mut left: Cluster, mut right: Cluster, root: bool) -> Cluster {
+        let mut index = right.id - 1;
+        if root && index != 0 {
+            let moved = self.nodes[0];
+            self.nodes[index as usize] = moved;
+            for child in [moved.left, moved.right] {
+                if child & LEAF_BIT == 0 {
+                    self.nodes[child as usize].parent = index;
+                }
+            }
+            if left.reference == 0 {
+                left.reference = index;
+            } else if right.reference == 0 {
+                right.reference = index;
+            } else {
+                let parent = &mut self.nodes[moved.parent as usize];
+                if parent.left == 0 {
+                    parent.left = index;
+                } else {
+                    parent.right = index;
+                }
+            }
+            index = 0;
+        }
         self.nodes[index as usize] = BvhNode {
             left_min: left.bounds.0,
             left: left.reference,
@@ -94,6 +113,7 @@ impl Nodes {
             bounds: union(&left.bounds, &right.bounds),
             reference: index,
             leaves: left.leaves + right.leaves,
+            id: left.id,
         }
     }
 }
@@ -158,7 +178,6 @@ pub fn cluster_sorted(
     let radix = build_radix_tree(sorted_keys, key_bits);
     let mut nodes = Nodes {
         nodes: vec![bytemuck::Zeroable::zeroed(); internal_node_count(n)],
-        made: 0,
     };
     let threshold = params.merge_threshold.max(1) as usize;
     let radius = params.search_radius.max(1) as usize;
@@ -167,6 +186,7 @@ pub fn cluster_sorted(
         bounds: leaf_boxes[k as usize],
         reference: LEAF_BIT | k,
         leaves: 1,
+        id: k,
     };
     let mut lists: Vec<Vec<Cluster>> = Vec::new();
     let mut stack = vec![(0u32, false)];
