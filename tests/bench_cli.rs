@@ -181,6 +181,46 @@ fn an_octree_of_a_point_cloud_is_built_and_the_lbvh_refused() {
 }
 
 #[test]
+fn bvh_quality_chooses_the_tree_and_is_refused_where_no_bvh_is_built() {
+    let mesh = data("meshes/fandisk.obj");
+    let [fast, high] = ["fast", "high"].map(|quality| {
+        let out = stdout(&canopy(&[
+            "build",
+            "--structure",
+            "lbvh",
+            "--bvh-quality",
+            quality,
+            &mesh,
+        ]));
+        assert!(
+            out.contains(&format!("lbvh, {quality} BVH over fandisk.obj")),
+            "{out}"
+        );
+        let sah = out.split("SAH cost ").nth(1).expect("an SAH cost");
+        sah.split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+    });
+    assert!(
+        high < 0.95 * fast,
+        "SAH cost {high} (high) against {fast} (fast)"
+    );
+    let refused = canopy(&[
+        "build",
+        "--structure",
+        "kdtree",
+        "--bvh-quality",
+        "high",
+        &mesh,
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--bvh-quality"), "{stderr}");
+}
+
+#[test]
 fn a_missing_mesh_file_is_a_clear_error() {
     for args in [
         &["build", "--structure", "kdtree", "no/such/mesh.obj"][..],

@@ -6,10 +6,12 @@
 mod common;
 
 use canopy::accel::bvh::cpu as cpu_lbvh;
+use canopy::accel::bvh::cpu::MortonLeaves;
 use canopy::accel::bvh::lbvh::{BvhQuality, LbvhBuilder, LbvhParams, LbvhStructure};
 use canopy::accel::bvh::{Bvh, BvhNode};
 use canopy::accel::bvh::{ploc, sah};
 use canopy::accel::{RayStructure, submit_until_complete};
+use canopy::bench::count_work;
 use canopy::geom::TriangleInput;
 use canopy::geom::morton::MortonBits;
 use canopy::geom::ray::{MISS, Query};
@@ -149,7 +151,7 @@ fn check_tree_of(
         .map(|&p| boxes[p as usize])
         .collect();
     let expected =
-        ploc::cluster_sorted(&built.keys, key_bits, &leaf_boxes, quality.cluster_params());
+        ploc::cluster_sorted(&built.keys, key_bits, &leaf_boxes, quality.cluster_params()).nodes;
     cpu_lbvh::same_tree(&built.nodes, &expected)
         .unwrap_or_else(|e| panic!("{label}, n={n}: GPU against CPU: {e}"));
     // Numbered the same too: node indices come from the merges, not from the GPU's timing.
@@ -306,6 +308,57 @@ fn real_meshes() {
             high.sah_cost
         );
     }
+}
+
+/// The high-quality tree costs the same dispatches and barriers as the fast one, and its
+/// climb moves at most twice the fast climb's bytes (replayed on the CPU from the kernel's
+/// access pattern), on meshes and on the default scene's kind of surface.
+#[test]
+fn high_quality_costs_the_same_dispatches_and_at_most_twice_the_bytes() {
+    let ctx = context();
+    for name in ["hand_00.obj", "fandisk.obj", "bunny_small.obj"] {
+        let mesh = test_mesh(name);
+        let n = mesh.triangle_count() as u32;
+        let positions = ctx
+            .create_buffer_with("positions", &mesh.positions)
+            .unwrap();
+        let triangles = ctx
+            .create_buffer_with("triangles", &mesh.triangles)
+            .unwrap();
+        let mut bvh = Bvh::new(&ctx, n).unwrap();
+        let [fast, high] = BvhQuality::ALL.map(|quality| {
+            let params = LbvhParams {
+                quality,
+                ..LbvhParams::default()
+            };
+            let builder = LbvhBuilder::new(&ctx, params, n).unwrap();
+            let input = TriangleInput::whole(&positions, &triangles, n);
+            count_work(&ctx, |rec| builder.record(rec, &input, &mut bvh)).unwrap()
+        });
+        assert_eq!(
+            (fast.dispatches, fast.barriers),
+            (high.dispatches, high.barriers),
+            "{name}"
+        );
+
+        let leaves = MortonLeaves::of(&mesh.positions, &mesh.triangles, MortonBits::Bits30);
+        let [fast, high] = BvhQuality::ALL.map(|quality| {
+            let params = quality.cluster_params();
+            ploc::cluster_sorted(&leaves.keys, 32, &leaves.leaf_boxes, params).traffic
+        });
+        let per_triangle =
+            |t: ploc::ClimbTraffic| (t.bytes_read + t.bytes_written) as f64 / n as f64;
+        println!(
+            "{name}: the climb moves {:.0} bytes per triangle fast, {:.0} high",
+            per_triangle(fast),
+            per_triangle(high)
+        );
+        assert!(
+            per_triangle(high) <= 2.0 * per_triangle(fast),
+            "{name}: {high:?} against {fast:?}"
+        );
+    }
+    assert_valid(&ctx);
 }
 
 fn check_hits(ctx: &Context, mesh: &Mesh, bits: MortonBits, rays: usize, label: &str) {

@@ -201,6 +201,17 @@ impl Display for StructureReport {
                     .sah_ratio
                     .map_or("-".into(), |x| format!("{x:.3}"))
             )?;
+            if let Some(traffic) = reference.climb_traffic {
+                let per = |bytes: u64| bytes as f64 / self.primitives.max(1) as f64;
+                writeln!(
+                    f,
+                    "  {:<10} the tree's climb reads {:.0} and writes {:.0} bytes per triangle \
+                     (replayed on the CPU)",
+                    "traffic",
+                    per(traffic.bytes_read),
+                    per(traffic.bytes_written)
+                )?;
+            }
             traversals(f, "its rays", &reference.traversal)?;
         }
         Ok(())

@@ -16,8 +16,10 @@ use super::traversal::{NativeTrace, RaySets, TraversalReport, camera_view};
 use super::{Error, Result};
 use crate::accel::bih::cpu::{build_bih, check_bih};
 use crate::accel::bih::trace::BihTreeGpu;
+use crate::accel::bvh::cpu::MortonLeaves;
 use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::lbvh::BvhQuality;
+use crate::accel::bvh::ploc::{ClimbTraffic, cluster_sorted};
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
@@ -102,6 +104,8 @@ pub struct ReferenceReport {
     pub sah_ratio: Option<f64>,
     /// The same rays through it (where it can be traced on the GPU).
     pub traversal: Vec<TraversalReport>,
+    /// The device memory the GPU tree's climb moves, replayed on the CPU (the LBVH).
+    pub climb_traffic: Option<ClimbTraffic>,
 }
 
 /// One structure built over one mesh, measured.
@@ -326,10 +330,17 @@ impl<'a> MeshBench<'a> {
         let (ctx, mesh) = (self.ctx, self.mesh);
         let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
         let started = Instant::now();
+        let mut climb_traffic = None;
         let (builder, tree, cpu_tree) = match kind {
             StructureKind::Lbvh => {
                 let bvh = sah::build_sah_bvh(positions, triangles);
                 let stats = tree_stats(&bvh.nodes, triangles.len());
+                let lbvh = self.config.build.lbvh;
+                let leaves = MortonLeaves::of(positions, triangles, lbvh.morton_bits);
+                let bits = lbvh.morton_bits.key_bits();
+                let params = lbvh.quality.cluster_params();
+                climb_traffic =
+                    Some(cluster_sorted(&leaves.keys, bits, &leaves.leaf_boxes, params).traffic);
                 ("CPU full-sweep SAH BVH", stats.shape(), None)
             }
             StructureKind::KdTree => {
@@ -386,6 +397,7 @@ impl<'a> MeshBench<'a> {
             tree,
             sah_ratio: ratio,
             traversal,
+            climb_traffic,
         }))
     }
 }

@@ -23,7 +23,7 @@
 //! that id less one as its index; the root takes index 0 and the node there moves to the
 //! root's index. The trees are the same node for node.
 
-use super::cpu::{Lbvh, MortonLeaves, build_radix_tree, internal_node_count};
+use super::cpu::{Lbvh, MortonLeaves, build_radix_tree, internal_node_count, radix_node};
 use super::{BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, union};
 use crate::geom::morton::MortonBits;
@@ -62,9 +62,52 @@ fn tie_break(i: usize, j: usize) -> usize {
     2 * i.abs_diff(j) + (i.min(j) & 1)
 }
 
+/// Bytes the climbing kernel reads and writes in device memory, counted from its access
+/// pattern as the reference replays the climb: a work counter, the same on every device.
+/// Atomic exchanges count as a read and a write; shared memory is not counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ClimbTraffic {
+    /// Bytes read.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+/// Bytes of a `Cluster`, a `BvhNode`, and the reads of a leaf's triangle (its primitive id,
+/// three indices, three vertices).
+const CLUSTER: u64 = 32;
+const NODE: u64 = 64;
+const LEAF_READS: u64 = 4 + 12 + 36;
+
+impl ClimbTraffic {
+    fn read(&mut self, bytes: u64) {
+        self.bytes_read += bytes;
+    }
+
+    fn write(&mut self, bytes: u64) {
+        self.bytes_written += bytes;
+    }
+
+    /// A child link written into a node, if `child` is a node.
+    fn link(&mut self, child: u32) {
+        if child & LEAF_BIT == 0 {
+            self.write(4);
+        }
+    }
+}
+
+/// A tree built by the reference, with the traffic of the climb that builds it.
+pub struct Clustered {
+    /// The nodes, as the GPU numbers them.
+    pub nodes: Vec<BvhNode>,
+    /// What the climb moves in device memory.
+    pub traffic: ClimbTraffic,
+}
+
 /// The tree under construction: nodes numbered as the GPU numbers them.
 struct Nodes {
     nodes: Vec<BvhNode>,
+    traffic: ClimbTraffic,
 }
 
 impl Nodes {
@@ -108,7 +151,9 @@ impl Nodes {
             if child & LEAF_BIT == 0 {
                 self.nodes[child as usize].parent = index;
             }
+            self.traffic.link(child);
         }
+        self.traffic.write(NODE);
         Cluster {
             bounds: union(&left.bounds, &right.bounds),
             reference: index,
@@ -119,13 +164,14 @@ impl Nodes {
 }
 
 /// PLOC iterations over `clusters` until at most `target` remain (`root`: the last merge
-/// makes the root).
+/// makes the root; `lists`: the workgroup reduces lists, reading its operands' nodes).
 fn reduce(
     nodes: &mut Nodes,
     clusters: &mut Vec<Cluster>,
     target: usize,
     radius: usize,
     root: bool,
+    lists: bool,
 ) {
     while clusters.len() > target {
         let c = clusters.len();
@@ -150,6 +196,14 @@ fn reduce(
             if nearest[j] != i {
                 kept.push(clusters[i]);
             } else if i < j {
+                if lists {
+                    // A list's node operands: leaf counts and heights read from their nodes.
+                    for operand in [clusters[i], clusters[j]] {
+                        if operand.reference & LEAF_BIT == 0 {
+                            nodes.traffic.read(8);
+                        }
+                    }
+                }
                 kept.push(nodes.merge(clusters[i], clusters[j], root && c == 2));
             }
         }
@@ -164,8 +218,12 @@ pub fn cluster_sorted(
     key_bits: u32,
     leaf_boxes: &[Bounds],
     params: ClusterParams,
-) -> Vec<BvhNode> {
+) -> Clustered {
     let n = sorted_keys.len();
+    let mut traffic = ClimbTraffic::default();
+    // Every leaf reads its triangle, writes it in leaf order and publishes its cluster.
+    traffic.read(LEAF_READS * n as u64);
+    traffic.write((48 + CLUSTER) * n as u64);
     if n < 2 {
         let mut nodes = build_radix_tree(sorted_keys, key_bits);
         if let (Some(root), Some(b)) = (nodes.first_mut(), leaf_boxes.first()) {
@@ -173,12 +231,14 @@ pub fn cluster_sorted(
             (root.right_min, root.right_max) = EMPTY_BOUNDS;
             root.right = INVALID_CHILD;
         }
-        return nodes;
+        return Clustered { nodes, traffic };
     }
     let radix = build_radix_tree(sorted_keys, key_bits);
     let mut nodes = Nodes {
         nodes: vec![bytemuck::Zeroable::zeroed(); internal_node_count(n)],
+        traffic,
     };
+    let key_bytes = key_bits as u64 / 8;
     let threshold = params.merge_threshold.max(1) as usize;
     let radius = params.search_radius.max(1) as usize;
     // Post-order over the radix tree: the clusters of each finished child on a stack.
@@ -201,6 +261,19 @@ pub fn cluster_sorted(
             }
             continue;
         }
+        // Both children arrive: each compares the keys across its range's ends (unless one
+        // is an end of all leaves) and exchanges its ends at their boundary; the second
+        // resets the boundary's slot.
+        let range = radix_node(sorted_keys, key_bits, i as usize);
+        let (first, split, last) = (range.first, range.split + 1, range.last);
+        for (a, b) in [(first, split - 1), (split, last)] {
+            if a > 0 && (b as usize) < n - 1 {
+                nodes.traffic.read(4 * key_bytes);
+            }
+            nodes.traffic.read(4);
+            nodes.traffic.write(4);
+        }
+        nodes.traffic.write(4);
         // Children were pushed right then left, so they finished left first.
         let right = if node.right & LEAF_BIT != 0 {
             vec![leaf(node.right & !LEAF_BIT)]
@@ -216,11 +289,43 @@ pub fn cluster_sorted(
         let root = i == 0;
         if root || node.leaf_count as usize > threshold {
             let target = if root { 1 } else { threshold };
-            reduce(&mut nodes, &mut clusters, target, radius, root);
+            let traffic = &mut nodes.traffic;
+            if threshold == 1 {
+                // The second arrival reads its sibling's cluster and publishes the merge.
+                traffic.read(CLUSTER);
+                traffic.write(CLUSTER);
+            } else {
+                // The workgroup reads the children's counts (where they merged) and
+                // clusters, and writes back the range's clusters and count.
+                for size in [split - first, last + 1 - split] {
+                    if size as usize > threshold {
+                        traffic.read(4);
+                    }
+                }
+                traffic.read(CLUSTER * clusters.len() as u64);
+            }
+            reduce(
+                &mut nodes,
+                &mut clusters,
+                target,
+                radius,
+                root,
+                threshold > 1,
+            );
+            if threshold > 1 {
+                nodes
+                    .traffic
+                    .write(CLUSTER * clusters.len() as u64 + 4 * !root as u64);
+            }
         }
         lists.push(clusters);
     }
-    nodes.nodes
+    // The root's height, for the host.
+    nodes.traffic.write(4);
+    Clustered {
+        nodes: nodes.nodes,
+        traffic: nodes.traffic,
+    }
 }
 
 /// The tree of a triangle mesh: its [`MortonLeaves`] (sorted as
@@ -233,7 +338,7 @@ pub fn build_clustered(
 ) -> Lbvh {
     let leaves = MortonLeaves::of(positions, triangles, bits);
     Lbvh {
-        nodes: cluster_sorted(&leaves.keys, bits.key_bits(), &leaves.leaf_boxes, params),
+        nodes: cluster_sorted(&leaves.keys, bits.key_bits(), &leaves.leaf_boxes, params).nodes,
         leaf_primitives: leaves.leaf_primitives,
     }
 }
