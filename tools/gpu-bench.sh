@@ -65,11 +65,17 @@ run() {
         local R="--repeats 15 --rays 1024 --reference-up-to 0"
         bench lbvh bench lbvh --structure lbvh --triangles 1000000,10000000 $R
         bench render bench render --structure lbvh --triangles 1000000 --size 1920x1080 --bounces 2 --native
+        bench lbvh-hq bench lbvh --structure lbvh --bvh-quality high --triangles 1000000,10000000 $R --no-native
+        bench render-hq bench render --structure lbvh --bvh-quality high --triangles 1000000 --size 1920x1080 --bounces 2
+        # SAH cost against the CPU's full sweep at 1M (device-independent; the sweep takes seconds).
+        bench sah-fast bench lbvh --structure lbvh --triangles 1000000 --repeats 1 --rays 0 --reference-up-to 1100000 --no-native
+        bench sah-high bench lbvh --structure lbvh --bvh-quality high --triangles 1000000 --repeats 1 --rays 0 --reference-up-to 1100000 --no-native
         bench kdtree bench kdtree --structure kdtree --triangles 170000,1000000,5000000 $R --no-native
         bench bih bench lbvh --structure bih --triangles 79000,175000,1000000 $R --no-native
         bench grid bench lbvh --structure grid --triangles 870000 $R --no-native
         bench grid-lbvh bench lbvh --structure lbvh --triangles 870000 $R --no-native
         bench meshes bench lbvh --structure lbvh,bih,grid --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
+        bench meshes-hq bench lbvh --structure lbvh --bvh-quality high --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
         bench knn bench knn --points 10000,100000,1000000 --repeats 5 --sampled 16
         bench animation bench animation --rig tests/data/gltf/CesiumMan.glb --skin-vertices 100000,1000000,4000000 --control-triangles 50000,200000 --sequence $D/vellum-cloth --frames 240 --size 1920x1080
         bench brainstem bench render --mesh $D/BrainStem.glb --size 1920x1080 --bounces 2

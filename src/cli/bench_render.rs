@@ -3,7 +3,8 @@
 
 use super::CliError;
 use super::render::{MeshOptions, mesh_subject};
-use canopy::accel::StructureKind;
+use canopy::accel::bvh::lbvh::LbvhParams;
+use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::frames::{FrameConfig, measure};
 use canopy::render::presets::{MeshLook, Refinement, Subject};
 use canopy::vk::Context;
@@ -46,6 +47,10 @@ pub struct RenderBenchArgs {
     /// with a note, where the device has none).
     #[arg(long)]
     pub native: bool,
+    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
+    /// [default: fast].
+    #[arg(long, value_enum)]
+    pub bvh_quality: Option<super::render::QualityArg>,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -61,6 +66,13 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         bounces: args.bounces,
         native: args.native,
         time: args.time,
+        build: BuildParams {
+            lbvh: LbvhParams {
+                quality: super::bvh_quality(args.bvh_quality, &args.structure)?,
+                ..LbvhParams::default()
+            },
+            ..BuildParams::default()
+        },
         ..FrameConfig::default()
     };
     if args.native && !ctx.caps().ray_tracing_pipeline {
