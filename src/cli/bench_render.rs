@@ -73,7 +73,6 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
             },
             ..BuildParams::default()
         },
-        ..FrameConfig::default()
     };
     if args.native && !ctx.caps().ray_tracing_pipeline {
         println!(
