@@ -5,9 +5,11 @@
 #
 #   tools/gpu-bench.sh pack        here: builds the release binaries and packs what the run
 #                                  needs into .gpu-bench/ (git-ignored, well under 64 MiB)
-#   tools/gpu-bench.sh run         there, from the checkout's root with .gpu-bench and .gl
+#   tools/gpu-bench.sh run [PART]  there, from the checkout's root with .gpu-bench and .gl
 #                                  carried: writes bench.log, tests.log and results.tar.gz
-#                                  (one JSON per benchmark and meta.json) under $OUT
+#                                  (one JSON per benchmark and meta.json) under $OUT; PART
+#                                  bench or tests runs only that half (two calls where one
+#                                  would pass the device's 10 minutes)
 #   canopy bench report DIR        here: the BENCHMARKS.md rows from the unpacked results
 #
 # .gl/ holds Debian's libvulkan1 and vulkan-validationlayers packages (see the device tool's
@@ -45,6 +47,7 @@ pack() {
 }
 
 run() {
+    local part=${1:-all}
     local out=${OUT:-/tmp/gpu-bench-out}
     mkdir -p "$out" /tmp/gpu-bench/json
     for deb in .gl/*.deb; do dpkg -x "$deb" / >/dev/null; done
@@ -58,7 +61,7 @@ run() {
     cp /tmp/gpu-bench/canopy target/release/canopy
     cp /tmp/gpu-bench/examples/* target/release/examples/
     local B=/tmp/gpu-bench/canopy J=/tmp/gpu-bench/json D=/tmp/gpu-bench/data
-    {
+    [ "$part" = tests ] || {
         $B info 2>&1 | sed -n 1,4p
         # Each structure in its own process: builds timed beside others' CPU work were noisy.
         bench() { local name=$1; shift; echo "== $name: canopy $*"; timeout 300 $B "$@" --json $J/$name.json 2>&1; echo "rc $?"; }
@@ -85,7 +88,7 @@ run() {
             timeout 120 $B render --caustics --size $size --triangles 1000000 --frames 0..3 --profile --no-write 2>&1
         done
     } > "$out"/bench.log 2>&1
-    {
+    [ "$part" = bench ] || {
         for test in /tmp/gpu-bench/bin/*; do
             local start=$(date +%s) log
             log=$(timeout 200 "$test" 2>&1); local rc=$?
@@ -102,6 +105,6 @@ run() {
 
 case "${1:-}" in
     pack) pack ;;
-    run) run ;;
-    *) echo "usage: tools/gpu-bench.sh pack|run" >&2; exit 2 ;;
+    run) run "${2:-all}" ;;
+    *) echo "usage: tools/gpu-bench.sh pack|run [bench|tests]" >&2; exit 2 ;;
 esac
