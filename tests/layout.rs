@@ -24,7 +24,7 @@ use canopy::accel::grid::{GridFrame, GridTriangle};
 use canopy::accel::kdtree::KdNode;
 use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
-    KdSmallLevelCounters,
+    KdSmallRootCounters,
 };
 use canopy::accel::kdtree::scratch::{
     KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
@@ -297,11 +297,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::KDTREE_SMALL_SPLIT,
-            Rust(rust_layout!(KdLevelPush {
-                refs_address,
-                level
-            })),
+            shaders::KDTREE_SMALL_SUBTREES,
+            Rust(rust_layout!(KdLevelPush { refs_address })),
         ),
         (
             shaders::KDTREE_LEAF_COUNTS,
@@ -1179,7 +1176,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             kernel: shaders::KDTREE_LARGE_SPLIT,
             name: "BuildRefs",
             shape: &[
-                "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64",
+                "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
                 "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
                 "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32", "u32",
             ],
@@ -1188,21 +1185,21 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 large_nodes,
                 children,
                 chunks,
-                small_nodes,
+                small_roots,
                 small_records,
                 small_masks,
                 entries,
                 leaf_triangles,
                 status,
                 levels,
-                small_levels,
+                small_root_counters,
                 tree_nodes,
                 tree_bounds,
                 record_capacity,
                 large_node_capacity,
                 chunk_capacity,
                 small_record_capacity,
-                small_node_capacity,
+                small_root_capacity,
                 entry_capacity,
                 leaf_capacity,
                 max_depth,
@@ -1216,8 +1213,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 pad
             }),
             offsets: &[
-                0, 16, 32, 40, 56, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 148, 152, 156,
-                160, 164, 168, 172, 176, 180, 184, 188, 192, 196, 200, 204,
+                0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 140, 144, 148, 152,
+                156, 160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
             ],
         },
         SharedStruct {
@@ -1244,15 +1241,14 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 4, 8, 12, 16, 32, 48],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_SMALL_SPLIT,
-            name: "SmallLevelCounters",
-            shape: &["u32", "vec3<u32>", "[u32; 28]"],
-            rust: rust_layout!(KdSmallLevelCounters {
+            kernel: shaders::KDTREE_SMALL_SUBTREES,
+            name: "SmallRootCounters",
+            shape: &["u32", "vec3<u32>"],
+            rust: rust_layout!(KdSmallRootCounters {
                 node_count,
-                node_grid,
-                line_pad
+                node_grid
             }),
-            offsets: &[0, 4, 16],
+            offsets: &[0, 4],
         },
         SharedStruct {
             kernel: shaders::KDTREE_LEAF_COUNTS,
@@ -1314,7 +1310,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 4],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_SMALL_SPLIT,
+            kernel: shaders::KDTREE_SMALL_SUBTREES,
             name: "SmallNode",
             shape: &["vec3<f32>", "u32", "vec3<f32>", "u32", "u64", "u32", "u32"],
             rust: rust_layout!(KdSmallNode {
@@ -1329,7 +1325,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28, 32, 40, 44],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_SMALL_SPLIT,
+            kernel: shaders::KDTREE_SMALL_SUBTREES,
             name: "SplitMasks",
             shape: &["u64", "u64"],
             rust: rust_layout!(KdSplitMasks { left, right }),

@@ -26,19 +26,19 @@
 
 const uint CHUNK = 256;           // records per chunk (Zhou's N)
 const uint MAX_SMALL = 64;        // records a small root holds at most (its masks' width)
+const uint MAX_DEPTH = 64;        // the largest depth limit (MAX_DEPTH in src/accel/kdtree/mod.rs)
 const uint CANDIDATES = 6;        // split candidates per small-root record: its box faces
 const uint RIGHT_SIDE = 0x80000000u; // in an entry's parent link: it is its parent's right child
 const uint NOT_SPLIT = 3u;        // a large node's split_axis when it was not split
 
 const uint LEVEL_COUNTER_BYTES = 128u;       // sizeof(LevelCounters)
-const uint SMALL_LEVEL_COUNTER_BYTES = 128u; // sizeof(SmallLevelCounters)
-// Byte offsets in LevelCounters and SmallLevelCounters.
+// Byte offsets in LevelCounters and SmallRootCounters.
 const uint LEVEL_NODE_COUNT = 0u;
 const uint LEVEL_CHUNK_COUNT = 4u;
 const uint LEVEL_RECORDS = 8u;
 const uint LEVEL_NODE_GRID = 16u;
 const uint LEVEL_CHUNK_GRID = 32u;
-const uint SMALL_LEVEL_NODE_GRID = 4u;
+const uint SMALL_ROOT_GRID = 4u;
 
 const uint OVERFLOW_RECORDS = 1u;
 const uint OVERFLOW_ENTRIES = 2u;
@@ -120,21 +120,22 @@ struct LevelCounters {
     uint pad;
     uvec4 node_grid;  // dispatch arguments over the nodes (x, y, z; w unused)
     uvec4 chunk_grid; // dispatch arguments over the chunks
-    uint line_pad[20]; // one 128-byte cache line per level (see SmallLevelCounters)
+    // One 128-byte cache line per level: a level's kernels read its count while they append
+    // to the next level's with atomics, and a shared line made those reads wait (at 174K
+    // triangles on an H200 a stage took 1.13 ms with 16-byte levels, 0.97 ms with 128-byte
+    // ones).
+    uint line_pad[20];
 };
 
-// One 128-byte cache line per level: a level's kernels read its count while they append to the
-// next level's with atomics, and a shared line made those reads wait (at 174K triangles on an
-// H200 the small-node stage took 1.13 ms with 16-byte levels, 0.97 ms with 128-byte ones).
-struct SmallLevelCounters {
-    uint node_count; // small nodes of the level
-    uvec3 node_grid; // dispatch arguments over them
-    uint line_pad[28];
+// The small roots the large stage made, for the small stage's one dispatch.
+struct SmallRootCounters {
+    uint node_count; // small roots
+    uvec3 node_grid; // dispatch arguments over them, one workgroup each
 };
 
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Status { BuildStatus v; };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer LevelCounterArray { LevelCounters v[]; };
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallLevelCounterArray { SmallLevelCounters v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallRootCountersRef { SmallRootCounters v; };
 
 // Where everything lives, and the build's parameters: written once per arena, read by every
 // kernel.
@@ -143,21 +144,21 @@ struct BuildRefs {
     uint64_t large_nodes[2];
     uint64_t children;
     uint64_t chunks[2];
-    uint64_t small_nodes[2];
+    uint64_t small_roots;
     uint64_t small_records;
     uint64_t small_masks;
     uint64_t entries;
     uint64_t leaf_triangles;
     uint64_t status;
     uint64_t levels;
-    uint64_t small_levels;
+    uint64_t small_root_counters;
     uint64_t tree_nodes;
     uint64_t tree_bounds;
     uint record_capacity;
     uint large_node_capacity;
     uint chunk_capacity;
     uint small_record_capacity;
-    uint small_node_capacity;
+    uint small_root_capacity;
     uint entry_capacity;
     uint leaf_capacity;
     uint max_depth;
@@ -211,16 +212,12 @@ uint chunk_count(BuildRefs b, uint level) {
     return min(LevelCounterArray(b.levels).v[level].chunk_count, b.chunk_capacity);
 }
 
-uint small_node_count(BuildRefs b, uint level) {
-    return min(SmallLevelCounterArray(b.small_levels).v[level].node_count, b.small_node_capacity);
+uint small_root_count(BuildRefs b) {
+    return min(SmallRootCountersRef(b.small_root_counters).v.node_count, b.small_root_capacity);
 }
 
 uint64_t level_counter_address(BuildRefs b, uint level) {
     return b.levels + uint64_t(LEVEL_COUNTER_BYTES) * level;
-}
-
-uint64_t small_level_counter_address(BuildRefs b, uint level) {
-    return b.small_levels + uint64_t(SMALL_LEVEL_COUNTER_BYTES) * level;
 }
 
 uint64_t status_field(BuildRefs b, uint word) {

@@ -1,5 +1,5 @@
 // Workgroup steps shared by the node kernels of the kd-tree build (large_split, large_route,
-// small_split): making a leaf from a node's records or from a small node's member mask, and
+// small_subtrees): making a leaf from a node's records or from a small node's member mask, and
 // making a small root (its records copied out of the level arrays, with the left/right masks
 // of its split candidates). Each is called by the whole workgroup in uniform control flow;
 // invocation 0 reserves space and the others learn the result through shared memory.
@@ -80,7 +80,7 @@ void leaf_from_members(BuildRefs b, uint entry, uint root_first, uint root_count
 // Entry `entry`, a node of `count` <= MAX_SMALL records (from `first` in `records`) over the
 // cell [lo, hi], becomes a small root: its records are copied to the small records, each
 // record's six box faces become split candidates with the masks of the records left and right
-// of them (Zhou et al. 2008 §3.2's preprocessing), and it joins small level 0.
+// of them (Zhou et al. 2008 §3.2's preprocessing), and it joins the small roots.
 void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint first,
                 uint count, uint depth) {
     uint root_first = NO_PARENT;
@@ -89,8 +89,9 @@ void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint
         root_first = reserve(b, status_field(b, 2), count, b.small_record_capacity,
                              OVERFLOW_SMALL_RECORDS);
         if (root_first != NO_PARENT) {
-            node = reserve_dispatched(b, b.small_levels, b.small_levels + SMALL_LEVEL_NODE_GRID, 1,
-                                      b.small_node_capacity, OVERFLOW_SMALL_NODES);
+            node = reserve_dispatched(b, b.small_root_counters,
+                                      b.small_root_counters + SMALL_ROOT_GRID, 1,
+                                      b.small_root_capacity, OVERFLOW_SMALL_NODES);
         }
         shared_reserved[1] = node;
     }
@@ -128,7 +129,7 @@ void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint
     }
     if (t == 0) {
         uint64_t all = count == 64u ? ~0ul : (1ul << count) - 1ul;
-        SmallNodes(b.small_nodes[0]).v[node] =
+        SmallNodes(b.small_roots).v[node] =
             SmallNode(lo, root_first, hi, count, all, entry, depth);
     }
     barrier();

@@ -432,7 +432,7 @@ pub fn cramped_kd_params() -> KdBuildParams {
         node_factor: 0.05,
         leaf_factor: 0.05,
         small_record_factor: 0.05,
-        small_node_factor: 0.05,
+        small_root_factor: 0.05,
         ..KdBuildParams::default()
     }
 }

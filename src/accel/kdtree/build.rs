@@ -16,9 +16,10 @@
 //!      subgroup ballots and one atomic per child and workgroup; straddling triangles are
 //!      clipped to each child's cell (the tight box of the clipped polygon);
 //!    - `large_route`: per node, each child to the small roots, the leaves, or the next level.
-//! 3. **Small-node stage**, one level per iteration: split candidates are the box faces of the
-//!    small root's records (up to 384), their left/right sets 64-bit masks made once per root,
-//!    and the exact SAH of each candidate two popcounts (`small_split`).
+//! 3. **Small-node stage**, one dispatch: a workgroup per small root builds its whole subtree
+//!    depth first from a stack in shared memory (`small_subtrees`); split candidates are the
+//!    box faces of the small root's records (up to 384), their left/right sets 64-bit masks
+//!    made once per root, and the exact SAH of each candidate two popcounts.
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
 //!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
 //!    [`crate::accel::kdtree`], which the ray caster reads.
@@ -50,11 +51,10 @@ pub const CHUNK: u32 = 256;
 pub const MAX_SMALL: u32 = 64;
 /// Split candidates per small-root record (its box faces).
 const CANDIDATES: u64 = 6;
-/// Counter levels: large and small levels 0..=MAX_DEPTH, plus the one after the last.
+/// Counter levels: large levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
 const LEVEL_BYTES: u64 = std::mem::size_of::<KdLevelCounters>() as u64;
-const SMALL_LEVEL_BYTES: u64 = std::mem::size_of::<KdSmallLevelCounters>() as u64;
 const RECORD_BYTES: u64 = std::mem::size_of::<KdRecord>() as u64;
 const LARGE_NODE_BYTES: u64 = std::mem::size_of::<KdLargeNode>() as u64;
 const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
@@ -98,8 +98,8 @@ pub struct KdBuildParams {
     pub leaf_factor: f32,
     /// Small-root records per triangle (default 2).
     pub small_record_factor: f32,
-    /// Small nodes of one small level per small-root record (default 0.5).
-    pub small_node_factor: f32,
+    /// Small roots per small-root record (default 0.5).
+    pub small_root_factor: f32,
 }
 
 impl Default for KdBuildParams {
@@ -113,7 +113,7 @@ impl Default for KdBuildParams {
             node_factor: 10.0,
             leaf_factor: 6.0,
             small_record_factor: 2.0,
-            small_node_factor: 0.5,
+            small_root_factor: 0.5,
         }
     }
 }
@@ -125,7 +125,7 @@ impl KdBuildParams {
             self.node_factor,
             self.leaf_factor,
             self.small_record_factor,
-            self.small_node_factor,
+            self.small_root_factor,
         ];
         let costs = &self.costs;
         let problem = if !(1..=MAX_SMALL).contains(&self.small_threshold) {
@@ -175,17 +175,17 @@ pub struct KdCapacity {
     pub leaf_triangles: u32,
     /// Small-root records.
     pub small_records: u32,
-    /// Small nodes per small level.
-    pub small_nodes: u32,
+    /// Small roots.
+    pub small_roots: u32,
 }
 
 impl std::fmt::Display for KdCapacity {
-    /// `records 4096, nodes 8192, leaf triangles 16384, small records 512, small nodes 1024`.
+    /// `records 4096, nodes 8192, leaf triangles 16384, small records 512, small roots 1024`.
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "records {}, nodes {}, leaf triangles {}, small records {}, small nodes {}",
-            self.records, self.nodes, self.leaf_triangles, self.small_records, self.small_nodes
+            "records {}, nodes {}, leaf triangles {}, small records {}, small roots {}",
+            self.records, self.nodes, self.leaf_triangles, self.small_records, self.small_roots
         )
     }
 }
@@ -209,7 +209,7 @@ impl KdCapacity {
             nodes: scaled(params.node_factor, triangles)?,
             leaf_triangles: scaled(params.leaf_factor, triangles)?,
             small_records,
-            small_nodes: scaled(params.small_node_factor, small_records)?,
+            small_roots: scaled(params.small_root_factor, small_records)?,
         })
     }
 
@@ -303,17 +303,14 @@ pub struct KdLevelCounters {
     pub line_pad: [u32; 20],
 }
 
-/// The counters of one small level (`SmallLevelCounters` in `glsl/kdtree/build.glsl`).
+/// The counters of the small roots (`SmallRootCounters` in `glsl/kdtree/build.glsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdSmallLevelCounters {
-    /// Small nodes of the level.
+pub struct KdSmallRootCounters {
+    /// Small roots the large stage made.
     pub node_count: u32,
-    /// `VkDispatchIndirectCommand` over them.
+    /// `VkDispatchIndirectCommand` over them, one workgroup each.
     pub node_grid: [u32; 3],
-    /// Padding to one 128-byte cache line per level: a level's kernels read its count while
-    /// appending to the next level's with atomics.
-    pub line_pad: [u32; 28],
 }
 
 /// Where the build's lists live and its parameters (`BuildRefs` in
@@ -329,8 +326,8 @@ pub struct BuildRefs {
     pub children: u64,
     /// Chunk lists of even and odd large levels.
     pub chunks: [u64; 2],
-    /// Node lists of even and odd small levels.
-    pub small_nodes: [u64; 2],
+    /// The small roots.
+    pub small_roots: u64,
     /// Small roots' records.
     pub small_records: u64,
     /// Split masks, six per small-root record.
@@ -343,8 +340,8 @@ pub struct BuildRefs {
     pub status: u64,
     /// Large level counters.
     pub levels: u64,
-    /// Small level counters.
-    pub small_levels: u64,
+    /// The small roots' counters.
+    pub small_root_counters: u64,
     /// Output nodes (the tree's).
     pub tree_nodes: u64,
     /// Output scene box (the tree's).
@@ -357,8 +354,8 @@ pub struct BuildRefs {
     pub chunk_capacity: u32,
     /// Small-root records.
     pub small_record_capacity: u32,
-    /// Small nodes per level.
-    pub small_node_capacity: u32,
+    /// Small roots.
+    pub small_root_capacity: u32,
     /// Tree entries.
     pub entry_capacity: u32,
     /// Leaf triangle references.
@@ -434,7 +431,7 @@ struct Arena {
     large_nodes: [Buffer; 2],
     children: Buffer,
     chunks: [Buffer; 2],
-    small_nodes: [Buffer; 2],
+    small_roots: Buffer,
     small_records: Buffer,
     small_masks: Buffer,
     entries: Buffer,
@@ -466,10 +463,7 @@ impl Arena {
                 buffer("chunks 0", chunks, CHUNK_BYTES)?,
                 buffer("chunks 1", chunks, CHUNK_BYTES)?,
             ],
-            small_nodes: [
-                buffer("small nodes 0", capacity.small_nodes, SMALL_NODE_BYTES)?,
-                buffer("small nodes 1", capacity.small_nodes, SMALL_NODE_BYTES)?,
-            ],
+            small_roots: buffer("small roots", capacity.small_roots, SMALL_NODE_BYTES)?,
             small_records: buffer("small records", capacity.small_records, RECORD_BYTES)?,
             small_masks: buffer(
                 "small masks",
@@ -489,8 +483,7 @@ impl Arena {
             &self.children,
             &self.chunks[0],
             &self.chunks[1],
-            &self.small_nodes[0],
-            &self.small_nodes[1],
+            &self.small_roots,
             &self.small_records,
             &self.small_masks,
             &self.entries,
@@ -507,12 +500,12 @@ pub struct KdTreeBuilder {
     large_split: Arc<Pipeline>,
     large_classify: Arc<Pipeline>,
     large_route: Arc<Pipeline>,
-    small_split: Arc<Pipeline>,
+    small_subtrees: Arc<Pipeline>,
     leaf_counts: Arc<Pipeline>,
     write_nodes: Arc<Pipeline>,
     indirect: IndirectArgs,
     arena: Arena,
-    /// The counters (status, then large and small levels) and the reset image copied over
+    /// The counters (status, large levels, small roots) and the reset image copied over
     /// them at the start of every build (zero counts, dispatch y = z = 1).
     counters: Buffer,
     counters_reset: Buffer,
@@ -532,17 +525,15 @@ impl KdTreeBuilder {
             chunk_grid: [0, 1, 1, 0],
             ..Default::default()
         };
-        let small_reset = KdSmallLevelCounters {
+        let small_reset = KdSmallRootCounters {
+            node_count: 0,
             node_grid: [0, 1, 1],
-            ..Default::default()
         };
         let mut reset: Vec<u8> = vec![0; STATUS_BYTES as usize];
         for _ in 0..COUNTER_LEVELS {
             reset.extend_from_slice(bytemuck::bytes_of(&large_reset));
         }
-        for _ in 0..COUNTER_LEVELS {
-            reset.extend_from_slice(bytemuck::bytes_of(&small_reset));
-        }
+        reset.extend_from_slice(bytemuck::bytes_of(&small_reset));
         let reset: Vec<u32> = bytemuck::pod_collect_to_vec(&reset);
         let counter_bytes = reset.len() as u64 * 4;
         let builder = Self {
@@ -553,7 +544,7 @@ impl KdTreeBuilder {
             large_split: ctx.pipeline(&shaders::KDTREE_LARGE_SPLIT, NODE_WORKGROUP, &[])?,
             large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
             large_route: ctx.pipeline(&shaders::KDTREE_LARGE_ROUTE, NODE_WORKGROUP, &[])?,
-            small_split: ctx.pipeline(&shaders::KDTREE_SMALL_SPLIT, NODE_WORKGROUP, &[])?,
+            small_subtrees: ctx.pipeline(&shaders::KDTREE_SMALL_SUBTREES, NODE_WORKGROUP, &[])?,
             leaf_counts: ctx.pipeline(
                 &shaders::KDTREE_LEAF_COUNTS,
                 CHUNK,
@@ -584,7 +575,7 @@ impl KdTreeBuilder {
         let capacity = &self.arena.capacity;
         let largest = capacity
             .chunks(&self.params)
-            .max(capacity.small_nodes)
+            .max(capacity.small_roots)
             .max(capacity.nodes.div_ceil(CHUNK));
         ctx.dispatch_grid(largest).map(|_| ())
     }
@@ -664,7 +655,7 @@ impl KdTreeBuilder {
         rec.barrier_after_earlier_work();
         self.record_init(rec, input, tree, max_depth)?;
         self.record_large_levels(rec, input, max_depth);
-        self.record_small_levels(rec, max_depth);
+        self.record_small_subtrees(rec);
         self.record_output(rec, status)
     }
 
@@ -735,18 +726,15 @@ impl KdTreeBuilder {
         rec.end_stage();
     }
 
-    /// The small-node stage, per level: `small_split.comp`, one workgroup per small node.
-    fn record_small_levels(&self, rec: &mut Recorder, max_depth: u32) {
+    /// The small-node stage: `small_subtrees.comp`, one workgroup per small root.
+    fn record_small_subtrees(&self, rec: &mut Recorder) {
         rec.begin_stage("kd-tree: small nodes");
-        let small_args = STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES;
-        for level in 0..=max_depth {
-            let args = small_args
-                + level as u64 * SMALL_LEVEL_BYTES
-                + std::mem::offset_of!(KdSmallLevelCounters, node_grid) as u64;
-            let push = self.level_push(level);
-            rec.dispatch_indirect(&self.small_split, &push, &self.counters, args);
-            rec.barrier_compute_to_indirect();
-        }
+        let grid = STATUS_BYTES
+            + COUNTER_LEVELS * LEVEL_BYTES
+            + std::mem::offset_of!(KdSmallRootCounters, node_grid) as u64;
+        let push = self.level_push(0);
+        rec.dispatch_indirect(&self.small_subtrees, &push, &self.counters, grid);
+        rec.barrier_compute_to_indirect();
         rec.end_stage();
     }
 
@@ -770,10 +758,10 @@ impl KdTreeBuilder {
         Ok(())
     }
 
-    /// Dispatches one build records: 1 + 4 per large level + 1 per small level + 3.
+    /// Dispatches one build records: 1 + 4 per large level + 1 for the small stage + 3.
     pub fn dispatches(&self, triangles: u32) -> u32 {
         let levels = self.params.depth_limit(triangles) + 1;
-        1 + 4 * levels + levels + 3
+        1 + 4 * levels + 1 + 3
     }
 
     fn refs_for(&self, tree: &KdTreeGpu, max_depth: u32) -> BuildRefs {
@@ -785,21 +773,21 @@ impl KdTreeBuilder {
             large_nodes: [a.large_nodes[0].address(), a.large_nodes[1].address()],
             children: a.children.address(),
             chunks: [a.chunks[0].address(), a.chunks[1].address()],
-            small_nodes: [a.small_nodes[0].address(), a.small_nodes[1].address()],
+            small_roots: a.small_roots.address(),
             small_records: a.small_records.address(),
             small_masks: a.small_masks.address(),
             entries: a.entries.address(),
             leaf_triangles: tree.leaf_triangles.address(),
             status: counters,
             levels: counters + STATUS_BYTES,
-            small_levels: counters + STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES,
+            small_root_counters: counters + STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES,
             tree_nodes: tree.nodes.address(),
             tree_bounds: tree.bounds.address(),
             record_capacity: c.records,
             large_node_capacity: c.large_nodes(&self.params),
             chunk_capacity: c.chunks(&self.params),
             small_record_capacity: c.small_records,
-            small_node_capacity: c.small_nodes,
+            small_root_capacity: c.small_roots,
             entry_capacity: c.nodes,
             leaf_capacity: c.leaf_triangles,
             max_depth,
@@ -833,7 +821,7 @@ impl KdTreeBuilder {
             capacity.small_records = double(capacity.small_records);
         }
         if bits & OVERFLOW_SMALL_NODES != 0 {
-            capacity.small_nodes = double(capacity.small_nodes);
+            capacity.small_roots = double(capacity.small_roots);
         }
         if capacity == self.arena.capacity {
             return Err(Error::InvalidInput(format!(
