@@ -8,13 +8,14 @@
 // - per large level, the node list and the chunk list (runs of at most CHUNK records of one
 //   node), alternating by level, and the two children of each node (slots 2i, 2i+1);
 // - small roots' records and, per record, the left/right masks of its six box-face split
-//   candidates; small node lists alternating by small level;
+//   candidates; the list of small roots (each root's subtree is built by one workgroup);
 // - tree entries: every node of the tree, in creation order, with its parent and children,
 //   turned into preorder KdNodes at the end;
 // - counters: a status block (entries, leaf triangles and small records allocated, overflow
-//   bits) and per level the node and chunk counts with the folded indirect dispatch grids of
-//   the level's kernels, which the producers grow as they append (grow_grid), so no pass
-//   turns counts into dispatch sizes and a grid never exceeds the device's per-dimension limit.
+//   bits), the small roots' count and dispatch grid, and per large level the node and chunk
+//   counts with the folded indirect dispatch grids of the level's kernels, which the
+//   producers grow as they append (grow_grid), so no pass turns counts into dispatch sizes
+//   and a grid never exceeds the device's per-dimension limit.
 // A list that would overflow sets a bit in `overflow`; the node that wanted the space becomes
 // a leaf where it can, so the tree stays usable, and the host grows the arena and rebuilds.
 #ifndef CANOPY_KDBUILD
