@@ -55,7 +55,7 @@ impl BvhQuality {
                 search_radius: 1,
             },
             // Measured on the shared meshes: larger thresholds and radii buy nothing
-            // (BENCHMARKS.md, "BVH quality").
+            // (BENCHMARKS.md, "Less work per frame").
             Self::High => ClusterParams {
                 merge_threshold: 16,
                 search_radius: 8,

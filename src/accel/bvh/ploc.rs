@@ -8,9 +8,10 @@
 //! range holds more than `merge_threshold` leaves (and always at the root), its list is
 //! reduced by PLOC (Meister & Bittner 2018) to at most `merge_threshold` clusters (one at
 //! the root). Each PLOC iteration finds every cluster's nearest neighbour within
-//! `search_radius` positions, the one whose union with it has the least surface area
-//! (equal areas: the nearer pair, then the pair starting at an even position), and merges every mutual pair into a new node (the lower
-//! position on the left, the merged cluster taking its place); the rest keep their order.
+//! `search_radius` positions, the one whose union with it has the least surface area (equal
+//! areas: the nearer pair, then the pair starting at an even position), and merges every
+//! mutual pair into a new node (the lower position on the left, the merged cluster taking its
+//! place); the rest keep their order.
 //! The globally least pair is always mutual, so every iteration merges.
 //!
 //! With a threshold of one, every node's two clusters merge at once: the tree is the binary
@@ -38,7 +39,8 @@ pub struct ClusterParams {
 }
 
 /// A subtree built so far: its box, its reference (`LEAF_BIT | k` or an internal node), its
-/// leaf count and its id (its least leaf position), as `Cluster` in `glsl/bvh/hploc.comp`.
+/// leaf count and its id (its least leaf position). The GPU's `Cluster` (`glsl/bvh/hploc.comp`)
+/// keeps the box and reference, and the id or the height in one tag.
 #[derive(Clone, Copy, Debug)]
 struct Cluster {
     bounds: Bounds,
