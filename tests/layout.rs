@@ -283,20 +283,6 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             })),
         ),
         (
-            shaders::KDTREE_LARGE_SPLIT,
-            Rust(rust_layout!(KdLevelPush {
-                refs_address,
-                level
-            })),
-        ),
-        (
-            shaders::KDTREE_LARGE_ROUTE,
-            Rust(rust_layout!(KdLevelPush {
-                refs_address,
-                level
-            })),
-        ),
-        (
             shaders::KDTREE_SMALL_SUBTREES,
             Rust(rust_layout!(KdLevelPush { refs_address })),
         ),
@@ -1173,7 +1159,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 4],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_LARGE_SPLIT,
+            kernel: shaders::KDTREE_LARGE_BOXES,
             name: "BuildRefs",
             shape: &[
                 "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
@@ -1218,27 +1204,18 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             ],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_LARGE_SPLIT,
+            kernel: shaders::KDTREE_LARGE_BOXES,
             name: "LevelCounters",
-            shape: &[
-                "u32",
-                "u32",
-                "u32",
-                "u32",
-                "vec4<u32>",
-                "vec4<u32>",
-                "[u32; 20]",
-            ],
+            shape: &["u32", "u32", "u32", "u32", "vec4<u32>", "[u32; 24]"],
             rust: rust_layout!(KdLevelCounters {
                 node_count,
                 chunk_count,
                 records,
                 pad,
-                node_grid,
                 chunk_grid,
                 line_pad
             }),
-            offsets: &[0, 4, 8, 12, 16, 32, 48],
+            offsets: &[0, 4, 8, 12, 16, 32],
         },
         SharedStruct {
             kernel: shaders::KDTREE_SMALL_SUBTREES,
@@ -1270,7 +1247,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 24],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_LARGE_SPLIT,
+            kernel: shaders::KDTREE_LARGE_BOXES,
             name: "LargeNode",
             shape: &[
                 "vec3<f32>",
@@ -1298,7 +1275,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 split_axis,
                 split,
                 stalls,
-                pad
+                chunks_done
             }),
             offsets: &[0, 12, 16, 28, 32, 44, 48, 60, 64, 68, 72, 76],
         },

@@ -37,8 +37,7 @@ const uint LEVEL_COUNTER_BYTES = 128u;       // sizeof(LevelCounters)
 const uint LEVEL_NODE_COUNT = 0u;
 const uint LEVEL_CHUNK_COUNT = 4u;
 const uint LEVEL_RECORDS = 8u;
-const uint LEVEL_NODE_GRID = 16u;
-const uint LEVEL_CHUNK_GRID = 32u;
+const uint LEVEL_CHUNK_GRID = 16u;
 const uint SMALL_ROOT_GRID = 4u;
 
 const uint OVERFLOW_RECORDS = 1u;
@@ -52,7 +51,7 @@ struct Record {
     vec3 hi;
     uint triangle;
 };
-layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Records { Record v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer Records { Record v[]; };
 
 struct LargeNode {
     vec3 cell_lo;    // the node's region of space
@@ -66,9 +65,13 @@ struct LargeNode {
     uint split_axis; // set by the split: 0-2, or NOT_SPLIT
     float split;
     uint stalls;     // consecutive splits that separated nothing
-    uint pad;
+    uint chunks_done; // its chunks past their box, then past their classification (atomic)
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer LargeNodes { LargeNode v[]; };
+// The view of a node's last chunk (split.glsl, route.glsl), which reads what the node's other
+// chunks wrote in the same dispatch: its box, its children's counts (and, coherent too, the
+// children's records).
+layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer CoherentLargeNodes { LargeNode v[]; };
 
 struct Chunk {
     uint node;  // index in the level's node list
@@ -112,20 +115,19 @@ struct BuildStatus {
     uint overflow;
 };
 
-// Per large level: the counts its kernels guard with, and the folded dispatch grids (one
-// workgroup per node, one per chunk) that the producers keep current with grow_grid.
+// Per large level: the counts its kernels guard with, and the folded dispatch grid (one
+// workgroup per chunk) that the producers keep current with grow_grid.
 struct LevelCounters {
     uint node_count;  // nodes in the level's list
     uint chunk_count; // chunks in the level's chunk list
     uint records;     // records reserved in the next level's array
     uint pad;
-    uvec4 node_grid;  // dispatch arguments over the nodes (x, y, z; w unused)
-    uvec4 chunk_grid; // dispatch arguments over the chunks
+    uvec4 chunk_grid; // dispatch arguments over the chunks (x, y, z; w unused)
     // One 128-byte cache line per level: a level's kernels read its count while they append
     // to the next level's with atomics, and a shared line made those reads wait (at 174K
     // triangles on an H200 a stage took 1.13 ms with 16-byte levels, 0.97 ms with 128-byte
     // ones).
-    uint line_pad[20];
+    uint line_pad[24];
 };
 
 // The small roots the large stage made, for the small stage's one dispatch.
@@ -205,10 +207,6 @@ uint reserve_dispatched(BuildRefs b, uint64_t counter_address, uint64_t grid_add
 // The node and chunk counts of a level, for kernels dispatched over them to skip the groups
 // past the end of a folded grid. (Within capacity: a failed reservation adds to a counter
 // for a moment before giving its slots back.)
-uint large_node_count(BuildRefs b, uint level) {
-    return min(LevelCounterArray(b.levels).v[level].node_count, b.large_node_capacity);
-}
-
 uint chunk_count(BuildRefs b, uint level) {
     return min(LevelCounterArray(b.levels).v[level].chunk_count, b.chunk_capacity);
 }

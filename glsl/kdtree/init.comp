@@ -40,7 +40,6 @@ void main() {
     }
     uint chunks = (n + CHUNK - 1u) / CHUNK;
     LevelCounterArray(b.levels).v[0].node_count = 1;
-    LevelCounterArray(b.levels).v[0].node_grid = uvec4(fold_grid(1u, b.max_groups_per_dim), 0u);
     LevelCounterArray(b.levels).v[0].chunk_count = chunks;
     LevelCounterArray(b.levels).v[0].chunk_grid = uvec4(fold_grid(chunks, b.max_groups_per_dim), 0u);
     LargeNodes(b.large_nodes[0]).v[0] = LargeNode(vec3(-INF), 0, vec3(INF), n, uvec3(~0u), 0,

@@ -1,10 +1,13 @@
 #version 460
-// Large-node stage, step 1 (Chang et al. 2013 §13.2.2): the box of each node's records. One
-// workgroup per chunk reduces its records' boxes with subgroup min/max and shared memory, then
-// one invocation merges the chunk's box into its node's with three atomicMin and three
-// atomicMax on ordered-uint coordinates: no segmented reduction.
+// Large-node stage, step 1 (Chang et al. 2013 §13.2.2): the box of each node's records, then
+// the node's split. One workgroup per chunk reduces its records' boxes with subgroup min/max
+// and shared memory, then one invocation merges the chunk's box into its node's with three
+// atomicMin and three atomicMax on ordered-uint coordinates: no segmented reduction. The
+// node's last chunk to finish splits the node (kdtree/split.glsl), so a level takes two
+// dispatches (this and large_classify) instead of one per step.
 #include "../common/prelude.glsl"
 #include "kdtree/build.glsl"
+#include "kdtree/split.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;
@@ -48,5 +51,8 @@ void main() {
             atomicMin(nodes.v[chunk.node].tight_lo[axis], float_to_ordered(floatBitsToUint(lo[axis])));
             atomicMax(nodes.v[chunk.node].tight_hi[axis], float_to_ordered(floatBitsToUint(hi[axis])));
         }
+    }
+    if (last_chunk_of(nodes, chunk.node, 0u)) {
+        split_node(b, pc.level, chunk.node);
     }
 }

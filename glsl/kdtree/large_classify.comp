@@ -6,9 +6,11 @@
 // few ulps so no part of the triangle is lost) and gets the tight box of each clipped polygon;
 // a side its polygon does not reach is dropped. Offsets within the chunk come from subgroup
 // ballots and popcounts, and one atomic add per child and workgroup reserves the chunk's run in
-// the child's range (order among chunks does not matter).
+// the child's range (order among chunks does not matter). The node's last chunk to finish
+// routes the node's children (kdtree/route.glsl).
 #include "../common/prelude.glsl"
 #include "kdtree/build.glsl"
+#include "kdtree/route.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;
@@ -158,5 +160,8 @@ void main() {
         uint slot = child_base[1] + subgroup_counts[1][gl_SubgroupID]
             + subgroupBallotExclusiveBitCount(right_ballot);
         next.v[children.v[left_child + 1u].first + slot] = right_record;
+    }
+    if (last_chunk_of(LargeNodes(b.large_nodes[parity]), chunk.node, 1u)) {
+        route_node(b, pc.level, chunk.node);
     }
 }

@@ -22,6 +22,24 @@ uint broadcast(uint value) {
     return result;
 }
 
+// Whether this workgroup, working on one chunk of large node `node`, is the last of the
+// node's chunks to finish round `round` (0: their boxes, 1: their classification): each chunk
+// counts itself once its writes are done, and the one completing the round goes on with the
+// node's own step (the split, the routing of its children).
+bool last_chunk_of(LargeNodes nodes, uint node, uint round) {
+    memoryBarrierBuffer();
+    barrier();
+    uint last = 0u;
+    if (gl_LocalInvocationIndex == 0) {
+        uint chunks = (nodes.v[node].count + CHUNK - 1u) / CHUNK;
+        uint done = atomicAdd(nodes.v[node].chunks_done, 1u) + 1u;
+        last = done == (round + 1u) * chunks ? 1u : 0u;
+    }
+    last = broadcast(last);
+    memoryBarrierBuffer();
+    return last != 0u;
+}
+
 uint64_t bit_below(uint i) {
     return i == 0u ? 0ul : (~0ul >> (64u - i));
 }

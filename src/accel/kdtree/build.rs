@@ -8,14 +8,18 @@
 //! 2. **Large-node stage**, one level per iteration, every level recorded ahead and sized by
 //!    indirect dispatch from the GPU's counters (finished levels dispatch nothing):
 //!    - `large_boxes`: per chunk of [`CHUNK`] records, a subgroup reduction of the boxes and
-//!      per-workgroup atomic min/max into the node's box;
-//!    - `large_split`: per node, empty-space cuts (a side whose empty part exceeds `Ce` of the
+//!      per-workgroup atomic min/max into the node's box; then the node's last chunk to finish
+//!      splits it (`split.glsl`): empty-space cuts (a side whose empty part exceeds `Ce` of the
 //!      cell) then a spatial-median split of the longest axis; nodes of at most `T` records
 //!      become small roots;
 //!    - `large_classify`: per chunk, each record to the left, right or both children with
 //!      subgroup ballots and one atomic per child and workgroup; straddling triangles are
-//!      clipped to each child's cell (the tight box of the clipped polygon);
-//!    - `large_route`: per node, each child to the small roots, the leaves, or the next level.
+//!      clipped to each child's cell (the tight box of the clipped polygon); then the node's
+//!      last chunk to finish routes each child (`route.glsl`) to the small roots, the leaves,
+//!      or the next level.
+//!
+//!    Two dispatches per level: a node's own step runs in the workgroup of its last chunk (a
+//!    counter per node), so no dispatch per node is needed between the chunk passes.
 //! 3. **Small-node stage**, one dispatch: a workgroup per small root builds its whole subtree
 //!    depth first from a stack in shared memory (`small_subtrees`); split candidates are the
 //!    box faces of the small root's records (up to 384), their left/right sets 64-bit masks
@@ -61,7 +65,7 @@ const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
 const SMALL_NODE_BYTES: u64 = std::mem::size_of::<KdSmallNode>() as u64;
 const MASK_BYTES: u64 = std::mem::size_of::<KdSplitMasks>() as u64;
 const ENTRY_BYTES: u64 = std::mem::size_of::<KdEntry>() as u64;
-/// Invocations per workgroup of the per-node kernels: one per small-root record.
+/// Invocations per workgroup of the small-node stage: one per small-root record.
 const NODE_WORKGROUP: u32 = MAX_SMALL;
 
 /// Overflow bits (`OVERFLOW_*` in `glsl/kdtree/build.glsl`).
@@ -295,12 +299,10 @@ pub struct KdLevelCounters {
     pub records: u32,
     /// Padding.
     pub pad: u32,
-    /// `VkDispatchIndirectCommand` over the nodes (and one unused word).
-    pub node_grid: [u32; 4],
     /// `VkDispatchIndirectCommand` over the chunks (and one unused word).
     pub chunk_grid: [u32; 4],
     /// Padding to one 128-byte cache line per level.
-    pub line_pad: [u32; 20],
+    pub line_pad: [u32; 24],
 }
 
 /// The counters of the small roots (`SmallRootCounters` in `glsl/kdtree/build.glsl`).
@@ -497,9 +499,7 @@ pub struct KdTreeBuilder {
     params: KdBuildParams,
     init: Arc<Pipeline>,
     large_boxes: Arc<Pipeline>,
-    large_split: Arc<Pipeline>,
     large_classify: Arc<Pipeline>,
-    large_route: Arc<Pipeline>,
     small_subtrees: Arc<Pipeline>,
     leaf_counts: Arc<Pipeline>,
     write_nodes: Arc<Pipeline>,
@@ -521,7 +521,6 @@ impl KdTreeBuilder {
         let climb_uniformly = ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32;
         // Zero counts and empty grids {0, 1, 1}.
         let large_reset = KdLevelCounters {
-            node_grid: [0, 1, 1, 0],
             chunk_grid: [0, 1, 1, 0],
             ..Default::default()
         };
@@ -541,9 +540,7 @@ impl KdTreeBuilder {
             params,
             init: ctx.pipeline(&shaders::KDTREE_INIT, CHUNK, &[])?,
             large_boxes: ctx.pipeline(&shaders::KDTREE_LARGE_BOXES, CHUNK, &[])?,
-            large_split: ctx.pipeline(&shaders::KDTREE_LARGE_SPLIT, NODE_WORKGROUP, &[])?,
             large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
-            large_route: ctx.pipeline(&shaders::KDTREE_LARGE_ROUTE, NODE_WORKGROUP, &[])?,
             small_subtrees: ctx.pipeline(&shaders::KDTREE_SMALL_SUBTREES, NODE_WORKGROUP, &[])?,
             leaf_counts: ctx.pipeline(
                 &shaders::KDTREE_LEAF_COUNTS,
@@ -695,17 +692,15 @@ impl KdTreeBuilder {
         Ok(())
     }
 
-    /// The large-node stage, per level: `large_boxes.comp` (per chunk), `large_split.comp`
-    /// (per node), `large_classify.comp` (per chunk) and `large_route.comp` (per node), each
-    /// sized by the grids the level before grew on the GPU.
+    /// The large-node stage, per level: `large_boxes.comp` (per chunk; each node's last chunk
+    /// splits it) and `large_classify.comp` (per chunk; each split node's last chunk routes
+    /// its children), sized by the grid the level before grew on the GPU.
     fn record_large_levels(&self, rec: &mut Recorder, input: &TriangleInput, max_depth: u32) {
         rec.begin_stage("kd-tree: large nodes");
         let counters = &self.counters;
-        let node_grid = std::mem::offset_of!(KdLevelCounters, node_grid) as u64;
         let chunk_grid = std::mem::offset_of!(KdLevelCounters, chunk_grid) as u64;
         for level in 0..=max_depth {
-            let level_counters = STATUS_BYTES + level as u64 * LEVEL_BYTES;
-            let (nodes, chunks) = (level_counters + node_grid, level_counters + chunk_grid);
+            let chunks = STATUS_BYTES + level as u64 * LEVEL_BYTES + chunk_grid;
             let push = self.level_push(level);
             let classify = KdClassifyPush {
                 refs_address: self.refs.address(),
@@ -716,11 +711,7 @@ impl KdTreeBuilder {
             };
             rec.dispatch_indirect(&self.large_boxes, &push, counters, chunks);
             rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.large_split, &push, counters, nodes);
-            rec.barrier_compute_to_compute();
             rec.dispatch_indirect(&self.large_classify, &classify, counters, chunks);
-            rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.large_route, &push, counters, nodes);
             rec.barrier_compute_to_indirect();
         }
         rec.end_stage();
@@ -758,10 +749,10 @@ impl KdTreeBuilder {
         Ok(())
     }
 
-    /// Dispatches one build records: 1 + 4 per large level + 1 for the small stage + 3.
+    /// Dispatches one build records: 1 + 2 per large level + 1 for the small stage + 3.
     pub fn dispatches(&self, triangles: u32) -> u32 {
         let levels = self.params.depth_limit(triangles) + 1;
-        1 + 4 * levels + 1 + 3
+        1 + 2 * levels + 1 + 3
     }
 
     fn refs_for(&self, tree: &KdTreeGpu, max_depth: u32) -> BuildRefs {

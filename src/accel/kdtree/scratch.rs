@@ -40,8 +40,8 @@ pub struct KdLargeNode {
     pub split: f32,
     /// Consecutive splits above it that separated nothing.
     pub stalls: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Its chunks past their box, then past their classification (counted atomically).
+    pub chunks_done: u32,
 }
 
 /// A chunk of up to [`super::build::CHUNK`] records of one large node (`Chunk`).

@@ -1,29 +1,20 @@
-#version 460
-// Large-node stage, step 2 (Zhou et al. 2008 Alg. 2, "split large nodes"): one workgroup per
-// node of the level. With the node's records' box known, each side of the cell whose empty
-// part exceeds Ce of the cell's extent is cut off (a node with an empty leaf child, chained),
-// then the rest is split at the spatial median of its longest axis. The chain's entries and the
-// children's record ranges (n per child, for the atomic appends of large_classify) are reserved
-// with one atomic each. Nodes of at most T records become small roots instead, and nodes at
-// the depth limit (or that cannot get space) become leaves. The root's cell is unbounded: it
-// takes the records' box, which is the scene box.
-#include "../common/prelude.glsl"
+// Large-node stage, the split of one node (Zhou et al. 2008 Alg. 2, "split large nodes"), run
+// by the workgroup of the node's last chunk to finish its box (large_boxes.comp). With the
+// node's records' box known, each side of the cell whose empty part exceeds Ce of the cell's
+// extent is cut off (a node with an empty leaf child, chained), then the rest is split at the
+// spatial median of its longest axis. The chain's entries and the children's record ranges (n
+// per child, for the atomic appends of large_classify) are reserved with one atomic each. Nodes
+// of at most T records become small roots instead, and nodes at the depth limit (or that
+// cannot get space) become leaves. The root's cell is unbounded: it takes the records' box,
+// which is the scene box. Called by the whole workgroup in uniform control flow.
+#ifndef CANOPY_KDTREE_SPLIT
+#define CANOPY_KDTREE_SPLIT
 #include "kdtree/build.glsl"
-#include "workgroup_steps.glsl"
+#include "kdtree/workgroup_steps.glsl"
 
-layout(push_constant, scalar) uniform Push {
-    uint64_t refs_address;
-    uint level;
-} pc;
-
-void main() {
-    BuildRefs b = BuildRefsRef(pc.refs_address).v;
-    uint parity = pc.level & 1u;
-    uint index = flat_workgroup_id();
-    if (index >= large_node_count(b, pc.level)) {
-        return;
-    }
-    LargeNodes nodes = LargeNodes(b.large_nodes[parity]);
+void split_node(BuildRefs b, uint level, uint index) {
+    uint parity = level & 1u;
+    CoherentLargeNodes nodes = CoherentLargeNodes(b.large_nodes[parity]);
     LargeNode node = nodes.v[index];
     Records records = Records(b.records[parity]);
     vec3 tight_lo;
@@ -34,7 +25,7 @@ void main() {
     }
     vec3 lo = node.cell_lo;
     vec3 hi = node.cell_hi;
-    if (pc.level == 0u) {
+    if (level == 0u) {
         lo = tight_lo;
         hi = tight_hi;
         if (gl_LocalInvocationIndex == 0) {
@@ -81,7 +72,7 @@ void main() {
     uint records_first = NO_PARENT;
     if (gl_LocalInvocationIndex == 0 && lo[axis] < plane && plane < hi[axis]) {
         // Records first: reserved entries must all be written (the output passes read them).
-        uint64_t counter = level_counter_address(b, pc.level) + LEVEL_RECORDS;
+        uint64_t counter = level_counter_address(b, level) + LEVEL_RECORDS;
         records_first = reserve(b, counter, 2u * node.count, b.record_capacity, OVERFLOW_RECORDS);
         if (records_first != NO_PARENT) {
             entries = reserve(b, status_field(b, 0), 2u * cuts + 2u, b.entry_capacity,
@@ -126,3 +117,5 @@ void main() {
     nodes.v[index].split_axis = axis;
     nodes.v[index].split = plane;
 }
+
+#endif

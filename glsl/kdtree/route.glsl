@@ -1,38 +1,30 @@
-#version 460
-// Large-node stage, step 4 (Zhou et al. 2008 Alg. 2, "small node filtering"): one workgroup
-// per split node of the level routes its two children, whose record counts large_classify has
-// just completed. An empty child becomes an empty leaf, a child of at most T records a small
-// root, and any other joins the next level's node list with its chunks (the counters it adds
-// to size the next level's dispatches). A split that separated nothing (both children hold
-// every record, e.g. coincident triangles) counts as a stall; after `max_stalls` stalls in a
-// row the children become leaves rather than duplicating their records further.
-#include "../common/prelude.glsl"
+// Large-node stage, the routing of one split node's children (Zhou et al. 2008 Alg. 2, "small
+// node filtering"), run by the workgroup of the node's last chunk to finish classifying
+// (large_classify.comp), when the children's record counts are complete. An empty child
+// becomes an empty leaf, a child of at most T records a small root, and any other joins the
+// next level's node list with its chunks (the counters it adds to size the next level's
+// dispatches). A split that separated nothing (both children hold every record, e.g.
+// coincident triangles) counts as a stall; after `max_stalls` stalls in a row the children
+// become leaves rather than duplicating their records further. Called by the whole workgroup
+// in uniform control flow.
+#ifndef CANOPY_KDTREE_ROUTE
+#define CANOPY_KDTREE_ROUTE
 #include "kdtree/build.glsl"
-#include "workgroup_steps.glsl"
+#include "kdtree/workgroup_steps.glsl"
 
-layout(push_constant, scalar) uniform Push {
-    uint64_t refs_address;
-    uint level;
-} pc;
-
-void main() {
-    BuildRefs b = BuildRefsRef(pc.refs_address).v;
-    uint parity = pc.level & 1u;
-    uint index = flat_workgroup_id();
-    if (index >= large_node_count(b, pc.level)) {
-        return;
-    }
-    LargeNode node = LargeNodes(b.large_nodes[parity]).v[index];
+void route_node(BuildRefs b, uint level, uint index) {
+    uint parity = level & 1u;
+    LargeNode node = CoherentLargeNodes(b.large_nodes[parity]).v[index];
     if (node.split_axis == NOT_SPLIT) {
         return;
     }
-    LargeNodes children = LargeNodes(b.children);
+    CoherentLargeNodes children = CoherentLargeNodes(b.children);
     uint left_count = children.v[2u * index].count;
     uint right_count = children.v[2u * index + 1u].count;
     bool separated = left_count < node.count || right_count < node.count;
     uint stalls = separated ? 0u : node.stalls + 1u;
     Records records = Records(b.records[parity ^ 1u]);
-    uint next_level = pc.level + 1u;
+    uint next_level = level + 1u;
     for (uint side = 0; side < 2; ++side) {
         LargeNode child = children.v[2u * index + side];
         if (child.count == 0u) {
@@ -52,8 +44,8 @@ void main() {
             uint chunk_first = NO_PARENT;
             if (gl_LocalInvocationIndex == 0) {
                 uint64_t next = level_counter_address(b, next_level);
-                slot = reserve_dispatched(b, next + LEVEL_NODE_COUNT, next + LEVEL_NODE_GRID, 1,
-                                          b.large_node_capacity, OVERFLOW_RECORDS);
+                slot = reserve(b, next + LEVEL_NODE_COUNT, 1, b.large_node_capacity,
+                               OVERFLOW_RECORDS);
                 chunk_first = reserve_dispatched(b, next + LEVEL_CHUNK_COUNT,
                                                  next + LEVEL_CHUNK_GRID, chunks,
                                                  b.chunk_capacity, OVERFLOW_RECORDS);
@@ -76,3 +68,5 @@ void main() {
         }
     }
 }
+
+#endif
