@@ -286,8 +286,8 @@ impl KdStatusReadback {
 }
 
 /// The counters of one large level (`LevelCounters` in `glsl/kdtree/build.glsl`): counts
-/// for the kernels to guard with and the folded indirect dispatch grids of the level's
-/// per-node and per-chunk kernels, grown on the GPU as the previous level appends.
+/// for the kernels to guard with and the folded indirect dispatch grid of the level's
+/// per-chunk kernels, grown on the GPU as the previous level appends.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KdLevelCounters {
