@@ -296,16 +296,15 @@ void main() {
         // This range's clusters are written before its arrival is announced.
         memoryBarrierBuffer();
         bool reduces = false;
-        bool from_left = false;
+        bool merges_right = false; // this range is the left child
         uint split = 0u;
         if (climbing) {
-            bool merges_right = L == 0u || (R != n - 1u && boundary_delta(R) > boundary_delta(L - 1u));
+            merges_right = L == 0u || (R != n - 1u && boundary_delta(R) > boundary_delta(L - 1u));
             uint slot = merges_right ? R : L - 1u;
             uint other = atomicExchange(slots.v[slot], merges_right ? L : R);
             climbing = other != NO_PARENT;
             if (climbing) {
                 slots.v[slot] = NO_PARENT;
-                from_left = merges_right;
                 split = merges_right ? R + 1u : L;
                 L = merges_right ? L : other;
                 R = merges_right ? other : R;
@@ -316,9 +315,9 @@ void main() {
         memoryBarrierBuffer();
         if (MERGE_THRESHOLD == 1u) {
             if (reduces) {
-                Cluster sibling = clusters.v[from_left ? split : L];
-                Cluster left = from_left ? mine : sibling;
-                Cluster right = from_left ? sibling : mine;
+                Cluster sibling = clusters.v[merges_right ? split : L];
+                Cluster left = merges_right ? mine : sibling;
+                Cluster right = merges_right ? sibling : mine;
                 uint height = max(left.tag, right.tag) + 1u;
                 uint index = make_node(left, right, split, R - L + 1u, height, R - L + 1u == n);
                 mine = Cluster(min(left.lo, right.lo), index, max(left.hi, right.hi), height);

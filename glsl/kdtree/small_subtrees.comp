@@ -102,7 +102,6 @@ void main() {
         entries = broadcast(entries);
         if (entries == NO_PARENT) {
             leaf_from_members(b, node.entry, node.root_first, node.root_count, node.members);
-            barrier();
             continue;
         }
         uint axis = (best % CANDIDATES) % 3u;
