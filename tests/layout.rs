@@ -18,6 +18,8 @@ use canopy::accel::bih::build::{
 use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::ClimbPush;
 use canopy::accel::bvh::trace::TracePush;
+use canopy::accel::bvh::wide::CollapsePush;
+use canopy::accel::bvh::wide::format::WideNode;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::grid::build::{CastPush, ProjectPush, ReferencesPush};
 use canopy::accel::grid::{GridFrame, GridTriangle};
@@ -242,6 +244,32 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 slots_address,
                 height_address,
                 host_count
+            })),
+        ),
+        (
+            shaders::BVH_COLLAPSE,
+            Rust(rust_layout!(CollapsePush {
+                nodes_address,
+                leaf_triangles_address,
+                wide_nodes_address,
+                wide_triangles_address,
+                tasks_address,
+                queue_address,
+                stats_address,
+                task_capacity
+            })),
+        ),
+        (
+            shaders::BVH_WIDE_TRACE,
+            Rust(rust_layout!(TracePush {
+                nodes_address,
+                leaf_triangles_address,
+                rays_address,
+                hits_address,
+                count_address,
+                host_count,
+                primitive_count,
+                work_address
             })),
         ),
         (
@@ -913,6 +941,21 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 leaf_count
             }),
             offsets: &[0, 12, 16, 28, 32, 44, 48, 60],
+        },
+        SharedStruct {
+            kernel: shaders::BVH_WIDE_TRACE,
+            name: "WideNode",
+            shape: &["vec3<f32>", "u32", "u32", "u32", "u32", "u32", "[u32; 12]"],
+            rust: rust_layout!(WideNode {
+                origin,
+                exponents_internal,
+                child_base,
+                triangle_base,
+                leaf_mask,
+                leaf_count,
+                planes
+            }),
+            offsets: &[0, 12, 16, 20, 24, 28, 32],
         },
         SharedStruct {
             kernel: shaders::BVH_TRACE,

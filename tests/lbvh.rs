@@ -424,21 +424,7 @@ fn empty_tree_misses_everything() {
 #[test]
 fn too_tall_trees_are_built_again_fast() {
     let ctx = context();
-    let mut mesh = Mesh {
-        positions: Vec::new(),
-        triangles: Vec::new(),
-        normals: Vec::new(),
-    };
-    let mut size = 1e-3f32;
-    for i in 0..3000 {
-        mesh.positions.extend([
-            [-size, -size, 0.0],
-            [size, -size, 0.0],
-            [0.0, size, 0.1 * size],
-        ]);
-        mesh.triangles.push([3 * i, 3 * i + 1, 3 * i + 2]);
-        size *= 1.003;
-    }
+    let mesh = common::nested_triangles(3000);
     let fast = build(&ctx, &mesh, MortonBits::Bits30, BvhQuality::Fast);
     assert!(fast.bvh.fits_traversal_stack());
     let high = build(&ctx, &mesh, MortonBits::Bits30, BvhQuality::High);

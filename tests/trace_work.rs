@@ -1,10 +1,12 @@
 //! Work counters of ray casting (`Tracer::record_counted`, `COUNT_WORK` in
-//! `glsl/bvh/trace.comp` and `glsl/kdtree/trace.comp`): the counting kernels return
+//! `glsl/bvh/trace.comp`, `glsl/bvh/wide_trace.comp`, `glsl/kdtree/trace.comp` and the BIH's):
+//! the counting kernels return
 //! exactly the hits of the fast path; their per-ray counts (nodes visited, primitives tested)
 //! keep invariants that hold on every ray (any-hit counts a prefix of closest-hit, a hit needs
 //! a test, a ray missing the kd-tree's scene box reads nothing) and equal those of the CPU
 //! traversals that walk the same trees the same way (`accel::bvh::traverse::trace_bvh`,
-//! `accel::kdtree::cpu::trace_kdtree`) on all but a few random rays. For the GPU LBVH and a kd-tree,
+//! `accel::bvh::wide::cpu::trace_wide`, `accel::kdtree::cpu::trace_kdtree`, ...) on all but a
+//! few random rays. For the GPU LBVH and its 8-wide collapse, a kd-tree and a BIH,
 //! closest-hit and any-hit, at 0, 1, a few hundred and a few thousand rays, with device and
 //! host ray counts, and on rays lying in cube faces.
 
@@ -18,6 +20,8 @@ use canopy::accel::bvh::Bvh;
 use canopy::accel::bvh::cpu::Lbvh;
 use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::accel::bvh::traverse::trace_bvh;
+use canopy::accel::bvh::wide::cpu::{WideTree, trace_wide};
+use canopy::accel::bvh::wide::{Collapser, WideBvh};
 use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::kdtree::cpu::{build_sah_kdtree, trace_kdtree};
 use canopy::accel::kdtree::{KdParams, KdTree};
@@ -31,13 +35,15 @@ use common::{
     DeviceMesh, Rng, assert_valid, context, count_of, cube_grid, random_mesh, random_rays, trace,
 };
 
-/// The structures over one mesh, each on the device and on the host: the GPU LBVH and the
-/// same tree read back, the CPU SAH kd-tree and the CPU binned-SAH BIH and the same trees
-/// uploaded.
+/// The structures over one mesh, each on the device and on the host: the GPU LBVH and its
+/// 8-wide collapse and the same trees read back, the CPU SAH kd-tree and the CPU binned-SAH
+/// BIH and the same trees uploaded.
 struct Structures {
     device: DeviceMesh,
     bvh: Bvh,
     lbvh: Lbvh,
+    wide: WideBvh,
+    wide_tree: WideTree,
     kd_tree: KdTree,
     kd_tree_gpu: KdTreeGpu,
     bih: BihTree,
@@ -49,9 +55,15 @@ impl Structures {
         let device = DeviceMesh::new(ctx, mesh);
         let builder = LbvhBuilder::new(ctx, LbvhParams::default(), device.count).unwrap();
         let mut bvh = Bvh::new(ctx, device.count).unwrap();
-        ctx.submit_and_wait(|rec| builder.record(rec, &device.input(), &mut bvh))
-            .unwrap();
+        let collapser = Collapser::new(ctx, device.count).unwrap();
+        let mut wide = WideBvh::new(ctx, device.count).unwrap();
+        ctx.submit_and_wait(|rec| {
+            builder.record(rec, &device.input(), &mut bvh)?;
+            collapser.record(rec, &bvh, &mut wide)
+        })
+        .unwrap();
         let (nodes, leaf_primitives) = bvh.download(ctx).unwrap();
+        let wide_tree = wide.download(ctx).unwrap();
         assert_valid(ctx);
         let kd_tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
         let kd_tree_gpu = KdTreeGpu::upload(ctx, &kd_tree).unwrap();
@@ -64,6 +76,8 @@ impl Structures {
                 nodes,
                 leaf_primitives,
             },
+            wide,
+            wide_tree,
             kd_tree,
             kd_tree_gpu,
             bih,
@@ -71,13 +85,14 @@ impl Structures {
         }
     }
 
-    /// The LBVH, the kd-tree, the BIH: what the GPU traces and the CPU reference it must
-    /// match.
-    fn pairs(&self) -> [(Box<dyn Traversable + '_>, Reference<'_>); 3] {
+    /// The LBVH, its wide tree, the kd-tree, the BIH: what the GPU traces and the CPU
+    /// reference it must match.
+    fn pairs(&self) -> [(Box<dyn Traversable + '_>, Reference<'_>); 4] {
         let input = self.device.input();
         let (kd, bih) = (self.kd_tree_gpu.over(&input), self.bih_gpu.over(&input));
         [
             (Box::new(&self.bvh), Reference::Bvh(&self.lbvh)),
+            (Box::new(&self.wide), Reference::Wide(&self.wide_tree)),
             (Box::new(kd), Reference::KdTree(&self.kd_tree)),
             (Box::new(bih), Reference::Bih(&self.bih)),
         ]
@@ -131,6 +146,7 @@ fn trace_counted(
 /// What one structure is checked against.
 enum Reference<'a> {
     Bvh(&'a Lbvh),
+    Wide(&'a WideTree),
     KdTree(&'a KdTree),
     Bih(&'a BihTree),
 }
@@ -141,6 +157,7 @@ impl Reference<'_> {
         let (p, t) = (&mesh.positions, &mesh.triangles);
         match self {
             Reference::Bvh(bvh) => trace_bvh(p, t, bvh, ray, query),
+            Reference::Wide(tree) => trace_wide(p, t, tree, ray, query),
             Reference::KdTree(tree) => trace_kdtree(p, t, tree, ray, query),
             Reference::Bih(tree) => trace_bih(p, t, tree, ray, query),
         }
@@ -225,11 +242,20 @@ fn check(
                     "{what}"
                 );
             }
+            Reference::Wide(tree) => {
+                // The root is always read; each node tests at most its eight leaves.
+                assert!(closest_work.nodes_visited >= 1, "{what}");
+                assert!(
+                    closest_work.nodes_visited as usize <= tree.nodes.len()
+                        && closest_work.primitives_tested <= 8 * closest_work.nodes_visited,
+                    "{what}"
+                );
+            }
             Reference::KdTree(_) | Reference::Bih(_) => {
                 let (node_count, bounds) = match reference {
                     Reference::KdTree(tree) => (tree.nodes.len(), tree.bounds),
                     Reference::Bih(tree) => (tree.nodes.len(), tree.bounds),
-                    Reference::Bvh(_) => unreachable!(),
+                    Reference::Bvh(_) | Reference::Wide(_) => unreachable!(),
                 };
                 assert!(closest_work.nodes_visited as usize <= node_count, "{what}");
                 // Nothing is read for a ray that misses the scene box, everything else visits
@@ -294,7 +320,7 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
     let max_differing = rays.len() / 50;
 
     let structures = Structures::new(&ctx, &mesh);
-    let [lbvh, kd, bih] = structures.pairs();
+    let [lbvh, wide, kd, bih] = structures.pairs();
     let lbvh = check(
         &ctx,
         &tracer,
@@ -304,6 +330,16 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
         &rays,
         max_differing,
         "LBVH",
+    );
+    let wide = check(
+        &ctx,
+        &tracer,
+        &mesh,
+        wide.0.as_ref(),
+        &wide.1,
+        &rays,
+        max_differing,
+        "8-wide BVH",
     );
     let kd = check(
         &ctx,
@@ -332,6 +368,7 @@ fn counts_match_the_cpu_traversals_on_a_random_mesh() {
 
     let summaries = [
         ("LBVH", lbvh.work),
+        ("8-wide BVH", wide.work),
         ("SAH kd-tree", kd.work),
         ("BIH", bih.work),
     ];
@@ -357,12 +394,12 @@ fn counts_on_rays_along_box_faces_and_split_planes() {
     let tracer = Tracer::new(&ctx).unwrap();
     let (mesh, rays) = cube_grid();
     let structures = Structures::new(&ctx, &mesh);
-    for ((structure, reference), label) in
-        structures
-            .pairs()
-            .into_iter()
-            .zip(["cubes, LBVH", "cubes, kd-tree", "cubes, BIH"])
-    {
+    for ((structure, reference), label) in structures.pairs().into_iter().zip([
+        "cubes, LBVH",
+        "cubes, 8-wide BVH",
+        "cubes, kd-tree",
+        "cubes, BIH",
+    ]) {
         let seen = check(
             &ctx,
             &tracer,

@@ -22,6 +22,7 @@
 #include "../common/prelude.glsl"
 #include "bvh/format.glsl"
 #include "../common/ray.glsl"
+#include "bvh/leaf_hit.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
@@ -38,18 +39,6 @@ layout(push_constant, scalar) uniform Push {
     uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
 } pc;
 
-// Intersects leaf `k`; true on a closer hit.
-bool hit_leaf(RayQuery q, uint k, inout float t, inout uint triangle, inout vec2 uv) {
-    LeafTriangle leaf = LeafTriangles(pc.leaf_triangles_address).v[k];
-    vec2 leaf_uv;
-    if (intersect_triangle(q, leaf.a.xyz, leaf.b.xyz, leaf.c.xyz, t, leaf_uv)) {
-        triangle = floatBitsToUint(leaf.a.w);
-        uv = leaf_uv;
-        return true;
-    }
-    return false;
-}
-
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
@@ -62,6 +51,7 @@ void main() {
     vec2 uv = vec2(0.0);
 
     BvhNodes nodes = BvhNodes(pc.nodes_address);
+    LeafTriangles leaves = LeafTriangles(pc.leaf_triangles_address);
     uint stack_node[STACK_SIZE];
     float stack_t[STACK_SIZE];
     uint depth = 0;
@@ -82,7 +72,7 @@ void main() {
             if (COUNT_WORK) {
                 ++work.primitives_tested;
             }
-            if (hit_leaf(q, n.left & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+            if (hit_leaf(q, leaves, n.left & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
                 break;
             }
         }
@@ -91,7 +81,7 @@ void main() {
             if (COUNT_WORK) {
                 ++work.primitives_tested;
             }
-            if (hit_leaf(q, n.right & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+            if (hit_leaf(q, leaves, n.right & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
                 break;
             }
         }

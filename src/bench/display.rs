@@ -115,9 +115,10 @@ impl Display for StructureReport {
         } else {
             ("vertices", "vertex")
         };
-        let quality = self
-            .bvh_quality
-            .map_or(String::new(), |q| format!(", {} BVH", q.name()));
+        let quality = match (self.bvh_quality, self.bvh_layout) {
+            (Some(q), Some(l)) => format!(", {} {} BVH", q.name(), l.name()),
+            _ => String::new(),
+        };
         writeln!(
             f,
             "{}{quality} over {} ({} triangles, {} vertices; built over {} {what})",

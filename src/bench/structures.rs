@@ -18,7 +18,7 @@ use crate::accel::bih::cpu::{build_bih, check_bih};
 use crate::accel::bih::trace::BihTreeGpu;
 use crate::accel::bvh::cpu::MortonLeaves;
 use crate::accel::bvh::cpu::tree_stats;
-use crate::accel::bvh::lbvh::BvhQuality;
+use crate::accel::bvh::lbvh::{BvhLayout, BvhQuality};
 use crate::accel::bvh::ploc::{ClimbTraffic, cluster_sorted};
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
@@ -115,6 +115,8 @@ pub struct StructureReport {
     pub structure: StructureKind,
     /// The quality of the BVH it builds (the LBVH, and the screen grid's for its other rays).
     pub bvh_quality: Option<BvhQuality>,
+    /// How rays read that BVH.
+    pub bvh_layout: Option<BvhLayout>,
     /// The mesh's label.
     pub mesh: String,
     /// Triangles of the mesh.
@@ -140,11 +142,15 @@ pub struct StructureReport {
 }
 
 impl StructureReport {
-    /// The structure's name in tables: `lbvh-hq` for a high-quality LBVH.
+    /// The structure's name in tables: `lbvh-hq` for a high-quality LBVH, `lbvh-wide` and
+    /// `lbvh-hq-wide` for those traced as 8-wide trees.
     pub fn label(&self) -> &'static str {
-        match (self.structure, self.bvh_quality) {
-            (StructureKind::Lbvh, Some(BvhQuality::High)) => "lbvh-hq",
-            (kind, _) => kind.name(),
+        let wide = self.bvh_layout == Some(BvhLayout::Wide);
+        match (self.structure, self.bvh_quality, wide) {
+            (StructureKind::Lbvh, Some(BvhQuality::High), false) => "lbvh-hq",
+            (StructureKind::Lbvh, Some(BvhQuality::High), true) => "lbvh-hq-wide",
+            (StructureKind::Lbvh, _, true) => "lbvh-wide",
+            (kind, _, _) => kind.name(),
         }
     }
 }
@@ -206,8 +212,9 @@ impl<'a> MeshBench<'a> {
     /// Builds `kind` over the mesh and measures it.
     pub fn measure(&mut self, kind: StructureKind) -> Result<StructureReport> {
         let (ctx, mesh, config) = (self.ctx, self.mesh, &self.config);
-        let bvh_quality = matches!(kind, StructureKind::Lbvh | StructureKind::Grid)
-            .then_some(config.build.lbvh.quality);
+        let builds_bvh = matches!(kind, StructureKind::Lbvh | StructureKind::Grid);
+        let bvh_quality = builds_bvh.then_some(config.build.lbvh.quality);
+        let bvh_layout = builds_bvh.then_some(config.build.lbvh.layout);
         let primitives = if kind.over_triangles() {
             mesh.triangle_count()
         } else {
@@ -285,6 +292,7 @@ impl<'a> MeshBench<'a> {
         Ok(StructureReport {
             structure: kind,
             bvh_quality,
+            bvh_layout,
             mesh: mesh.label.clone(),
             triangles: mesh.triangle_count(),
             vertices: mesh.vertex_count(),

@@ -51,6 +51,10 @@ pub struct RenderBenchArgs {
     /// [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<super::render::QualityArg>,
+    /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide
+    /// compressed tree) [default: binary].
+    #[arg(long, value_enum)]
+    pub bvh_layout: Option<super::render::LayoutArg>,
     /// Also write the figures to this file as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -69,6 +73,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         build: BuildParams {
             lbvh: LbvhParams {
                 quality: super::bvh_quality(args.bvh_quality, &args.structure)?,
+                layout: super::bvh_layout(args.bvh_layout, &args.structure)?,
                 ..LbvhParams::default()
             },
             ..BuildParams::default()

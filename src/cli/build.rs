@@ -27,6 +27,10 @@ pub struct BuildArgs {
     /// [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<super::render::QualityArg>,
+    /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide
+    /// compressed tree) [default: binary].
+    #[arg(long, value_enum)]
+    pub bvh_layout: Option<super::render::LayoutArg>,
     /// Timed builds (and traces) after one warm-up; the median is reported.
     #[arg(long, default_value_t = 1)]
     pub repeats: u32,
@@ -68,6 +72,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
                 lbvh: LbvhParams {
                     morton_bits: super::morton_bits(args.morton_bits, &args.structure)?,
                     quality: super::bvh_quality(args.bvh_quality, &args.structure)?,
+                    layout: super::bvh_layout(args.bvh_layout, &args.structure)?,
                     ..LbvhParams::default()
                 },
                 ..BuildParams::default()

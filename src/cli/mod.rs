@@ -14,7 +14,7 @@ pub mod selfcheck;
 pub mod structures;
 
 use canopy::accel::StructureKind;
-use canopy::accel::bvh::lbvh::BvhQuality;
+use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality};
 use canopy::bench::DeviceInfo;
 use canopy::geom::MortonBits;
 use canopy::vk::{Context, ContextOptions};
@@ -113,17 +113,34 @@ pub fn bvh_quality(
     arg: Option<render::QualityArg>,
     structures: &[StructureKind],
 ) -> Result<BvhQuality, CliError> {
+    bvh_option("--bvh-quality", arg, structures)
+}
+
+/// The BVH layout `--bvh-layout` asks for (binary when not given), refused like
+/// [`bvh_quality`].
+pub fn bvh_layout(
+    arg: Option<render::LayoutArg>,
+    structures: &[StructureKind],
+) -> Result<BvhLayout, CliError> {
+    bvh_option("--bvh-layout", arg, structures)
+}
+
+fn bvh_option<A, T: Default + From<A>>(
+    flag: &str,
+    arg: Option<A>,
+    structures: &[StructureKind],
+) -> Result<T, CliError> {
     let builds_bvh = |s: &StructureKind| matches!(s, StructureKind::Lbvh | StructureKind::Grid);
     match arg {
         Some(_) if !structures.iter().any(builds_bvh) => {
             let names: Vec<&str> = structures.iter().map(|s| s.name()).collect();
             Err(CliError::Usage(format!(
-                "--bvh-quality sets the tree of the lbvh and the grid's other rays; --structure {} \
+                "{flag} sets the tree of the lbvh and the grid's other rays; --structure {} \
                  builds neither",
                 names.join(",")
             )))
         }
-        arg => Ok(arg.map_or(BvhQuality::Fast, BvhQuality::from)),
+        arg => Ok(arg.map_or_else(T::default, T::from)),
     }
 }
 

@@ -7,7 +7,7 @@
 use super::CliError;
 use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
-use canopy::accel::bvh::lbvh::{BvhQuality, LbvhParams};
+use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
     Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, PngOptions, ShardMode,
     VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
@@ -159,6 +159,10 @@ pub struct RenderArgs {
     /// [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<QualityArg>,
+    /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide
+    /// compressed tree) [default: binary].
+    #[arg(long, value_enum)]
+    pub bvh_layout: Option<LayoutArg>,
     /// Caustics by photon mapping: every frame, photons are traced from the lights towards the
     /// mirror and glass objects, the caustic ones stored and their kd-tree built, and each
     /// diffuse hit gathers the light of its nearest photons. Off by default (it costs a photon
@@ -353,6 +357,25 @@ impl From<QualityArg> for BvhQuality {
         match arg {
             QualityArg::Fast => BvhQuality::Fast,
             QualityArg::High => BvhQuality::High,
+        }
+    }
+}
+
+/// BVH layout on the command line.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// The binary tree as built.
+    Binary,
+    /// The binary tree collapsed into an 8-wide compressed tree (one more dispatch): about a
+    /// third of the node reads per ray.
+    Wide,
+}
+
+impl From<LayoutArg> for BvhLayout {
+    fn from(arg: LayoutArg) -> Self {
+        match arg {
+            LayoutArg::Binary => BvhLayout::Binary,
+            LayoutArg::Wide => BvhLayout::Wide,
         }
     }
 }
@@ -947,6 +970,7 @@ fn sequence_config(
             lbvh: LbvhParams {
                 morton_bits: super::morton_bits(args.morton_bits, &[args.structure])?,
                 quality: super::bvh_quality(args.bvh_quality, &[args.structure])?,
+                layout: super::bvh_layout(args.bvh_layout, &[args.structure])?,
                 ..LbvhParams::default()
             },
             ..BuildParams::default()

@@ -36,6 +36,10 @@ pub struct MeshBenchArgs {
     /// [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<super::render::QualityArg>,
+    /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide
+    /// compressed tree) [default: binary].
+    #[arg(long, value_enum)]
+    pub bvh_layout: Option<super::render::LayoutArg>,
     /// Do not time the driver's own builder beside the LBVH.
     #[arg(long)]
     pub no_native: bool,
@@ -129,6 +133,7 @@ impl MeshBenchArgs {
         let defaults = self.mesh.is_empty() && triangles.is_empty() && self.soup.is_none();
         let morton_bits = super::morton_bits(self.morton_bits, structures)?;
         let quality = super::bvh_quality(self.bvh_quality, structures)?;
+        let layout = super::bvh_layout(self.bvh_layout, structures)?;
         Ok(Plan {
             command,
             default_scene: if defaults {
@@ -148,6 +153,7 @@ impl MeshBenchArgs {
                     lbvh: LbvhParams {
                         morton_bits,
                         quality,
+                        layout,
                         ..config.build.lbvh
                     },
                     bih: BihParams {

@@ -436,3 +436,24 @@ pub fn cramped_kd_params() -> KdBuildParams {
         ..KdBuildParams::default()
     }
 }
+
+/// `count` triangles nested inside each other, each 0.3% larger than the last: clustering
+/// merges them one at a time into a chain far taller than binary traversal's stack.
+pub fn nested_triangles(count: u32) -> canopy::scene::Mesh {
+    let mut mesh = canopy::scene::Mesh {
+        positions: Vec::new(),
+        triangles: Vec::new(),
+        normals: Vec::new(),
+    };
+    let mut size = 1e-3f32;
+    for i in 0..count {
+        mesh.positions.extend([
+            [-size, -size, 0.0],
+            [size, -size, 0.0],
+            [0.0, size, 0.1 * size],
+        ]);
+        mesh.triangles.push([3 * i, 3 * i + 1, 3 * i + 2]);
+        size *= 1.003;
+    }
+    mesh
+}

@@ -18,6 +18,8 @@
 
 use super::cpu::check_invariants;
 use super::ploc::ClusterParams;
+use super::wide::cpu::check_wide_invariants;
+use super::wide::{Collapser, WIDE_STACK_SIZE, WideBvh};
 use super::{Bvh, MAX_TRAVERSAL_HEIGHT};
 use crate::accel::radix_tree::{CodeBuffers, RadixTreeSteps};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
@@ -72,6 +74,29 @@ impl BvhQuality {
     }
 }
 
+/// How traversal reads the tree a build makes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BvhLayout {
+    /// The binary tree as built: two children per 64-byte node.
+    #[default]
+    Binary,
+    /// The binary tree collapsed into an 8-wide compressed tree by one more dispatch
+    /// ([`crate::accel::bvh::wide`]): up to eight children per 80-byte node, about a third of
+    /// the binary tree's node reads per ray.
+    Wide,
+}
+
+impl BvhLayout {
+    /// Its name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Binary => "binary",
+            Self::Wide => "wide",
+        }
+    }
+}
+
 /// BVH build parameters.
 #[derive(Clone, Copy, Debug)]
 pub struct LbvhParams {
@@ -86,6 +111,8 @@ pub struct LbvhParams {
     pub climb_workgroup_size: u32,
     /// Which tree to build (default [`BvhQuality::Fast`]).
     pub quality: BvhQuality,
+    /// How traversal reads it (default [`BvhLayout::Binary`]).
+    pub layout: BvhLayout,
 }
 
 impl Default for LbvhParams {
@@ -94,6 +121,7 @@ impl Default for LbvhParams {
             morton_bits: MortonBits::default(),
             climb_workgroup_size: 32,
             quality: BvhQuality::default(),
+            layout: BvhLayout::default(),
         }
     }
 }
@@ -280,24 +308,39 @@ impl LbvhBuilder {
     }
 }
 
-/// An LBVH with its builder, behind [`RayStructure`].
+/// An LBVH with its builder, behind [`RayStructure`]; with [`BvhLayout::Wide`] also the
+/// collapse into an 8-wide tree, which rays are then traced through.
 pub struct LbvhStructure {
     builder: LbvhBuilder,
     bvh: Bvh,
+    wide: Option<(Collapser, WideBvh)>,
 }
 
 impl LbvhStructure {
     /// An LBVH built with `params` over up to `triangles` triangles.
     pub fn new(ctx: &Context, params: LbvhParams, triangles: u32) -> Result<Self> {
+        let wide = match params.layout {
+            BvhLayout::Binary => None,
+            BvhLayout::Wide => Some((
+                Collapser::new(ctx, triangles)?,
+                WideBvh::new(ctx, triangles)?,
+            )),
+        };
         Ok(Self {
             builder: LbvhBuilder::new(ctx, params, triangles)?,
             bvh: Bvh::new(ctx, triangles)?,
+            wide,
         })
     }
 
     /// The tree the last build wrote.
     pub fn bvh(&self) -> &Bvh {
         &self.bvh
+    }
+
+    /// The 8-wide tree the last build wrote, with [`BvhLayout::Wide`].
+    pub fn wide_bvh(&self) -> Option<&WideBvh> {
+        self.wide.as_ref().map(|(_, wide)| wide)
     }
 }
 
@@ -306,9 +349,33 @@ impl Structure for LbvhStructure {
         StructureKind::Lbvh
     }
 
-    /// A high-quality tree too tall for traversal's stack (nested shells of growing size
-    /// can make one) makes this structure build fast trees from then on.
+    /// A wide tree left incomplete (its collapse gave up waiting, on a CPU device under load)
+    /// is made again. A tree too deep for traversal's stack makes this structure change what
+    /// it builds:
+    /// a wide tree needing more stack than [`WIDE_STACK_SIZE`] is no longer made (rays go
+    /// through the binary tree), and a high-quality binary tree taller than
+    /// [`MAX_TRAVERSAL_HEIGHT`] (nested shells of growing size can make one) is built fast
+    /// from then on.
     fn grow_if_overflowed(&mut self, ctx: &Context, _slot: usize) -> Result<bool> {
+        if let Some((collapser, wide)) = &self.wide {
+            if !wide.complete() {
+                log::warn!("the 8-wide BVH's collapse left nodes unmade: making it again");
+                collapser.recover(ctx)?;
+                return Ok(true);
+            }
+            if wide.fits_traversal_stack() {
+                return Ok(false);
+            }
+            log::warn!(
+                "an 8-wide BVH needing {} stack entries does not fit the traversal stack of \
+                 {WIDE_STACK_SIZE}: tracing the binary BVH from now on",
+                wide.stack_need()
+            );
+            self.wide = None;
+            if self.bvh.fits_traversal_stack() {
+                return Ok(true);
+            }
+        }
         if self.bvh.fits_traversal_stack() {
             return Ok(false);
         }
@@ -327,7 +394,7 @@ impl Structure for LbvhStructure {
     }
 
     fn tree_bytes(&self) -> u64 {
-        self.bvh.bytes()
+        self.bvh.bytes() + self.wide_bvh().map_or(0, WideBvh::bytes)
     }
 
     fn describe(
@@ -338,7 +405,17 @@ impl Structure for LbvhStructure {
     ) -> Result<std::result::Result<TreeShape, String>> {
         let (nodes, leaves) = self.bvh.download(ctx)?;
         let boxes = triangle_bounds(mesh.positions, mesh.triangles);
-        Ok(check_invariants(&nodes, &leaves, &boxes).map(|stats| stats.shape()))
+        let shape = match check_invariants(&nodes, &leaves, &boxes) {
+            Ok(stats) => stats.shape(),
+            Err(fault) => return Ok(Err(fault)),
+        };
+        if let Some(wide) = self.wide_bvh() {
+            let tree = wide.download(ctx)?;
+            if let Err(fault) = check_wide_invariants(&tree, &boxes) {
+                return Ok(Err(format!("the 8-wide tree: {fault}")));
+            }
+        }
+        Ok(Ok(shape))
     }
 }
 
@@ -349,10 +426,17 @@ impl RayStructure for LbvhStructure {
         input: &TriangleInput,
         _slot: usize,
     ) -> Result<()> {
-        self.builder.record(rec, input, &mut self.bvh)
+        self.builder.record(rec, input, &mut self.bvh)?;
+        if let Some((collapser, wide)) = &mut self.wide {
+            collapser.record(rec, &self.bvh, wide)?;
+        }
+        Ok(())
     }
 
     fn traversable<'a>(&'a self, _input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a> {
-        Box::new(&self.bvh)
+        match self.wide_bvh() {
+            Some(wide) => Box::new(wide),
+            None => Box::new(&self.bvh),
+        }
     }
 }

@@ -6,9 +6,9 @@ use super::Bvh;
 use crate::accel::{Traversable, TraversalBatch};
 use crate::prims::Groups;
 use crate::shaders;
-use crate::vk::{Recorder, Result};
+use crate::vk::{Buffer, Kernel, Recorder, Result};
 
-/// Push constants of `trace.comp`.
+/// Push constants of `trace.comp` and `wide_trace.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct TracePush {
@@ -37,18 +37,31 @@ impl Traversable for Bvh {
         batch: &TraversalBatch,
         groups: &Groups,
     ) -> Result<()> {
-        let pipeline = batch.pipeline(rec.context(), &shaders::BVH_TRACE)?;
-        let (count_address, host_count) = batch.count.push();
-        let push = TracePush {
-            nodes_address: self.nodes.address(),
-            leaf_triangles_address: self.leaf_triangles.address(),
-            rays_address: batch.rays.address(),
-            hits_address: batch.hits.address(),
-            count_address,
-            host_count,
-            primitive_count: self.primitive_count(),
-            work_address: batch.work_address(),
-        };
-        rec.dispatch_groups(&pipeline, &push, groups)
+        let tree = (&self.nodes, &self.leaf_triangles, self.primitive_count());
+        record_trace(rec, batch, groups, &shaders::BVH_TRACE, tree)
     }
+}
+
+/// Records `kernel` (`trace.comp`, or `wide_trace.comp` of the 8-wide tree) tracing `batch`
+/// through a tree of `(nodes, leaf triangles, primitive count)`.
+pub(crate) fn record_trace(
+    rec: &mut Recorder,
+    batch: &TraversalBatch,
+    groups: &Groups,
+    kernel: &Kernel,
+    (nodes, leaf_triangles, primitive_count): (&Buffer, &Buffer, u32),
+) -> Result<()> {
+    let pipeline = batch.pipeline(rec.context(), kernel)?;
+    let (count_address, host_count) = batch.count.push();
+    let push = TracePush {
+        nodes_address: nodes.address(),
+        leaf_triangles_address: leaf_triangles.address(),
+        rays_address: batch.rays.address(),
+        hits_address: batch.hits.address(),
+        count_address,
+        host_count,
+        primitive_count,
+        work_address: batch.work_address(),
+    };
+    rec.dispatch_groups(&pipeline, &push, groups)
 }

@@ -1,0 +1,117 @@
+#version 460
+// Closest-hit or any-hit queries of a batch of rays against an 8-wide compressed BVH
+// (bvh/wide_format.glsl). One invocation per ray walks the tree with a per-ray stack: at each
+// node every child's decoded box is tested against the closest hit so far, in slot order; a
+// leaf entered is intersected at once (watertight test, common/ray.glsl), an internal child
+// entered is pushed with its entry distance, the node's pushes ordered so that the nearest
+// (the lower slot on ties) is on top. The next node is the top of the stack that is still
+// nearer than the closest hit. Any-hit (occlusion) queries stop at the first hit. Every ray
+// writes a Hit; a miss has triangle = MISS and t = tmax. Nodes are 80 bytes, so one read
+// tests eight children where the binary tree's 64-byte node tests two.
+//
+// With COUNT_WORK set, each ray also writes its RayWork: nodes read, and ray/triangle tests
+// run (one per leaf whose box was entered). src/accel/bvh/wide/cpu.rs trace_wide walks the
+// tree in the same order and counts the same way.
+//
+// The stack bound: a node with k internal children pushes k and pops one, so a ray holds at
+// most the tree's stack need, which its build records; a tree needing more than STACK_SIZE is
+// traced through the binary tree instead (WideBvh::fits_traversal_stack).
+#include "../common/prelude.glsl"
+#include "bvh/wide_format.glsl"
+#include "../common/ray.glsl"
+#include "bvh/leaf_hit.glsl"
+
+layout(constant_id = 2) const bool ANY_HIT = false;
+layout(constant_id = 3) const bool COUNT_WORK = false;
+const uint STACK_SIZE = 128;
+
+layout(push_constant, scalar) uniform Push {
+    uint64_t nodes_address;          // WideNode per node
+    uint64_t leaf_triangles_address; // LeafTriangle per leaf, in the wide tree's order
+    uint64_t rays_address;           // Ray per query
+    uint64_t hits_address;           // out: Hit per query
+    uint64_t count_address;          // ray count on the device, or 0
+    uint host_count;                 // ray count from the host
+    uint primitive_count;            // 0: every ray misses
+    uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
+} pc;
+
+void main() {
+    uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
+    if (i >= element_count(pc.count_address, pc.host_count)) {
+        return;
+    }
+    Ray ray = Rays(pc.rays_address).v[i];
+    RayQuery q = ray_query(ray);
+    float t = ray.tmax;
+    uint triangle = MISS;
+    vec2 uv = vec2(0.0);
+
+    WideNodes nodes = WideNodes(pc.nodes_address);
+    LeafTriangles leaves = LeafTriangles(pc.leaf_triangles_address);
+    uint stack_node[STACK_SIZE];
+    float stack_t[STACK_SIZE];
+    uint depth = 0;
+    uint node = 0;
+    RayWork work = RayWork(0u, 0u);
+    bool searching = pc.primitive_count != 0u;
+    while (searching) {
+        if (COUNT_WORK) {
+            ++work.nodes_visited;
+        }
+        WideNode n = nodes.v[node];
+        vec3 steps = node_steps(n);
+        uint internal_mask = n.exponents_internal >> 24;
+        uint slots = bitCount(internal_mask | n.leaf_mask);
+        uint pushed_from = depth;
+        bool found = false;
+        for (uint j = 0u; j < slots; ++j) {
+            vec3 lo;
+            vec3 hi;
+            slot_box(n, steps, j, lo, hi);
+            float entry = box_entry(q, lo, hi, t);
+            if (entry == INF) {
+                continue;
+            }
+            uint below = (1u << j) - 1u;
+            if (((internal_mask >> j) & 1u) == 0u) {
+                if (COUNT_WORK) {
+                    ++work.primitives_tested;
+                }
+                uint k = n.triangle_base + bitCount(n.leaf_mask & below);
+                if (hit_leaf(q, leaves, k, t, triangle, uv) && ANY_HIT) {
+                    found = true;
+                    break;
+                }
+            } else if (depth < STACK_SIZE) {
+                // Below the entries no farther, so the nearest ends on top.
+                uint at = depth;
+                while (at > pushed_from && stack_t[at - 1u] <= entry) {
+                    stack_node[at] = stack_node[at - 1u];
+                    stack_t[at] = stack_t[at - 1u];
+                    --at;
+                }
+                stack_node[at] = n.child_base + bitCount(internal_mask & below);
+                stack_t[at] = entry;
+                ++depth;
+            }
+        }
+        if (found) {
+            break;
+        }
+        // Pop the next node still nearer than the closest hit.
+        searching = false;
+        while (depth > 0u) {
+            --depth;
+            if (stack_t[depth] < t) {
+                node = stack_node[depth];
+                searching = true;
+                break;
+            }
+        }
+    }
+    Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
+    if (COUNT_WORK) {
+        RayWorks(pc.work_address).v[i] = work;
+    }
+}
