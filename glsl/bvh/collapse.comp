@@ -1,24 +1,23 @@
 #version 460
 // The 8-wide compressed BVH (bvh/wide_format.glsl) of a binary BVH (bvh/format.glsl), in one
-// dispatch run as a queue of nodes, top down. A wide node made from binary node x starts with
-// x's two children as its slots; while it has fewer than eight and one is internal, the
-// internal slot of the largest surface area (the first on ties) is replaced by its children,
-// the left in its place and the right just after. The leaves among the slots are copied to
+// dispatch run as a queue of nodes, top down. A wide node made from binary node x starts with x's
+// two children as its slots; while it has fewer than eight and one is internal, the internal slot
+// of the largest box (by the sum of its sides; the first on ties) is replaced by its children, the
+// left in its place and the right in the next free slot. The leaves among the slots are copied to
 // the wide tree's triangles; the internal slots are allocated as consecutive nodes, and each
-// becomes a task: a later node to make from that binary node, published in the task slot of
-// its node index. Each invocation takes a ticket t in arrival order and makes node t (0 is
-// the root) once its task is published. A child is allocated after its parent, so it has the
-// larger index: an invocation only waits for invocations that took their tickets earlier and
-// so have started, on any scheduler (lavapipe hands a dispatch's workgroups to its threads
-// out of order); the loop is workgroup-uniform,
-// with its barriers, so every invocation of a workgroup moves on devices that run a
-// workgroup's subgroups one after another (lavapipe). An invocation whose task never comes
-// (the tree has fewer nodes than the buffers hold) stops when no allocated node is left to
-// make. On the way the kernel records the most stack entries a ray can hold (a node with k
-// internal children pushes k and pops one) and the tree's height; the last workgroup to
-// finish writes them for the host with the nodes left unmade (none unless a wait was given
-// up, below) and puts the counters back as the next build expects them. Every task slot is
-// reset once its node is made, so no fill runs between builds.
+// becomes a task: a later node to make from that binary node, published in the task slot of its
+// node index. Each invocation takes a ticket t in arrival order and makes node t (0 is the root)
+// once its task is published. A child is allocated after its parent, so it has the larger index: an
+// invocation only waits for invocations that took their tickets earlier and so have started, on any
+// scheduler (lavapipe hands a dispatch's workgroups to its threads out of order). On devices that
+// run a workgroup's subgroups one after another (lavapipe) the loop is workgroup-uniform, with a
+// barrier per round, so that every subgroup moves. An invocation whose task never comes (the tree
+// has fewer nodes than the buffers hold) stops when no allocated node is left to make. On the way
+// the kernel records the most stack entries a ray can hold (a node with k internal children pushes
+// k and pops one) and the tree's height; the last workgroup to finish writes them for the host with
+// the nodes left unmade (none unless a wait was given up, below) and puts the counters back as the
+// next build expects them. Every task slot is reset once its node is made, so no fill runs between
+// builds.
 // src/accel/bvh/wide/cpu.rs collapse is the reference (its layout is breadth first).
 #include "../common/prelude.glsl"
 #include "bvh/format.glsl"
@@ -27,6 +26,12 @@
 #include "../common/workgroup_any.glsl"
 
 const uint NO_TASK = 0xffffffffu;
+
+// Whether the whole workgroup loops until its last invocation is done, with a barrier per
+// round: set on devices that run a workgroup's subgroups one after another (lavapipe), where
+// a subgroup waiting for a task that another subgroup of its workgroup makes would otherwise
+// never let it run. Elsewhere each subgroup loops on its own.
+layout(constant_id = 2) const bool WORKGROUP_LOOP = false;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t nodes_address;          // BvhNode per internal node of the binary tree
@@ -64,11 +69,13 @@ bool is_internal(uint child) {
     return child != INVALID_CHILD && (child & LEAF_BIT) == 0u;
 }
 
-// Half the surface area of a box, in the reference's order of operations.
-float half_area(vec3 lo, vec3 hi) {
+// The sum of a box's sides, in the reference's order of operations: subtractions and
+// additions only, which every device rounds alike (a product summed may be fused into a
+// multiply-add by one compiler and not by another).
+float half_perimeter(vec3 lo, vec3 hi) {
     precise vec3 d = hi - lo;
-    precise float area = d.x * d.y + d.y * d.z + d.z * d.x;
-    return area;
+    precise float size = d.x + d.y + d.z;
+    return size;
 }
 
 // The smallest step exponent whose plane 255 decodes at or past `hi`.
@@ -104,13 +111,14 @@ uint quantize_high(float origin, int e, float x) {
     return q;
 }
 
-// The slots of the node being made.
+// The slots of the node being made: its children's references (INVALID_CHILD past the
+// last) and boxes. Every loop over them is unrolled, so they stay in registers.
 uint slot_ref[WIDE_WIDTH];
 vec3 slot_lo[WIDE_WIDTH];
 vec3 slot_hi[WIDE_WIDTH];
 uint slot_count;
 
-void add_slot(uint at, uint ref, vec3 lo, vec3 hi) {
+void set_slot(uint at, uint ref, vec3 lo, vec3 hi) {
     slot_ref[at] = ref;
     slot_lo[at] = lo;
     slot_hi[at] = hi;
@@ -120,35 +128,38 @@ void add_slot(uint at, uint ref, vec3 lo, vec3 hi) {
 void expand(uint x) {
     BvhNodes nodes = BvhNodes(pc.nodes_address);
     BvhNode node = nodes.v[x];
-    slot_count = 0u;
-    if (node.left != INVALID_CHILD) {
-        add_slot(slot_count++, node.left, node.left_lo, node.left_hi);
+    [[unroll]] for (uint j = 2u; j < WIDE_WIDTH; ++j) {
+        slot_ref[j] = INVALID_CHILD;
     }
-    if (node.right != INVALID_CHILD) {
-        add_slot(slot_count++, node.right, node.right_lo, node.right_hi);
-    }
-    while (slot_count < WIDE_WIDTH) {
-        int widest = -1;
-        float widest_area = 0.0;
-        for (uint j = 0u; j < slot_count; ++j) {
+    set_slot(0u, node.left, node.left_lo, node.left_hi);
+    set_slot(1u, node.right, node.right_lo, node.right_hi);
+    slot_count = node.right == INVALID_CHILD ? 1u : 2u;
+    // Each opening adds a slot: six fill all eight.
+    for (uint opening = 0u; opening < WIDE_WIDTH - 2u; ++opening) {
+        uint widest = WIDE_WIDTH;
+        uint widest_ref = 0u;
+        float widest_size = 0.0;
+        [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
             if (is_internal(slot_ref[j])) {
-                float area = half_area(slot_lo[j], slot_hi[j]);
-                if (widest < 0 || area > widest_area) {
-                    widest = int(j);
-                    widest_area = area;
+                float size = half_perimeter(slot_lo[j], slot_hi[j]);
+                if (widest == WIDE_WIDTH || size > widest_size) {
+                    widest = j;
+                    widest_ref = slot_ref[j];
+                    widest_size = size;
                 }
             }
         }
-        if (widest < 0) {
+        if (widest == WIDE_WIDTH) {
             break;
         }
-        uint at = uint(widest);
-        BvhNode opened = nodes.v[slot_ref[at]];
-        for (uint j = slot_count; j > at + 1u; --j) {
-            add_slot(j, slot_ref[j - 1u], slot_lo[j - 1u], slot_hi[j - 1u]);
+        BvhNode opened = nodes.v[widest_ref];
+        [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
+            if (j == widest) {
+                set_slot(j, opened.left, opened.left_lo, opened.left_hi);
+            } else if (j == slot_count) {
+                set_slot(j, opened.right, opened.right_lo, opened.right_hi);
+            }
         }
-        add_slot(at, opened.left, opened.left_lo, opened.left_hi);
-        add_slot(at + 1u, opened.right, opened.right_lo, opened.right_hi);
         ++slot_count;
     }
 }
@@ -157,9 +168,11 @@ void expand(uint x) {
 WideNode encode(uint child_base, uint triangle_base, uint leaf_count) {
     vec3 lo = vec3(INF);
     vec3 hi = vec3(-INF);
-    for (uint j = 0u; j < slot_count; ++j) {
-        lo = min(lo, slot_lo[j]);
-        hi = max(hi, slot_hi[j]);
+    [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
+        if (j < slot_count) {
+            lo = min(lo, slot_lo[j]);
+            hi = max(hi, slot_hi[j]);
+        }
     }
     WideNode node;
     node.origin = lo;
@@ -167,23 +180,26 @@ WideNode encode(uint child_base, uint triangle_base, uint leaf_count) {
     node.triangle_base = triangle_base;
     node.leaf_mask = 0u;
     node.leaf_count = leaf_count;
-    for (uint w = 0u; w < 12u; ++w) {
+    [[unroll]] for (uint w = 0u; w < 12u; ++w) {
         node.planes[w] = 0u;
     }
     ivec3 e;
     uint exponents = 0u;
-    for (uint k = 0u; k < 3u; ++k) {
+    [[unroll]] for (uint k = 0u; k < 3u; ++k) {
         e[k] = step_exponent(lo[k], hi[k]);
         exponents |= uint(e[k] + 127) << (8u * k);
     }
-    for (uint j = 0u; j < slot_count; ++j) {
+    [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
+        if (j >= slot_count) {
+            continue;
+        }
         if (is_internal(slot_ref[j])) {
             exponents |= 1u << (24u + j);
         } else {
             node.leaf_mask |= 1u << j;
         }
         uint shift = 8u * (j % 4u);
-        for (uint k = 0u; k < 3u; ++k) {
+        [[unroll]] for (uint k = 0u; k < 3u; ++k) {
             node.planes[2u * k + j / 4u] |= quantize_low(lo[k], e[k], slot_lo[j][k]) << shift;
             node.planes[2u * (3u + k) + j / 4u] |= quantize_high(lo[k], e[k], slot_hi[j][k]) << shift;
         }
@@ -206,17 +222,20 @@ void main() {
     uint spins = 0u;
     uint internal = 0u;
     uint child_base = 0u;
-    while (workgroup_any(waiting)) {
+    while (WORKGROUP_LOOP ? workgroup_any(waiting) : subgroupAny(waiting)) {
         bool ready = waiting && (task == 0u || tasks.v[task].x != NO_TASK);
-        // The task's y is read after its publication was seen.
-        memoryBarrierBuffer();
+        // The task's y is read after its publication was seen. (Barriers in divergent code
+        // where the loop is per subgroup; uniform where it is per workgroup.)
+        if (WORKGROUP_LOOP || ready) {
+            memoryBarrierBuffer();
+        }
         if (ready) {
             uvec2 entry = task == 0u ? uvec2(0u) : tasks.v[task];
             uint stack_above = entry.y & 0xffffu;
             uint depth = entry.y >> 16;
             expand(entry.x);
             internal = 0u;
-            for (uint j = 0u; j < slot_count; ++j) {
+            [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
                 internal += is_internal(slot_ref[j]) ? 1u : 0u;
             }
             uint leaves = slot_count - internal;
@@ -242,11 +261,12 @@ void main() {
             LeafTriangles leaf_triangles = LeafTriangles(pc.leaf_triangles_address);
             LeafTriangles wide_triangles = LeafTriangles(pc.wide_triangles_address);
             uint leaf_rank = 0u;
+            uint child = child_base;
             uint child_entry = min(stack_above + internal - 1u, 0xffffu) | (min(depth + 1u, 0xffffu) << 16);
-            for (uint j = 0u, child = child_base; j < slot_count; ++j) {
+            [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
                 if (is_internal(slot_ref[j])) {
                     tasks.v[child++].y = child_entry;
-                } else {
+                } else if (j < slot_count) {
                     wide_triangles.v[triangle_base + leaf_rank++] = leaf_triangles.v[slot_ref[j] & ~LEAF_BIT];
                 }
             }
@@ -258,9 +278,12 @@ void main() {
             }
         }
         // The children's y and the node are written before the children are published.
-        memoryBarrierBuffer();
+        if (WORKGROUP_LOOP || ready) {
+            memoryBarrierBuffer();
+        }
         if (ready) {
-            for (uint j = 0u, child = child_base; j < slot_count; ++j) {
+            uint child = child_base;
+            [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
                 if (is_internal(slot_ref[j])) {
                     atomicExchange(tasks.v[child++].x, slot_ref[j]);
                 }
@@ -269,12 +292,20 @@ void main() {
                 tasks.v[task].x = NO_TASK;
             }
             waiting = false;
-        } else if (waiting && (queue.v[QUEUE_OUTSTANDING] == 0u || ++spins == SPIN_LIMIT)) {
-            // Every allocated node is made (this task will never come), or the wait is
-            // given up (the host then sees the tree incomplete).
+        }
+        // Stop when every allocated node is made (this task will never come), or give the
+        // wait up (the host then sees the tree incomplete). One read per subgroup.
+        bool idle = waiting && !ready;
+        uint outstanding = 1u;
+        if (subgroupElect()) {
+            outstanding = queue.v[QUEUE_OUTSTANDING];
+        }
+        outstanding = subgroupBroadcastFirst(outstanding);
+        if (idle && (outstanding == 0u || ++spins == SPIN_LIMIT)) {
             waiting = false;
         }
     }
+    barrier();
     // The last workgroup out hands the figures to the host and resets the queue.
     memoryBarrierBuffer();
     uint workgroups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;

@@ -26,6 +26,8 @@ struct WideNode {
     uint planes[12];
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer WideNodes { WideNode v[]; };
+// The same nodes as five 16-byte words each, as traversal loads them.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer WideNodeWords { uvec4 v[]; };
 
 // 2^e for e in the normal range.
 float pow2(int e) {
@@ -37,24 +39,17 @@ float decode_plane(float origin, float step, uint q) {
     return plane;
 }
 
-// Plane q of slot `slot` of plane set `plane` (0-2 low x-z, 3-5 high x-z).
-uint plane_byte(WideNode node, uint plane, uint slot) {
-    return bitfieldExtract(node.planes[2u * plane + slot / 4u], int(8u * (slot % 4u)), 8);
+// The steps of a node's three axes, from its biased exponents (bytes 0-2 of `exponents`).
+vec3 node_steps(uint exponents) {
+    return vec3(pow2(int(exponents & 0xffu) - 127), pow2(int((exponents >> 8) & 0xffu) - 127),
+                pow2(int((exponents >> 16) & 0xffu) - 127));
 }
 
-// The steps of a node's three axes.
-vec3 node_steps(WideNode node) {
-    uint e = node.exponents_internal;
-    return vec3(pow2(int(e & 0xffu) - 127), pow2(int((e >> 8) & 0xffu) - 127),
-                pow2(int((e >> 16) & 0xffu) - 127));
-}
-
-// The decoded box of slot `slot`: what traversal tests.
-void slot_box(WideNode node, vec3 steps, uint slot, out vec3 lo, out vec3 hi) {
-    for (uint k = 0u; k < 3u; ++k) {
-        lo[k] = decode_plane(node.origin[k], steps[k], plane_byte(node, k, slot));
-        hi[k] = decode_plane(node.origin[k], steps[k], plane_byte(node, 3u + k, slot));
-    }
+// Plane q of slot `slot` of plane set `plane` (0-2 low x-z, 3-5 high x-z) from a node's last
+// three words (its 12 plane words).
+uint plane_of(uvec4 planes[3], uint plane, uint slot) {
+    uint word = 2u * plane + slot / 4u;
+    return bitfieldExtract(planes[word / 4u][word % 4u], int(8u * (slot % 4u)), 8);
 }
 
 #endif

@@ -1,13 +1,15 @@
 #version 460
 // Closest-hit or any-hit queries of a batch of rays against an 8-wide compressed BVH
 // (bvh/wide_format.glsl). One invocation per ray walks the tree with a per-ray stack: at each
-// node every child's decoded box is tested against the closest hit so far, in slot order; a
-// leaf entered is intersected at once (watertight test, common/ray.glsl), an internal child
+// node every child's decoded box is tested against the closest hit so far; each internal child
 // entered is pushed with its entry distance, the node's pushes ordered so that the nearest
-// (the lower slot on ties) is on top. The next node is the top of the stack that is still
+// (the lower slot on ties) ends on top; then the leaves entered are intersected in slot order
+// (watertight test, common/ray.glsl). The next node is the top of the stack that is still
 // nearer than the closest hit. Any-hit (occlusion) queries stop at the first hit. Every ray
 // writes a Hit; a miss has triangle = MISS and t = tmax. Nodes are 80 bytes, so one read
-// tests eight children where the binary tree's 64-byte node tests two.
+// tests eight children where the binary tree's 64-byte node tests two. The slot loop is
+// unrolled, so the node's words and the slot's planes stay in registers; the triangle test
+// runs in its own loop, one copy in the code.
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes read, and ray/triangle tests
 // run (one per leaf whose box was entered). src/accel/bvh/wide/cpu.rs trace_wide walks the
@@ -47,7 +49,7 @@ void main() {
     uint triangle = MISS;
     vec2 uv = vec2(0.0);
 
-    WideNodes nodes = WideNodes(pc.nodes_address);
+    WideNodeWords nodes = WideNodeWords(pc.nodes_address);
     LeafTriangles leaves = LeafTriangles(pc.leaf_triangles_address);
     uint stack_node[STACK_SIZE];
     float stack_t[STACK_SIZE];
@@ -59,42 +61,60 @@ void main() {
         if (COUNT_WORK) {
             ++work.nodes_visited;
         }
-        WideNode n = nodes.v[node];
-        vec3 steps = node_steps(n);
-        uint internal_mask = n.exponents_internal >> 24;
-        uint slots = bitCount(internal_mask | n.leaf_mask);
+        // The node as five 16-byte words; every index below is a constant once the slot loop
+        // is unrolled, so the node and the children entered stay in registers.
+        uvec4 header = nodes.v[5u * node];
+        uvec4 bases = nodes.v[5u * node + 1u];
+        uvec4 planes[3] = uvec4[3](nodes.v[5u * node + 2u], nodes.v[5u * node + 3u],
+                                   nodes.v[5u * node + 4u]);
+        vec3 origin = uintBitsToFloat(header.xyz);
+        vec3 steps = node_steps(header.w);
+        uint internal_mask = header.w >> 24;
+        uint slot_mask = internal_mask | bases.z;
         uint pushed_from = depth;
-        bool found = false;
-        for (uint j = 0u; j < slots; ++j) {
+        uint leaves_entered = 0u;
+        [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
+            if (((slot_mask >> j) & 1u) == 0u) {
+                continue;
+            }
             vec3 lo;
             vec3 hi;
-            slot_box(n, steps, j, lo, hi);
+            [[unroll]] for (uint k = 0u; k < 3u; ++k) {
+                lo[k] = decode_plane(origin[k], steps[k], plane_of(planes, k, j));
+                hi[k] = decode_plane(origin[k], steps[k], plane_of(planes, 3u + k, j));
+            }
             float entry = box_entry(q, lo, hi, t);
             if (entry == INF) {
                 continue;
             }
             uint below = (1u << j) - 1u;
-            if (((internal_mask >> j) & 1u) == 0u) {
-                if (COUNT_WORK) {
-                    ++work.primitives_tested;
+            if (((internal_mask >> j) & 1u) != 0u) {
+                if (depth < STACK_SIZE) {
+                    // Below the entries no farther, so the nearest ends on top.
+                    uint at = depth;
+                    while (at > pushed_from && stack_t[at - 1u] <= entry) {
+                        stack_node[at] = stack_node[at - 1u];
+                        stack_t[at] = stack_t[at - 1u];
+                        --at;
+                    }
+                    stack_node[at] = bases.x + bitCount(internal_mask & below);
+                    stack_t[at] = entry;
+                    ++depth;
                 }
-                uint k = n.triangle_base + bitCount(n.leaf_mask & below);
-                if (hit_leaf(q, leaves, k, t, triangle, uv) && ANY_HIT) {
-                    found = true;
-                    break;
-                }
-            } else if (depth < STACK_SIZE) {
-                // Below the entries no farther, so the nearest ends on top.
-                uint at = depth;
-                while (at > pushed_from && stack_t[at - 1u] <= entry) {
-                    stack_node[at] = stack_node[at - 1u];
-                    stack_t[at] = stack_t[at - 1u];
-                    --at;
-                }
-                stack_node[at] = n.child_base + bitCount(internal_mask & below);
-                stack_t[at] = entry;
-                ++depth;
+            } else {
+                leaves_entered |= 1u << j;
             }
+        }
+        // The leaves entered, in slot order: one copy of the triangle test.
+        bool found = false;
+        while (leaves_entered != 0u && !found) {
+            uint j = findLSB(leaves_entered);
+            leaves_entered &= leaves_entered - 1u;
+            if (COUNT_WORK) {
+                ++work.primitives_tested;
+            }
+            uint k = bases.y + bitCount(bases.z & ((1u << j) - 1u));
+            found = hit_leaf(q, leaves, k, t, triangle, uv) && ANY_HIT;
         }
         if (found) {
             break;

@@ -24,8 +24,8 @@ pub mod radix_tree;
 mod structure;
 
 pub use structure::{
-    AnyStructure, BuildParams, CameraBatch, CameraCaster, HostMesh, PointStructure, RayStructure,
-    Structure, Traversable, TraversalBatch, TreeShape, submit_until_complete,
+    AnyStructure, BuildParams, CameraBatch, CameraCaster, FetchBytes, HostMesh, PointStructure,
+    RayStructure, Structure, Traversable, TraversalBatch, TreeShape, submit_until_complete,
 };
 
 /// The acceleration structures canopy builds on the GPU: the one list that the command line,

@@ -312,6 +312,13 @@ pub trait Traversable {
         groups: &Groups,
     ) -> Result<()>;
 
+    /// The device bytes one node visit and one primitive test read, as the work counters
+    /// count them ([`crate::geom::ray::RayWork`]), where a traversal reads a fixed size per
+    /// node: for bytes fetched per ray.
+    fn fetch_bytes(&self) -> Option<FetchBytes> {
+        None
+    }
+
     /// The structure's own caster of a pinhole view's camera rays (the screen grid's), when it
     /// has one: the renderer casts a frame's camera rays through it and traces every other
     /// ray with [`Traversable::record_traversal`].
@@ -351,9 +358,22 @@ impl<T: Traversable + ?Sized> Traversable for &T {
         (**self).record_traversal(rec, batch, groups)
     }
 
+    fn fetch_bytes(&self) -> Option<FetchBytes> {
+        (**self).fetch_bytes()
+    }
+
     fn camera_caster(&self) -> Option<&dyn CameraCaster> {
         (**self).camera_caster()
     }
+}
+
+/// What one step of a traversal reads from device memory ([`Traversable::fetch_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FetchBytes {
+    /// Bytes per node visited.
+    pub node: u32,
+    /// Bytes per primitive tested.
+    pub primitive: u32,
 }
 
 impl TraversalBatch<'_> {

@@ -51,6 +51,9 @@ impl Display for TraversalReport {
             w.mean_primitives,
             w.max_primitives,
         )?;
+        if let Some(bytes) = self.bytes_per_ray {
+            write!(f, "  bytes/ray {bytes:>6.0}")?;
+        }
         if let Some(time) = &self.time {
             write!(
                 f,

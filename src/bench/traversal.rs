@@ -72,6 +72,9 @@ pub struct TraversalReport {
     pub hits: u32,
     /// Nodes visited and primitives tested per ray (the counting kernel).
     pub work: TraversalWork,
+    /// Device bytes those nodes and primitives hold, per ray (where the structure reads a
+    /// fixed size per node, [`Traversable::fetch_bytes`]).
+    pub bytes_per_ray: Option<f64>,
     /// GPU time of the fast path (when timed).
     pub time: Option<Timing>,
 }
@@ -186,11 +189,16 @@ impl RayBatch {
         let time = (repeats > 0 && n > 0)
             .then(|| time_runs(ctx, repeats, |_| Ok(()), |rec| record(rec, None)))
             .transpose()?;
+        let work = TraversalWork::from_counts(&work);
+        let bytes_per_ray = structure.fetch_bytes().map(|bytes| {
+            bytes.node as f64 * work.mean_nodes + bytes.primitive as f64 * work.mean_primitives
+        });
         let report = TraversalReport {
             rays: self.kind,
             query: query_name(query),
             hits: hit_list.iter().filter(|h| h.triangle != MISS).count() as u32,
-            work: TraversalWork::from_counts(&work),
+            work,
+            bytes_per_ray,
             time,
         };
         Ok((report, hit_list))

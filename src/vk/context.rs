@@ -416,6 +416,13 @@ impl DeviceCaps {
     pub fn ends_divergent_invocations_at_memory_barriers(&self) -> bool {
         self.device_type == vk::PhysicalDeviceType::CPU
     }
+
+    /// Whether the driver runs a workgroup's subgroups one after another, switching only at
+    /// barriers (lavapipe): a subgroup that waits for another subgroup of its workgroup must
+    /// reach a barrier while it waits.
+    pub fn runs_subgroups_in_turn(&self) -> bool {
+        self.device_type == vk::PhysicalDeviceType::CPU
+    }
 }
 
 impl Context {

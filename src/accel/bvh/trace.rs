@@ -2,8 +2,8 @@
 //! and the watertight ray/triangle test; [`super::traverse`] is its CPU mirror, counting the
 //! same work.
 
-use super::Bvh;
-use crate::accel::{Traversable, TraversalBatch};
+use super::{Bvh, BvhNode, LeafTriangle};
+use crate::accel::{FetchBytes, Traversable, TraversalBatch};
 use crate::prims::Groups;
 use crate::shaders;
 use crate::vk::{Buffer, Kernel, Recorder, Result};
@@ -39,6 +39,14 @@ impl Traversable for Bvh {
     ) -> Result<()> {
         let tree = (&self.nodes, &self.leaf_triangles, self.primitive_count());
         record_trace(rec, batch, groups, &shaders::BVH_TRACE, tree)
+    }
+
+    /// A node holds both children's boxes; a leaf its triangle.
+    fn fetch_bytes(&self) -> Option<FetchBytes> {
+        Some(FetchBytes {
+            node: std::mem::size_of::<BvhNode>() as u32,
+            primitive: std::mem::size_of::<LeafTriangle>() as u32,
+        })
     }
 }
 

@@ -2,11 +2,11 @@
 //! CPU mirror of its traversal ([`trace_wide`]), and the checks the tests apply to the
 //! GPU's trees ([`check_wide_invariants`], [`same_wide_tree`]).
 //!
-//! **Which binary nodes become wide nodes** (top down, greedy by surface area, as Embree
-//! widens its trees). A wide node made from binary node `x` starts with `x`'s two children as
-//! its slots; while it has fewer than [`WIDTH`] slots and one of them is an internal node,
-//! the internal slot of the largest surface area (the first on ties) is replaced by its two
-//! children, the left one in its place and the right one just after it. The internal slots
+//! **Which binary nodes become wide nodes** (top down, greedy by size, as Embree widens its
+//! trees). A wide node made from binary node `x` starts with `x`'s two children as its slots;
+//! while it has fewer than [`WIDTH`] slots and one of them is an internal node, the internal
+//! slot of the largest box (by the sum of its sides, the first on ties) is replaced by its two
+//! children, the left one in its place and the right one in the next free slot. The internal slots
 //! left become wide nodes of their own, made the same way. Big boxes, which most rays enter,
 //! are opened first, so a ray crosses fewer levels. A node with fewer than [`WIDTH`] children
 //! has only leaves, so a tree over `n` triangles has at most `4n / 7 + 1` nodes
@@ -53,10 +53,12 @@ fn children(node: &BvhNode) -> impl Iterator<Item = (u32, Bounds)> {
     .filter(|(c, _)| *c != INVALID_CHILD)
 }
 
-/// Half the surface area of a box, in the kernel's order of operations.
-fn half_area(b: &Bounds) -> f32 {
+/// The sum of a box's sides, in the kernel's order of operations: subtractions and additions
+/// only, which every device rounds alike (a product summed may be fused on one and not on
+/// another).
+fn half_perimeter(b: &Bounds) -> f32 {
     let d: [f32; 3] = std::array::from_fn(|k| b.1[k] - b.0[k]);
-    d[0] * d[1] + d[1] * d[2] + d[2] * d[0]
+    d[0] + d[1] + d[2]
 }
 
 /// The children of the wide node made from binary node `x`, with their boxes, by the greedy
@@ -66,14 +68,15 @@ pub fn expand(nodes: &[BvhNode], x: usize) -> Vec<(u32, Bounds)> {
     while slots.len() < WIDTH {
         let mut widest: Option<(usize, f32)> = None;
         for (j, (c, b)) in slots.iter().enumerate() {
-            let area = half_area(b);
-            if is_internal(*c) && widest.is_none_or(|(_, a)| area > a) {
-                widest = Some((j, area));
+            let size = half_perimeter(b);
+            if is_internal(*c) && widest.is_none_or(|(_, largest)| size > largest) {
+                widest = Some((j, size));
             }
         }
         let Some((j, _)) = widest else { break };
-        let opened: Vec<_> = children(&nodes[slots[j].0 as usize]).collect();
-        slots.splice(j..=j, opened);
+        let opened = &nodes[slots[j].0 as usize];
+        slots[j] = (opened.left, (opened.left_min, opened.left_max));
+        slots.push((opened.right, (opened.right_min, opened.right_max)));
     }
     slots
 }
@@ -324,10 +327,10 @@ pub fn same_wide_tree(a: &WideTree, b: &WideTree) -> Result<(), String> {
 /// tested per leaf slot whose box was entered.
 ///
 /// The walk is the kernel's: at a node every child's decoded box is tested against the
-/// closest hit so far, in slot order; a leaf entered is intersected at once, an internal child
-/// entered is pushed with its entry distance, the node's pushes ordered so the nearest is on
-/// top (the lower slot on ties). The next node is the top of the stack that is no farther
-/// than the closest hit then. Conventions at rounding are those of
+/// closest hit so far; an internal child entered is pushed with its entry distance, the
+/// node's pushes ordered so the nearest is on top (the lower slot on ties); then the leaves
+/// entered are intersected in slot order. The next node is the top of the stack that is no
+/// farther than the closest hit then. Conventions at rounding are those of
 /// [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
 pub fn trace_wide(
     positions: &[[f32; 3]],
@@ -348,6 +351,7 @@ pub fn trace_wide(
         work.nodes_visited += 1;
         let node = &tree.nodes[index as usize];
         let pushed_from = stack.len();
+        let mut leaves_entered = Vec::new();
         for j in 0..node.slot_count() {
             let (near, far) = slab(ray.origin, inv_dir, &node.slot_bounds(j));
             let near = near.max(ray.tmin);
@@ -355,13 +359,7 @@ pub fn trace_wide(
                 continue;
             }
             match node.child(j).expect("slot in use") {
-                WideChild::Triangle(t) => {
-                    let leaf = [tree.leaf_primitives[t as usize]];
-                    let mesh = (positions, triangles);
-                    if let Some(hit) = test_leaf(mesh, &leaf, ray, query, &mut best, &mut work) {
-                        return (hit, work);
-                    }
-                }
+                WideChild::Triangle(t) => leaves_entered.push(tree.leaf_primitives[t as usize]),
                 WideChild::Node(c) => {
                     // Insertion below the entries no farther: the nearest (lowest slot) on top.
                     let mut at = stack.len();
@@ -371,6 +369,10 @@ pub fn trace_wide(
                     stack.insert(at, (c, near));
                 }
             }
+        }
+        let mesh = (positions, triangles);
+        if let Some(hit) = test_leaf(mesh, &leaves_entered, ray, query, &mut best, &mut work) {
+            return (hit, work);
         }
         next = std::iter::from_fn(|| stack.pop())
             .find(|&(_, near)| near <= best.t)

@@ -169,7 +169,11 @@ impl Collapser {
         let workgroup = COLLAPSE_WORKGROUP_SIZE.next_multiple_of(ctx.caps().subgroup_size);
         let tasks = wide_node_capacity(capacity) as u64;
         let collapser = Self {
-            pipeline: ctx.pipeline(&shaders::BVH_COLLAPSE, workgroup, &[])?,
+            pipeline: ctx.pipeline(
+                &shaders::BVH_COLLAPSE,
+                workgroup,
+                &[("WORKGROUP_LOOP", ctx.caps().runs_subgroups_in_turn() as u32)],
+            )?,
             tasks: ctx.create_buffer("wide bvh tasks", 8 * tasks, MemoryKind::Device)?,
             queue: ctx.create_buffer_with("wide bvh queue", &QUEUE_AT_REST)?,
             capacity,

@@ -2,8 +2,10 @@
 //! per-ray stack; [`super::cpu::trace_wide`] is its CPU mirror, counting the same work.
 
 use super::WideBvh;
+use super::format::WideNode;
+use crate::accel::bvh::LeafTriangle;
 use crate::accel::bvh::trace::record_trace;
-use crate::accel::{Traversable, TraversalBatch};
+use crate::accel::{FetchBytes, Traversable, TraversalBatch};
 use crate::prims::Groups;
 use crate::shaders;
 use crate::vk::{Recorder, Result};
@@ -17,5 +19,13 @@ impl Traversable for WideBvh {
     ) -> Result<()> {
         let tree = (&self.nodes, &self.leaf_triangles, self.primitive_count());
         record_trace(rec, batch, groups, &shaders::BVH_WIDE_TRACE, tree)
+    }
+
+    /// A node holds its eight children's quantized boxes; a leaf its triangle.
+    fn fetch_bytes(&self) -> Option<FetchBytes> {
+        Some(FetchBytes {
+            node: std::mem::size_of::<WideNode>() as u32,
+            primitive: std::mem::size_of::<LeafTriangle>() as u32,
+        })
     }
 }
