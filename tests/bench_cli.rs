@@ -193,7 +193,7 @@ fn bvh_quality_chooses_the_tree_and_is_refused_where_no_bvh_is_built() {
             &mesh,
         ]));
         assert!(
-            out.contains(&format!("lbvh, {quality} BVH over fandisk.obj")),
+            out.contains(&format!("lbvh, {quality} binary BVH over fandisk.obj")),
             "{out}"
         );
         let sah = out.split("SAH cost ").nth(1).expect("an SAH cost");
@@ -218,6 +218,61 @@ fn bvh_quality_chooses_the_tree_and_is_refused_where_no_bvh_is_built() {
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--bvh-quality"), "{stderr}");
+}
+
+/// The camera rays' nodes and bytes per ray on the `rays` line of a `build` report.
+fn camera_rays(out: &str) -> (f64, f64) {
+    let line = out
+        .lines()
+        .find(|l| l.contains("camera") && l.contains("nodes/ray"))
+        .unwrap_or_else(|| panic!("no camera rays in {out}"));
+    let after = |key: &str| -> f64 {
+        let rest = line.split(key).nth(1).expect(key);
+        let number = rest.split_whitespace().next().unwrap();
+        number.trim_end_matches(';').parse().unwrap()
+    };
+    (after("nodes/ray"), after("bytes/ray"))
+}
+
+#[test]
+fn bvh_layout_chooses_how_rays_read_the_tree_and_is_refused_where_no_bvh_is_built() {
+    let mesh = data("meshes/fandisk.obj");
+    let [binary, wide] = ["binary", "wide"].map(|layout| {
+        let out = stdout(&canopy(&[
+            "build",
+            "--structure",
+            "lbvh",
+            "--bvh-layout",
+            layout,
+            &mesh,
+        ]));
+        assert!(
+            out.contains(&format!("lbvh, fast {layout} BVH over fandisk.obj")),
+            "{out}"
+        );
+        assert!(out.contains(", wide ") == (layout == "wide"), "{out}");
+        camera_rays(&out)
+    });
+    // The same rays read under half the nodes and fewer bytes (BENCHMARKS.md has the figures).
+    assert!(
+        wide.0 < 0.5 * binary.0,
+        "nodes per ray {wide:?} against {binary:?}"
+    );
+    assert!(
+        wide.1 < binary.1,
+        "bytes per ray {wide:?} against {binary:?}"
+    );
+    let refused = canopy(&[
+        "build",
+        "--structure",
+        "kdtree",
+        "--bvh-layout",
+        "wide",
+        &mesh,
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--bvh-layout"), "{stderr}");
 }
 
 #[test]
