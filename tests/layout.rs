@@ -943,7 +943,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28, 32, 44, 48, 60],
         },
         SharedStruct {
-            kernel: shaders::BVH_WIDE_TRACE,
+            kernel: shaders::BVH_COLLAPSE,
             name: "WideNode",
             shape: &["vec3<f32>", "u32", "u32", "u32", "u32", "u32", "[u32; 12]"],
             rust: rust_layout!(WideNode {

@@ -38,6 +38,42 @@ layout(push_constant, scalar) uniform Push {
     uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
 } pc;
 
+// A node's planes in ray space, for rays with no zero direction component: plane q of axis k
+// is at distance fma(q, scale[k], offset[k]) along the ray (one multiply-add, where decoding
+// the plane and then the slab test take four operations). Rounding in scale, offset and the
+// fused sum stays within a few ulps of the largest magnitude involved (the node's and the
+// ray's coordinates and the node's extent, in ray units); `slack`, 2^-20 of it, widens every
+// box by more, so none is missed where the decoded box would be entered.
+struct PlaneDistances {
+    vec3 scale;
+    vec3 offset;
+    float slack;
+};
+
+PlaneDistances plane_distances(RayQuery q, vec3 origin, vec3 steps) {
+    PlaneDistances d;
+    d.scale = steps * q.inv_direction;
+    d.offset = (origin - q.origin) * q.inv_direction;
+    vec3 magnitude = (abs(origin) + abs(q.origin) + 255.0 * steps) * abs(q.inv_direction);
+    d.slack = max(max(magnitude.x, magnitude.y), magnitude.z) * (1.0 / 1048576.0);
+    return d;
+}
+
+float plane_distance(PlaneDistances d, uint axis, uint plane) {
+    precise float distance = fma(float(plane), d.scale[axis], d.offset[axis]);
+    return distance;
+}
+
+// The entry distance of a slot whose planes lie at t_lo and t_hi along the ray, clipped to
+// [tmin, tmax] and widened by the slack; INF when the ray misses it.
+float slot_entry(RayQuery q, PlaneDistances d, vec3 t_lo, vec3 t_hi, float tmax) {
+    vec3 near = min(t_lo, t_hi);
+    vec3 far = max(t_lo, t_hi);
+    float enter = max(max(max(near.x, near.y), near.z) - d.slack, q.tmin);
+    float leave = min(min(min(far.x, far.y), far.z) + d.slack, tmax);
+    return enter <= leave ? enter : INF;
+}
+
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
@@ -45,6 +81,7 @@ void main() {
     }
     Ray ray = Rays(pc.rays_address).v[i];
     RayQuery q = ray_query(ray);
+    bool parallel_ray = any(q.parallel);
     float t = ray.tmax;
     uint triangle = MISS;
     vec2 uv = vec2(0.0);
@@ -69,6 +106,7 @@ void main() {
                                    nodes.v[5u * node + 4u]);
         vec3 origin = uintBitsToFloat(header.xyz);
         vec3 steps = node_steps(header.w);
+        PlaneDistances distances = plane_distances(q, origin, steps);
         uint internal_mask = header.w >> 24;
         uint slot_mask = internal_mask | bases.z;
         uint pushed_from = depth;
@@ -77,13 +115,24 @@ void main() {
             if (((slot_mask >> j) & 1u) == 0u) {
                 continue;
             }
-            vec3 lo;
-            vec3 hi;
-            [[unroll]] for (uint k = 0u; k < 3u; ++k) {
-                lo[k] = decode_plane(origin[k], steps[k], plane_of(planes, k, j));
-                hi[k] = decode_plane(origin[k], steps[k], plane_of(planes, 3u + k, j));
+            float entry;
+            if (parallel_ray) {
+                vec3 lo;
+                vec3 hi;
+                [[unroll]] for (uint k = 0u; k < 3u; ++k) {
+                    lo[k] = decode_plane(origin[k], steps[k], plane_of(planes, k, j));
+                    hi[k] = decode_plane(origin[k], steps[k], plane_of(planes, 3u + k, j));
+                }
+                entry = box_entry(q, lo, hi, t);
+            } else {
+                vec3 t_lo;
+                vec3 t_hi;
+                [[unroll]] for (uint k = 0u; k < 3u; ++k) {
+                    t_lo[k] = plane_distance(distances, k, plane_of(planes, k, j));
+                    t_hi[k] = plane_distance(distances, k, plane_of(planes, 3u + k, j));
+                }
+                entry = slot_entry(q, distances, t_lo, t_hi, t);
             }
-            float entry = box_entry(q, lo, hi, t);
             if (entry == INF) {
                 continue;
             }

@@ -339,6 +339,12 @@ pub(crate) fn slab(origin: [f32; 3], inv_dir: [f32; 3], b: &Bounds) -> (f32, f32
             far = t_far;
         }
     }
+    widened(near, far)
+}
+
+/// `[near, far]` widened by [`BOX_T_SLACK`]: `near` moved down and `far` up, each relative
+/// to its own size.
+pub(crate) fn widened(near: f32, far: f32) -> (f32, f32) {
     let widen = |t: f32, up: bool| {
         t * if (t > 0.0) == up {
             1.0 + BOX_T_SLACK

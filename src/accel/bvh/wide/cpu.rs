@@ -17,11 +17,11 @@
 //! from run to run, so trees are compared by their shape from the root down
 //! ([`same_wide_tree`]).
 
-use super::format::{Slot, WIDTH, WideChild, WideNode};
+use super::format::{Slot, WIDTH, WideChild, WideNode, pow2};
 use crate::accel::bvh::cpu::Lbvh;
 use crate::accel::bvh::{BvhNode, INVALID_CHILD, LEAF_BIT};
 use crate::geom::aabb::{Bounds, EMPTY_BOUNDS, contains, union};
-use crate::geom::ray::{Hit, Query, Ray, RayWork, slab, test_leaf};
+use crate::geom::ray::{Hit, Query, Ray, RayWork, slab, test_leaf, widened};
 use std::collections::VecDeque;
 
 /// An 8-wide BVH on the host.
@@ -345,15 +345,20 @@ pub fn trace_wide(
         return (best, work);
     }
     let inv_dir = ray.direction.map(|d| 1.0 / d);
+    let parallel = ray.direction.contains(&0.0);
     let mut stack: Vec<(u32, f32)> = Vec::new();
     let mut next = Some(0u32);
     while let Some(index) = next {
         work.nodes_visited += 1;
         let node = &tree.nodes[index as usize];
+        let frame = (!parallel).then(|| RayFrame::new(node, ray, inv_dir));
         let pushed_from = stack.len();
         let mut leaves_entered = Vec::new();
         for j in 0..node.slot_count() {
-            let (near, far) = slab(ray.origin, inv_dir, &node.slot_bounds(j));
+            let (near, far) = match &frame {
+                Some(frame) => frame.interval(node, j),
+                None => slab(ray.origin, inv_dir, &node.slot_bounds(j)),
+            };
             let near = near.max(ray.tmin);
             if near > far.min(best.t) {
                 continue;
@@ -379,4 +384,42 @@ pub fn trace_wide(
             .map(|(c, _)| c);
     }
     (best, work)
+}
+
+/// A node's planes in ray space, as `glsl/bvh/wide_trace.comp` computes them for rays with no
+/// zero direction component: plane `q` of axis `k` at `q · scale[k] + offset[k]` (one fused
+/// multiply-add), every interval widened by `slack` (2^-20 of the largest magnitude involved,
+/// in ray units).
+struct RayFrame {
+    scale: [f32; 3],
+    offset: [f32; 3],
+    slack: f32,
+}
+
+impl RayFrame {
+    fn new(node: &WideNode, ray: &Ray, inv_dir: [f32; 3]) -> Self {
+        let step: [f32; 3] = std::array::from_fn(|k| pow2(node.step_exponent(k)));
+        let magnitude: [f32; 3] = std::array::from_fn(|k| {
+            (node.origin[k].abs() + ray.origin[k].abs() + 255.0 * step[k]) * inv_dir[k].abs()
+        });
+        Self {
+            scale: std::array::from_fn(|k| step[k] * inv_dir[k]),
+            offset: std::array::from_fn(|k| (node.origin[k] - ray.origin[k]) * inv_dir[k]),
+            slack: magnitude.into_iter().fold(0.0, f32::max) / 1_048_576.0,
+        }
+    }
+
+    /// Slot `j`'s interval along the ray, widened by the slack and then as
+    /// [`slab`] widens.
+    fn interval(&self, node: &WideNode, j: usize) -> (f32, f32) {
+        let (lo, hi) = node.slot_planes(j);
+        let (mut near, mut far) = (f32::NEG_INFINITY, f32::INFINITY);
+        for k in 0..3 {
+            let t_lo = (lo[k] as f32).mul_add(self.scale[k], self.offset[k]);
+            let t_hi = (hi[k] as f32).mul_add(self.scale[k], self.offset[k]);
+            near = near.max(t_lo.min(t_hi));
+            far = far.min(t_lo.max(t_hi));
+        }
+        widened(near - self.slack, far + self.slack)
+    }
 }

@@ -170,7 +170,16 @@ impl WideNode {
         ((self.exponents_internal >> (8 * axis)) & 0xff) as i32 - 127
     }
 
-    /// The decoded box of slot `j`: what traversal tests.
+    /// The quantized planes of slot `j`: low and high, per axis.
+    pub fn slot_planes(&self, j: usize) -> ([u32; 3], [u32; 3]) {
+        (
+            std::array::from_fn(|k| self.plane(k, j)),
+            std::array::from_fn(|k| self.plane(3 + k, j)),
+        )
+    }
+
+    /// The decoded box of slot `j`: what traversal tests of rays with a zero direction
+    /// component.
     pub fn slot_bounds(&self, j: usize) -> Bounds {
         let origin = self.origin;
         let step: [f32; 3] = std::array::from_fn(|k| pow2(self.step_exponent(k)));
