@@ -41,13 +41,14 @@ layout(push_constant, scalar) uniform Push {
 // A node's planes in ray space, for rays with no zero direction component: plane q of axis k
 // is at distance fma(q, scale[k], offset[k]) along the ray (one multiply-add, where decoding
 // the plane and then the slab test take four operations). Rounding in scale, offset and the
-// fused sum stays within a few ulps of the largest magnitude involved (the node's and the
-// ray's coordinates and the node's extent, in ray units); `slack`, 2^-20 of it, widens every
-// box by more, so none is missed where the decoded box would be entered.
+// fused sum stays within a few ulps of the largest magnitude involved on that axis (the
+// node's and the ray's coordinates and the node's extent, in ray units); `slack[k]`, 2^-20 of
+// it, widens every box's interval on axis k by more, so none is missed where the decoded box
+// would be entered.
 struct PlaneDistances {
     vec3 scale;
     vec3 offset;
-    float slack;
+    vec3 slack;
 };
 
 PlaneDistances plane_distances(RayQuery q, vec3 origin, vec3 steps) {
@@ -55,7 +56,7 @@ PlaneDistances plane_distances(RayQuery q, vec3 origin, vec3 steps) {
     d.scale = steps * q.inv_direction;
     d.offset = (origin - q.origin) * q.inv_direction;
     vec3 magnitude = (abs(origin) + abs(q.origin) + 255.0 * steps) * abs(q.inv_direction);
-    d.slack = max(max(magnitude.x, magnitude.y), magnitude.z) * (1.0 / 1048576.0);
+    d.slack = magnitude * (1.0 / 1048576.0);
     return d;
 }
 
@@ -65,12 +66,12 @@ float plane_distance(PlaneDistances d, uint axis, uint plane) {
 }
 
 // The entry distance of a slot whose planes lie at t_lo and t_hi along the ray, clipped to
-// [tmin, tmax] and widened by the slack; INF when the ray misses it.
+// [tmin, tmax], each axis widened by its slack; INF when the ray misses it.
 float slot_entry(RayQuery q, PlaneDistances d, vec3 t_lo, vec3 t_hi, float tmax) {
-    vec3 near = min(t_lo, t_hi);
-    vec3 far = max(t_lo, t_hi);
-    float enter = max(max(max(near.x, near.y), near.z) - d.slack, q.tmin);
-    float leave = min(min(min(far.x, far.y), far.z) + d.slack, tmax);
+    vec3 near = min(t_lo, t_hi) - d.slack;
+    vec3 far = max(t_lo, t_hi) + d.slack;
+    float enter = max(max(near.x, near.y), max(near.z, q.tmin));
+    float leave = min(min(far.x, far.y), min(far.z, tmax));
     return enter <= leave ? enter : INF;
 }
 

@@ -388,28 +388,28 @@ pub fn trace_wide(
 
 /// A node's planes in ray space, as `glsl/bvh/wide_trace.comp` computes them for rays with no
 /// zero direction component: plane `q` of axis `k` at `q · scale[k] + offset[k]` (one fused
-/// multiply-add), every interval widened by `slack` (2^-20 of the largest magnitude involved,
-/// in ray units).
+/// multiply-add), the interval on axis `k` widened by `slack[k]` (2^-20 of the largest
+/// magnitude involved on that axis, in ray units).
 struct RayFrame {
     scale: [f32; 3],
     offset: [f32; 3],
-    slack: f32,
+    slack: [f32; 3],
 }
 
 impl RayFrame {
     fn new(node: &WideNode, ray: &Ray, inv_dir: [f32; 3]) -> Self {
         let step: [f32; 3] = std::array::from_fn(|k| pow2(node.step_exponent(k)));
-        let magnitude: [f32; 3] = std::array::from_fn(|k| {
-            (node.origin[k].abs() + ray.origin[k].abs() + 255.0 * step[k]) * inv_dir[k].abs()
-        });
         Self {
             scale: std::array::from_fn(|k| step[k] * inv_dir[k]),
             offset: std::array::from_fn(|k| (node.origin[k] - ray.origin[k]) * inv_dir[k]),
-            slack: magnitude.into_iter().fold(0.0, f32::max) / 1_048_576.0,
+            slack: std::array::from_fn(|k| {
+                let magnitude = node.origin[k].abs() + ray.origin[k].abs() + 255.0 * step[k];
+                magnitude * inv_dir[k].abs() / 1_048_576.0
+            }),
         }
     }
 
-    /// Slot `j`'s interval along the ray, widened by the slack and then as
+    /// Slot `j`'s interval along the ray, each axis widened by its slack, then widened as
     /// [`slab`] widens.
     fn interval(&self, node: &WideNode, j: usize) -> (f32, f32) {
         let (lo, hi) = node.slot_planes(j);
@@ -417,9 +417,9 @@ impl RayFrame {
         for k in 0..3 {
             let t_lo = (lo[k] as f32).mul_add(self.scale[k], self.offset[k]);
             let t_hi = (hi[k] as f32).mul_add(self.scale[k], self.offset[k]);
-            near = near.max(t_lo.min(t_hi));
-            far = far.min(t_lo.max(t_hi));
+            near = near.max(t_lo.min(t_hi) - self.slack[k]);
+            far = far.min(t_lo.max(t_hi) + self.slack[k]);
         }
-        widened(near - self.slack, far + self.slack)
+        widened(near, far)
     }
 }
