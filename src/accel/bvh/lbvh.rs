@@ -351,9 +351,8 @@ impl Structure for LbvhStructure {
 
     /// A wide tree left incomplete (its collapse gave up waiting, on a CPU device under load)
     /// is made again. A tree too deep for traversal's stack makes this structure change what
-    /// it builds:
-    /// a wide tree needing more stack than [`WIDE_STACK_SIZE`] is no longer made (rays go
-    /// through the binary tree), and a high-quality binary tree taller than
+    /// it builds: a wide tree needing more stack than [`WIDE_STACK_SIZE`] is no longer made
+    /// (rays go through the binary tree), and a high-quality binary tree taller than
     /// [`MAX_TRAVERSAL_HEIGHT`] (nested shells of growing size can make one) is built fast
     /// from then on.
     fn grow_if_overflowed(&mut self, ctx: &Context, _slot: usize) -> Result<bool> {
