@@ -1,15 +1,16 @@
 #version 460
 // Closest-hit or any-hit queries of a batch of rays against an 8-wide compressed BVH
-// (bvh/wide_format.glsl). One invocation per ray walks the tree with a per-ray stack: at each
-// node every child's decoded box is tested against the closest hit so far; each internal child
-// entered is pushed with its entry distance, the node's pushes ordered so that the nearest
-// (the lower slot on ties) ends on top; then the leaves entered are intersected in slot order
-// (watertight test, common/ray.glsl). The next node is the top of the stack that is still
-// nearer than the closest hit. Any-hit (occlusion) queries stop at the first hit. Every ray
-// writes a Hit; a miss has triangle = MISS and t = tmax. Nodes are 80 bytes, so one read
-// tests eight children where the binary tree's 64-byte node tests two. The slot loop is
-// unrolled, so the node's words and the slot's planes stay in registers; the triangle test
-// runs in its own loop, one copy in the code.
+// (bvh/wide_format.glsl). One invocation per ray walks the tree with a per-ray stack: at each node
+// every child's box is tested against the closest hit so far (its planes taken straight to
+// distances along the ray, PlaneDistances below; the decoded box's slab test for rays with a zero
+// direction component); each internal child entered is pushed with its entry distance, the node's
+// pushes ordered so that the nearest (the lower slot on ties) ends on top; then the leaves entered
+// are intersected in slot order (watertight test, common/ray.glsl). The next node is the top of
+// the stack that is still nearer than the closest hit. Any-hit (occlusion) queries stop at the
+// first hit. Every ray writes a Hit; a miss has triangle = MISS and t = tmax. Nodes are 80 bytes,
+// so one read tests eight children where the binary tree's 64-byte node tests two. The slot loop
+// is unrolled, so the node's words and the slot's planes stay in registers; the triangle test runs
+// in its own loop, one copy in the code.
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes read, and ray/triangle tests
 // run (one per leaf whose box was entered). src/accel/bvh/wide/cpu.rs trace_wide walks the

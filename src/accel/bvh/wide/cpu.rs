@@ -326,12 +326,13 @@ pub fn same_wide_tree(a: &WideTree, b: &WideTree) -> Result<(), String> {
 /// `glsl/bvh/wide_trace.comp` counts it: one node visited per node read, one primitive
 /// tested per leaf slot whose box was entered.
 ///
-/// The walk is the kernel's: at a node every child's decoded box is tested against the
-/// closest hit so far; an internal child entered is pushed with its entry distance, the
-/// node's pushes ordered so the nearest is on top (the lower slot on ties); then the leaves
-/// entered are intersected in slot order. The next node is the top of the stack that is no
-/// farther than the closest hit then. Conventions at rounding are those of
-/// [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
+/// The walk is the kernel's: at a node every child's box is tested against the closest hit
+/// so far (in ray space, one multiply-add per plane, as the kernel does; by the decoded box's
+/// slab test for rays with a zero direction component); an internal child entered is pushed
+/// with its entry distance, the node's pushes ordered so the nearest is on top (the lower
+/// slot on ties); then the leaves entered are intersected in slot order. The next node is the
+/// top of the stack that is no farther than the closest hit then. Conventions at rounding are
+/// those of [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
 pub fn trace_wide(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],

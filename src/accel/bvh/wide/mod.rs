@@ -1,6 +1,6 @@
 //! The 8-wide compressed BVH: a binary [`Bvh`] collapsed into nodes of up to eight children
-//! with 8-bit quantized boxes ([`format`](mod@format)), so that a ray reads fewer, denser nodes (Ylitie,
-//! Karras and Laine, HPG 2017). [`Collapser`] makes it from a finished binary tree in one
+//! with 8-bit quantized boxes ([`format`](mod@format)), so that a ray reads fewer, denser
+//! nodes (Ylitie, Karras and Laine, HPG 2017). [`Collapser`] makes it from a finished binary tree in one
 //! dispatch (`glsl/bvh/collapse.comp`; [`cpu::collapse`] is the reference), and
 //! `glsl/bvh/wide_trace.comp` traces it ([`trace`]; [`cpu::trace_wide`] is its mirror).
 
