@@ -124,8 +124,9 @@ void set_slot(uint at, uint ref, vec3 lo, vec3 hi) {
     slot_hi[at] = hi;
 }
 
-// The slots of the wide node made from binary node x, by greedy expansion.
-void expand(uint x) {
+// The slots of the wide node made from binary node x, by greedy expansion; returns the
+// triangles below x.
+uint expand(uint x) {
     BvhNodes nodes = BvhNodes(pc.nodes_address);
     BvhNode node = nodes.v[x];
     [[unroll]] for (uint j = 2u; j < WIDE_WIDTH; ++j) {
@@ -162,6 +163,7 @@ void expand(uint x) {
         }
         ++slot_count;
     }
+    return node.leaf_count;
 }
 
 // The node over the current slots, quantized in the frame of their union.
@@ -233,7 +235,7 @@ void main() {
             uvec2 entry = task == 0u ? uvec2(0u) : tasks.v[task];
             uint stack_above = entry.y & 0xffffu;
             uint depth = entry.y >> 16;
-            expand(entry.x);
+            uint leaf_count = expand(entry.x);
             internal = 0u;
             [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
                 internal += is_internal(slot_ref[j]) ? 1u : 0u;
@@ -256,7 +258,6 @@ void main() {
             bases = subgroupBroadcastFirst(bases);
             child_base = internal > 0u ? bases.x + node_offset : 0u;
             uint triangle_base = leaves > 0u ? bases.y + triangle_offset : 0u;
-            uint leaf_count = BvhNodes(pc.nodes_address).v[entry.x].leaf_count;
             WideNodes(pc.wide_nodes_address).v[task] = encode(child_base, triangle_base, leaf_count);
             LeafTriangles leaf_triangles = LeafTriangles(pc.leaf_triangles_address);
             LeafTriangles wide_triangles = LeafTriangles(pc.wide_triangles_address);
