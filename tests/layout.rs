@@ -214,7 +214,6 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 triangles_address,
                 bounds_address,
                 keys_address,
-                values_address,
                 count_address,
                 host_count
             })),

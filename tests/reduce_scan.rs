@@ -187,6 +187,60 @@ fn scan_matches_cpu() {
     assert_valid(&ctx);
 }
 
+/// One scan recorded many times into one command buffer, large and small counts in turn: each
+/// use leaves its look-back scratch zero for the next, with no fill between.
+#[test]
+fn scans_back_to_back_leave_their_scratch_ready() {
+    let ctx = context();
+    let mut rng = Rng::new(5);
+    let capacity = 300_000u32;
+    let scan = Scan::new(&ctx, ScanKind::Exclusive, capacity).unwrap();
+    let counts = [capacity, 1, TILE + 1, capacity - 7, 5 * TILE, capacity];
+    let inputs: Vec<Vec<u32>> = counts
+        .iter()
+        .map(|&n| (0..n).map(|_| rng.below(1000)).collect())
+        .collect();
+    let input_bufs: Vec<_> = inputs
+        .iter()
+        .map(|v| ctx.create_buffer_with("input", v).unwrap())
+        .collect();
+    let output_bufs: Vec<_> = inputs
+        .iter()
+        .map(|v| {
+            ctx.create_buffer("output", 4 * v.len() as u64, MemoryKind::Device)
+                .unwrap()
+        })
+        .collect();
+    let count_buf = ctx.create_buffer_with("counts", &counts).unwrap();
+    ctx.submit_and_wait(|rec| {
+        for (i, (input, output)) in input_bufs.iter().zip(&output_bufs).enumerate() {
+            let count = if i % 2 == 0 {
+                Count::Host(counts[i])
+            } else {
+                Count::Device {
+                    buffer: &count_buf,
+                    offset: 4 * i as u64,
+                    max: counts[i],
+                }
+            };
+            scan.record(rec, Slice::whole(input), Slice::whole(output), count)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    for (i, values) in inputs.iter().enumerate() {
+        let got = ctx
+            .download::<u32>(&output_bufs[i], 0, values.len())
+            .unwrap();
+        assert!(
+            got == cpu::scan_u32(values, false),
+            "scan {i} of {} elements differs",
+            values.len()
+        );
+    }
+    assert_valid(&ctx);
+}
+
 #[test]
 fn zero_length_and_oversized_input_are_errors() {
     let ctx = context();

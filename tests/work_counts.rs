@@ -116,3 +116,42 @@ fn device_memory_is_counted_live_and_at_its_peak() {
     assert_eq!(after.live, before.live);
     assert_eq!(after.peak, before.live + (4 << 20));
 }
+
+/// The LBVH build records bounds, Morton codes, the sort's three dispatches per pass (three
+/// passes of 10 bits for 30-bit codes, seven of 9 for 63-bit ones) and the climb, with one
+/// barrier after each and no fill between the sort's passes.
+#[test]
+fn an_lbvh_build_sorts_30_bit_codes_in_three_passes_without_fills() {
+    use canopy::accel::bvh::Bvh;
+    use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+    use canopy::geom::morton::MortonBits;
+    let ctx = context();
+    let mesh = random_mesh(&mut Rng::new(42), 20_000, 3.0, 0.3);
+    let n = mesh.triangle_count() as u32;
+    let device = DeviceMesh::new(&ctx, &mesh);
+    let input = device.input();
+    for (morton_bits, passes) in [(MortonBits::Bits30, 3), (MortonBits::Bits63, 7)] {
+        let params = LbvhParams {
+            morton_bits,
+            ..Default::default()
+        };
+        let builder = LbvhBuilder::new(&ctx, params, n).unwrap();
+        let mut bvh = Bvh::new(&ctx, n).unwrap();
+        let mut census = WorkCensus::new(&ctx, 1024).unwrap();
+        let instruments = Instruments {
+            census: Some(&mut census),
+            ..Default::default()
+        };
+        ctx.submit_instrumented(instruments, |rec| builder.record(rec, &input, &mut bvh))
+            .unwrap()
+            .wait()
+            .unwrap();
+        let counts = census.counts();
+        let dispatches = 3 + 3 * passes;
+        assert_eq!(counts.dispatches, dispatches, "{morton_bits:?}: {counts:?}");
+        assert_eq!(counts.dispatches_with_work, Some(dispatches), "{counts:?}");
+        // One barrier after each dispatch, and one before each scan (its scratch's previous use).
+        assert_eq!(counts.barriers, dispatches + passes, "{counts:?}");
+    }
+    assert_valid(&ctx);
+}

@@ -4,6 +4,8 @@
 // (flag << 32) | value, read and written atomically, so no other memory ordering is needed.
 // Tiles must take their index from an atomic ticket in arrival order (`acquire_tile`), so a
 // tile only ever waits for tiles that have already started: no deadlock on any scheduler.
+// The scratch is [ticket, tiles finished, one descriptor per tile], zero before a use and left
+// zero after it by the last tile to finish (`release_lookback`), so no fill runs between uses.
 #ifndef CANOPY_LOOKBACK
 #define CANOPY_LOOKBACK
 #include "prelude.glsl"
@@ -29,6 +31,33 @@ uint acquire_tile(uint64_t ticket_address) {
     uint tile = lookback_tile_shared;
     barrier();
     return tile;
+}
+
+shared bool lookback_last_shared;
+
+// Ends this workgroup's use of the look-back scratch at `scratch_address`, one of `tiles` tiles:
+// the last tile to finish, after which no tile reads a descriptor any more, zeroes the
+// descriptors and both counters for the next use. Called by the whole workgroup once its
+// descriptor is published.
+void release_lookback(uint64_t scratch_address, uint tiles) {
+    barrier();
+    memoryBarrierBuffer();
+    CoherentU32s counters = CoherentU32s(scratch_address);
+    if (gl_LocalInvocationIndex == 0) {
+        lookback_last_shared = atomicAdd(counters.v[1], 1u) == tiles - 1u;
+    }
+    barrier();
+    if (lookback_last_shared) {
+        memoryBarrierBuffer();
+        CoherentU64s status = CoherentU64s(scratch_address + 8);
+        for (uint t = gl_LocalInvocationIndex; t < tiles; t += WORKGROUP_SIZE) {
+            status.v[t] = 0ul;
+        }
+        if (gl_LocalInvocationIndex == 0) {
+            counters.v[0] = 0u;
+            counters.v[1] = 0u;
+        }
+    }
 }
 
 #endif

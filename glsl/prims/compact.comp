@@ -31,7 +31,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t output_address;     // kept values (or indices), at most `count` of them
     uint64_t kept_count_address; // receives the number kept (u32)
     uint64_t count_address;      // 0: use host_count
-    uint64_t scratch_address;    // u32 ticket, u32 pad, then one u64 descriptor per tile (zeroed)
+    uint64_t scratch_address;    // look-back scratch (common/lookback.glsl), zero between uses
     uint host_count;
     uint max_count;              // device counts are clamped to it
 } pc;
@@ -103,6 +103,7 @@ void main() {
     }
     barrier();
     uint offset = tile_prefix_shared + subgroup_offset;
+    release_lookback(pc.scratch_address, (n + TILE - 1) / TILE);
 
     U32s output_values = U32s(pc.output_address);
     [[unroll]] for (uint k = 0; k < ITEMS_PER_INVOCATION; ++k) {

@@ -1,16 +1,17 @@
 #version 460
-// Second step of one pass of a stable LSD radix sort (8-bit digits): each workgroup takes a
-// tile of keys (the same tiles as radix_upsweep.comp) and
+// Second step of one pass of a stable LSD radix sort (DIGIT_BITS-bit digits): each workgroup
+// takes a tile of keys (the same tiles as radix_upsweep.comp) and
 //  1. ranks its keys stably by digit: each subgroup walks its contiguous stretch in rounds of
-//     one key per lane, finds the lanes holding the same digit with 8 ballots (a "match"), and
-//     counts into its own 256-bin histogram row in shared memory;
+//     one key per lane, finds the lanes holding the same digit with DIGIT_BITS ballots (a
+//     "match"), and counts into its own histogram row in shared memory;
 //  2. scans those rows across subgroups (per digit) and across digits (the tile's local order);
 //  3. reads where each digit's keys of this tile start in the output from the scanned
 //     digit-major count table (upsweep + prims/scan.comp);
-//  4. reorders the tile (keys and values) in shared memory by digit, then writes it out, so
-//     invocations write runs of consecutive addresses.
-// Keys are KEY_WORDS u32 words; values are u32 and travel with their keys. Workgroups never
-// wait for each other, so the sort is correct on any scheduler.
+//  4. reorders the tile (keys and values) in shared memory by digit, in the words the histogram
+//     rows used, then writes it out, so invocations write runs of consecutive addresses.
+// Keys are KEY_WORDS u32 words; values are u32 and travel with their keys (a first pass may
+// take each key's index as its value instead of reading one). Workgroups never wait for each
+// other, so the sort is correct on any scheduler.
 // Example, digit = key & 255, one tile: keys [0x102 0x001 0x202 0x001] -> [0x001 0x001 0x102 0x202].
 #include "../common/prelude.glsl"
 #include "../common/workgroup_scan.glsl"
@@ -18,6 +19,8 @@
 
 layout(constant_id = 2) const uint KEY_WORDS = 1;
 layout(constant_id = 3) const uint KEYS_PER_INVOCATION = 8;
+// max(SUBGROUPS_PER_WORKGROUP * RADIX_BINS, TILE * (KEY_WORDS + 1)), set by the host.
+layout(constant_id = 5) const uint SHARED_WORDS = 4096;
 const uint TILE = WORKGROUP_SIZE * KEYS_PER_INVOCATION;
 const uint DIGITS_PER_INVOCATION = (RADIX_BINS + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
 const uint INVALID_DIGIT = 0xffffffffu;
@@ -25,7 +28,7 @@ const uint INVALID_DIGIT = 0xffffffffu;
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_in_address;
     uint64_t keys_out_address;
-    uint64_t values_in_address;
+    uint64_t values_in_address; // 0: each key's value is its index
     uint64_t values_out_address;
     uint64_t table_address;     // scanned table[digit * tile_stride + tile]
     uint64_t count_address;
@@ -34,11 +37,11 @@ layout(push_constant, scalar) uniform Push {
     uint tile_stride;
 } pc;
 
-shared uint subgroup_histograms[SUBGROUPS_PER_WORKGROUP * RADIX_BINS];
+// Steps 1-3: a histogram row per subgroup (subgroup s, digit d at s * RADIX_BINS + d). Step 4:
+// the tile's keys (word-major) and values, reordered by digit.
+shared uint tile_words[SHARED_WORDS];
 shared uint digit_tile_start[RADIX_BINS];
 shared uint digit_global_offset[RADIX_BINS];
-// The tile's keys (word-major) and values, reordered by digit.
-shared uint staging[TILE * (KEY_WORDS + 1)];
 
 void main() {
     uint n = element_count(pc.count_address, pc.host_count);
@@ -47,10 +50,9 @@ void main() {
         return;
     }
     U32s keys_in = U32s(pc.keys_in_address);
-    uint digit_word = pc.shift / 32;
 
     for (uint i = gl_LocalInvocationIndex; i < SUBGROUPS_PER_WORKGROUP * RADIX_BINS; i += WORKGROUP_SIZE) {
-        subgroup_histograms[i] = 0;
+        tile_words[i] = 0;
     }
     barrier();
 
@@ -64,10 +66,10 @@ void main() {
         bool valid = i < n;
         uint digit = INVALID_DIGIT;
         if (valid) {
-            digit = radix_digit(keys_in.v[i * KEY_WORDS + digit_word], pc.shift);
+            digit = radix_digit_of(keys_in, i, KEY_WORDS, pc.shift);
         }
         uvec4 peers = subgroupBallot(valid);
-        [[unroll]] for (uint b = 0; b < RADIX_BITS; ++b) {
+        [[unroll]] for (uint b = 0; b < DIGIT_BITS; ++b) {
             bool bit = ((digit >> b) & 1u) != 0;
             uvec4 set = subgroupBallot(bit);
             peers &= bit ? set : ~set;
@@ -75,11 +77,11 @@ void main() {
         uint rank_among_peers = subgroupBallotExclusiveBitCount(peers);
         uint before = 0;
         if (valid) {
-            before = subgroup_histograms[row + digit];
+            before = tile_words[row + digit];
         }
         subgroupBarrier();
         if (valid && rank_among_peers == 0) {
-            subgroup_histograms[row + digit] = before + subgroupBallotBitCount(peers);
+            tile_words[row + digit] = before + subgroupBallotBitCount(peers);
         }
         subgroupBarrier();
         digits[k] = digit;
@@ -95,8 +97,8 @@ void main() {
         uint total = 0;
         if (digit < RADIX_BINS) {
             for (uint s = 0; s < gl_NumSubgroups; ++s) {
-                uint c = subgroup_histograms[s * RADIX_BINS + digit];
-                subgroup_histograms[s * RADIX_BINS + digit] = total;
+                uint c = tile_words[s * RADIX_BINS + digit];
+                tile_words[s * RADIX_BINS + digit] = total;
                 total += c;
             }
         }
@@ -118,13 +120,15 @@ void main() {
     }
     barrier();
 
-    // 4. Reorder through shared memory, one key word (then the values) at a time.
+    // 4. Reorder through shared memory (the histogram rows' words, once every invocation has
+    // its positions), all key words and the values at once.
     uint local_positions[KEYS_PER_INVOCATION];
     [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
         uint digit = digits[k];
         local_positions[k] = digit == INVALID_DIGIT ? INVALID_DIGIT
-            : digit_tile_start[digit] + subgroup_histograms[row + digit] + ranks[k];
+            : digit_tile_start[digit] + tile_words[row + digit] + ranks[k];
     }
+    barrier();
     uint tile_count = min(TILE, n - tile * TILE);
     U32s values_in = U32s(pc.values_in_address);
     [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
@@ -132,23 +136,29 @@ void main() {
         if (position != INVALID_DIGIT) {
             uint i = stretch + k * gl_SubgroupSize + gl_SubgroupInvocationID;
             for (uint w = 0; w < KEY_WORDS; ++w) {
-                staging[w * TILE + position] = keys_in.v[i * KEY_WORDS + w];
+                tile_words[w * TILE + position] = keys_in.v[i * KEY_WORDS + w];
             }
-            staging[KEY_WORDS * TILE + position] = values_in.v[i];
+            uint value = i;
+            if (pc.values_in_address != 0ul) {
+                value = values_in.v[i];
+            }
+            tile_words[KEY_WORDS * TILE + position] = value;
         }
     }
     barrier();
     U32s keys_out = U32s(pc.keys_out_address);
     U32s values_out = U32s(pc.values_out_address);
+    uint digit_word = pc.shift / 32u;
     [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
         uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
         if (local < tile_count) {
-            uint digit = radix_digit(staging[digit_word * TILE + local], pc.shift);
+            uint high = digit_word + 1u < KEY_WORDS ? tile_words[(digit_word + 1u) * TILE + local] : 0u;
+            uint digit = radix_digit(tile_words[digit_word * TILE + local], high, pc.shift);
             uint destination = digit_global_offset[digit] + local;
             for (uint w = 0; w < KEY_WORDS; ++w) {
-                keys_out.v[destination * KEY_WORDS + w] = staging[w * TILE + local];
+                keys_out.v[destination * KEY_WORDS + w] = tile_words[w * TILE + local];
             }
-            values_out.v[destination] = staging[KEY_WORDS * TILE + local];
+            values_out.v[destination] = tile_words[KEY_WORDS * TILE + local];
         }
     }
 }

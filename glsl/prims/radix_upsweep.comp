@@ -1,9 +1,11 @@
 #version 460
-// First step of one radix sort pass: counts how many keys of each tile hold each 8-bit digit
-// and writes the counts digit-major, table[digit * tile_stride + tile]. An exclusive scan of
-// that table (prims/scan.comp) then gives, for every (digit, tile), where the tile's keys with
-// that digit start in the output: all keys with smaller digits, plus the keys with this digit
-// in earlier tiles. The tiles match radix_scatter.comp's, which reads the scanned table.
+// First step of one radix sort pass: counts how many keys of each tile hold each digit and
+// writes the counts digit-major, table[digit * tile_stride + tile]. An exclusive scan of that
+// table (prims/scan.comp) then gives, for every (digit, tile), where the tile's keys with that
+// digit start in the output: all keys with smaller digits, plus the keys with this digit in
+// earlier tiles. The tiles match radix_scatter.comp's, which reads the scanned table. The grid
+// covers all tile_stride tiles: those past a device count write zero counts, so the table
+// needs no fill before a pass.
 #include "../common/prelude.glsl"
 #include "radix_digits.glsl"
 
@@ -13,7 +15,7 @@ const uint TILE = WORKGROUP_SIZE * KEYS_PER_INVOCATION;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_address;
-    uint64_t table_address;     // 256 * tile_stride u32
+    uint64_t table_address;     // RADIX_BINS * tile_stride u32
     uint64_t count_address;
     uint host_count;
     uint shift;                 // bit position of this pass's digit
@@ -25,18 +27,17 @@ shared uint tile_histogram[RADIX_BINS];
 void main() {
     uint n = element_count(pc.count_address, pc.host_count);
     uint tile = flat_workgroup_id();
-    if (tile * TILE >= n) {
-        return;
+    if (tile >= pc.tile_stride) {
+        return; // 2D grid rounding
     }
     for (uint i = gl_LocalInvocationIndex; i < RADIX_BINS; i += WORKGROUP_SIZE) {
         tile_histogram[i] = 0;
     }
     barrier();
     U32s keys = U32s(pc.keys_address);
-    uint word = pc.shift / 32;
     uint end = min(n, (tile + 1) * TILE);
     for (uint i = tile * TILE + gl_LocalInvocationIndex; i < end; i += WORKGROUP_SIZE) {
-        atomicAdd(tile_histogram[radix_digit(keys.v[i * KEY_WORDS + word], pc.shift)], 1u);
+        atomicAdd(tile_histogram[radix_digit_of(keys, i, KEY_WORDS, pc.shift)], 1u);
     }
     barrier();
     U32s table = U32s(pc.table_address);

@@ -17,7 +17,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t input_address;
     uint64_t output_address;
     uint64_t count_address;   // 0: use host_count
-    uint64_t scratch_address; // u32 ticket, u32 pad, then one u64 descriptor per tile (zeroed)
+    uint64_t scratch_address; // look-back scratch (common/lookback.glsl), zero between uses
     uint host_count;
 } pc;
 
@@ -85,6 +85,7 @@ void main() {
     }
     barrier();
     uint offset = tile_prefix_shared + subgroup_offset;
+    release_lookback(pc.scratch_address, (n + TILE - 1) / TILE);
 
     [[unroll]] for (uint k = 0; k < VECTORS_PER_INVOCATION; ++k) {
         uint first = subgroup_base + (k * gl_SubgroupSize + gl_SubgroupInvocationID) * 4;

@@ -1,8 +1,8 @@
 #version 460
 // Morton code of every primitive's centroid (the centre of its box) on a grid of 2^10 or
 // 2^21 cells per axis spanning the centroid bounds (Karras 2012 §3), written as sort keys
-// (u32 for 30-bit codes, u64 for 63-bit) with the primitive's index as the value. A flat axis
-// (zero extent) quantizes to cell 0. src/geom/morton.rs is the reference.
+// (u32 for 30-bit codes, u64 for 63-bit); the sort pairs each with its index, the primitive.
+// A flat axis (zero extent) quantizes to cell 0. src/geom/morton.rs is the reference.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/morton.glsl"
@@ -15,7 +15,6 @@ layout(push_constant, scalar) uniform Push {
     uint64_t triangles_address; // uvec3 per triangle (unused for points)
     uint64_t bounds_address; // one Aabb: centroid bounds
     uint64_t keys_address;   // out: u32 or u64 per primitive
-    uint64_t values_address; // out: u32 per primitive (its index)
     uint64_t count_address;
     uint host_count;
 } pc;
@@ -36,5 +35,4 @@ void main() {
     } else {
         U32s(pc.keys_address).v[i] = morton30(cell);
     }
-    U32s(pc.values_address).v[i] = i;
 }

@@ -1,6 +1,6 @@
 //! The binary radix tree (Karras 2012) that the LBVH and the octree both stand on: the bounds
 //! of the primitives' centres (`glsl/radix_tree/primitive_bounds.comp`), a Morton code per
-//! centre (`glsl/radix_tree/morton_codes.comp`), a radix sort of (code, primitive) pairs, and
+//! centre (`glsl/radix_tree/morton_codes.comp`), a radix sort of the codes with their indices, and
 //! the whole tree of internal nodes over the sorted codes in one dispatch, with parent links
 //! (`glsl/radix_tree/internal_nodes.comp`; duplicate codes are split by index). The octree
 //! reads its cells off the tree's prefixes ([`crate::accel::octree`]); the LBVH sorts the same
@@ -55,8 +55,6 @@ pub struct MortonPush {
     pub bounds_address: u64,
     /// Keys written.
     pub keys_address: u64,
-    /// Values (primitive indices) written.
-    pub values_address: u64,
     /// Device count or 0.
     pub count_address: u64,
     /// Host count.
@@ -96,10 +94,6 @@ pub(crate) struct CodeBuffers {
     pub(crate) positions: u64,
     /// Triangles (0 for points).
     pub(crate) triangles: u64,
-    /// Keys written.
-    pub(crate) keys: u64,
-    /// Values written.
-    pub(crate) values: u64,
 }
 
 /// Device addresses the radix tree step reads and writes.
@@ -170,7 +164,12 @@ impl RadixTreeSteps {
                 WORKGROUP_SIZE,
                 &[("KEYS64", codes63)],
             )?,
-            sort: RadixSort::new(ctx, key_type(morton_bits), capacity)?,
+            sort: RadixSort::new(
+                ctx,
+                key_type(morton_bits),
+                morton_bits.code_bits(),
+                capacity,
+            )?,
             indirect: IndirectArgs::new(ctx, label, 3)?,
             reduce_scratch,
             centroid_bounds: ctx.create_buffer(
@@ -186,18 +185,20 @@ impl RadixTreeSteps {
         self.morton_bits.key_bits() as u64 / 8
     }
 
-    /// Steps 1-2: centroid bounds, then (key, index) pairs.
-    pub(crate) fn record_codes(
+    /// Steps 1-3: centroid bounds, a Morton code per primitive, and the codes sorted with their
+    /// primitives: the sorted codes end in `keys` (u32 or u64 each) and the primitives in code
+    /// order in `values`.
+    pub(crate) fn record_sorted_codes(
         &self,
         rec: &mut Recorder,
         buffers: &CodeBuffers,
+        keys: &Buffer,
+        values: &Buffer,
         count: Count,
     ) -> Result<()> {
         let CodeBuffers {
             positions,
             triangles,
-            keys,
-            values,
         } = *buffers;
         let (count_address, host_count) = count.push();
         rec.begin_stage(&format!("{}: bounds", self.label));
@@ -223,8 +224,7 @@ impl RadixTreeSteps {
             positions_address: positions,
             triangles_address: triangles,
             bounds_address: self.centroid_bounds.address(),
-            keys_address: keys,
-            values_address: values,
+            keys_address: self.sort.unsorted_keys(Slice::whole(keys)).address(),
             count_address,
             host_count,
             pad: 0,
@@ -232,28 +232,16 @@ impl RadixTreeSteps {
         rec.dispatch_groups(&self.morton, &push, &groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
-        Ok(())
-    }
 
-    /// Step 3: sorts the pairs.
-    pub(crate) fn record_sort(
-        &self,
-        rec: &mut Recorder,
-        keys: &Buffer,
-        values: &Buffer,
-        count: Count,
-    ) -> Result<()> {
         rec.begin_stage(&format!("{}: sort", self.label));
         let words = self.key_bytes() / 4;
         let n = count.max() as u64;
-        self.sort.record(
+        self.sort.record_indexed(
             rec,
             Slice::new(keys, 0, n * words),
             Slice::new(values, 0, n),
             count,
-            self.morton_bits.key_bits(),
         )?;
-        rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
     }

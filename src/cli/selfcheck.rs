@@ -213,7 +213,7 @@ fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
     let words = if key_type == KeyType::U32 { 1 } else { 2 };
     let key_words = t.rng.u32s((n * words) as usize);
     let values: Vec<u32> = (0..n).collect();
-    let sort = RadixSort::new(t.ctx, key_type, n)?;
+    let sort = RadixSort::new(t.ctx, key_type, 32 * words, n)?;
     let keys = t.ctx.create_buffer_with("selfcheck keys", &key_words)?;
     let values_buf = t.ctx.create_buffer_with("selfcheck values", &values)?;
     t.gpu(|rec| {
@@ -222,7 +222,6 @@ fn radix_sort(t: &mut Trial, n: u32, key_type: KeyType) -> Result<Verdict> {
             Slice::whole(&keys),
             Slice::whole(&values_buf),
             Count::Host(n),
-            32 * words,
         )
     })?;
     let got_values = t.ctx.download::<u32>(&values_buf, 0, n as usize)?;

@@ -78,6 +78,11 @@ impl MortonBits {
         }
     }
 
+    /// Significant bits of a code: 30 or 63 (what a radix sort of the codes orders by).
+    pub const fn code_bits(self) -> u32 {
+        3 * self.per_axis()
+    }
+
     /// Width of the sort key holding the code: 32 or 64.
     pub const fn key_bits(self) -> u32 {
         match self {

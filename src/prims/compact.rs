@@ -14,9 +14,9 @@
 //! thread the OS preempted gave wrong counts there now and then.
 
 use super::indirect::IndirectArgs;
-use super::{WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count, lookback_scratch};
 use crate::shaders;
-use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Buffer, Context, Error, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
@@ -88,11 +88,10 @@ impl Compact {
                 ("SPIN_LIMIT", spin_limit.max(1)),
             ],
         )?;
-        let tiles = capacity.div_ceil(TILE).max(1) as u64;
         Ok(Self {
             pipeline,
             capacity,
-            scratch: ctx.create_buffer("compact scratch", 8 + 8 * tiles, MemoryKind::Device)?,
+            scratch: lookback_scratch(ctx, "compact scratch", capacity.div_ceil(TILE))?,
             indirect: IndirectArgs::new(ctx, "compact", 1)?,
         })
     }
@@ -106,8 +105,8 @@ impl Compact {
     ///
     /// The caller orders earlier writes of the inputs before this (e.g.
     /// [`Recorder::barrier_compute_to_compute`]) and this before readers of the output. The
-    /// scratch is reset here, after a barrier against the previous recording's dispatch, so
-    /// one `Compact` may be recorded many times into one command buffer.
+    /// scratch is left zero by each use and a barrier orders each use after the previous one,
+    /// so one `Compact` may be recorded many times into one command buffer.
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -152,10 +151,8 @@ impl Compact {
             ));
         }
 
-        let tiles = count.max().div_ceil(TILE).max(1) as u64;
-        rec.barrier_compute_to_transfer();
-        rec.fill(&self.scratch, 0, 8 + 8 * tiles, 0);
-        rec.barrier_transfer_to_compute();
+        // A previous use of this scratch (maybe in the same command buffer) must have ended.
+        rec.barrier_compute_to_compute();
         let (count_address, host_count) = count.push();
         let push = CompactPush {
             values_address: values.map_or(0, |v| v.address()),

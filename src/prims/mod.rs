@@ -18,7 +18,7 @@ pub mod reduce;
 pub mod scan;
 pub mod segmented_reduce;
 
-use crate::vk::{Buffer, Count, Error, Recorder, Result};
+use crate::vk::{Buffer, Context, Count, Error, Recorder, Result};
 
 /// Default invocations per workgroup of the primitives.
 pub const WORKGROUP_SIZE: u32 = 256;
@@ -35,6 +35,14 @@ pub(crate) fn check_count(what: &str, count: &Count, capacity: u32) -> Result<()
         )));
     }
     Ok(())
+}
+
+/// The scratch of a single-pass kernel with decoupled look-back over `tiles` tiles
+/// (`glsl/common/lookback.glsl`): a ticket, a count of the tiles finished and one 8-byte
+/// descriptor per tile. It is zero when created, and every use leaves it zero (its last tile
+/// resets it), so no fill runs between uses.
+pub(crate) fn lookback_scratch(ctx: &Context, name: &str, tiles: u32) -> Result<Buffer> {
+    ctx.create_buffer_with(name, &vec![0u32; 2 + 2 * tiles.max(1) as usize])
 }
 
 /// How a dispatch is sized: known when it is recorded, or written on the GPU by

@@ -3,9 +3,9 @@
 //!
 //! Bin sizes come from per-workgroup shared-memory histograms (`glsl/prims/bin_histogram.comp`,
 //! global atomics when the bins exceed shared memory) and an exclusive [`Scan`]. The reordering
-//! splits in levels of 8 bits of the bin id, each level a stable split into 256 bins done by the
-//! radix sort's ranking and scatter; `ceil(log2(bins) / 8)` levels give any bin count up to 2^32
-//! (the 128x128 tiles x 16 slabs of Patidar's grid need 3 levels).
+//! splits in levels of up to 10 bits of the bin id, each level a stable split done by the radix
+//! sort's ranking and scatter; `ceil(log2(bins) / 10)` levels give any bin count up to 2^32
+//! (the 128x128 tiles x 16 slabs of Patidar's grid, 18 bits, take 2 levels of 9 bits).
 
 use super::radix_sort::{KeyType, RadixSort};
 use super::scan::{Scan, ScanKind};
@@ -37,7 +37,6 @@ const ITEMS_PER_INVOCATION: u32 = 16;
 pub struct Multisplit {
     bins: u32,
     capacity: u32,
-    levels: u32,
     histogram: Arc<Pipeline>,
     counts: Buffer,
     scan: Scan,
@@ -56,7 +55,6 @@ impl Multisplit {
         Ok(Self {
             bins,
             capacity,
-            levels: bits.div_ceil(8).max(1),
             histogram: ctx.pipeline(
                 &shaders::PRIMS_BIN_HISTOGRAM,
                 WORKGROUP_SIZE,
@@ -71,13 +69,13 @@ impl Multisplit {
                 MemoryKind::Device,
             )?,
             scan: Scan::new(ctx, ScanKind::Exclusive, bins + 1)?,
-            sort: RadixSort::new(ctx, KeyType::U32, capacity)?,
+            sort: RadixSort::new(ctx, KeyType::U32, bits.max(1), capacity)?,
         })
     }
 
-    /// Split levels of 8 bits each.
+    /// Split levels (the radix sort's passes, of up to 10 bits of the bin id each).
     pub fn levels(&self) -> u32 {
-        self.levels
+        self.sort.passes()
     }
 
     /// Scratch bytes per element (the radix sort's), plus 4 bytes per bin.
@@ -126,8 +124,7 @@ impl Multisplit {
             .record(rec, counts, bin_starts, Count::Host(self.bins + 1))?;
         rec.end_stage();
         rec.begin_stage("multisplit: reorder");
-        self.sort
-            .record_passes(rec, bin_ids, values, count, 0, self.levels)?;
+        self.sort.record(rec, bin_ids, values, count)?;
         rec.end_stage();
         Ok(())
     }

@@ -1,12 +1,23 @@
-//! Stable key-value LSD radix sort of u32 or u64 keys with u32 values, 8 bits per pass.
+//! Stable key-value LSD radix sort of u32 or u64 keys with u32 values.
+//!
+//! A sorter is made for keys of a given number of significant bits, which it sorts in as few
+//! passes of up to 10-bit digits as cover them, the digit as narrow as that allows: 32-bit keys
+//! in four passes of 8 bits, 30-bit Morton codes in three of 10, 63-bit ones in seven of 9.
 //!
 //! Each pass is reduce-then-scan: `glsl/prims/radix_upsweep.comp` counts each tile's digits
 //! into a digit-major table, [`Scan`] turns the table into output offsets, and
 //! `glsl/prims/radix_scatter.comp` ranks each tile stably in shared memory (subgroup ballots)
-//! and writes it out in digit order. Per pair and pass that is 12 bytes read (keys twice) and
-//! 8 written. A single-pass (Onesweep-style, decoupled look-back per digit) scatter would save
-//! the second key read, but its per-digit look-back produced wrong offsets intermittently on
-//! lavapipe, so canopy keeps the variant in which workgroups never wait for each other.
+//! and writes it out in digit order: three dispatches and no fill per pass. Per pair and pass
+//! that is 12 bytes read (keys twice) and 8 written, plus the table (16 bytes per digit and
+//! tile: written, scanned and read). A single-pass (Onesweep-style, decoupled look-back per
+//! digit) scatter would save the second key read, but its per-digit look-back produced wrong
+//! offsets intermittently on lavapipe, so canopy keeps the variant in which workgroups never
+//! wait for each other.
+//!
+//! [`RadixSort::record`] sorts pairs in place; with an odd number of passes the result is
+//! copied back at the end. [`RadixSort::record_indexed`] saves that copy and the values' first
+//! read: the caller writes the keys where [`RadixSort::unsorted_keys`] says, and each key's
+//! value is its index.
 
 use super::check_count;
 use super::indirect::IndirectArgs;
@@ -65,7 +76,7 @@ pub struct ScatterPush {
     pub keys_in_address: u64,
     /// Keys written.
     pub keys_out_address: u64,
-    /// Values read.
+    /// Values read, or 0: each key's value is its index.
     pub values_in_address: u64,
     /// Values written.
     pub values_out_address: u64,
@@ -83,14 +94,18 @@ pub struct ScatterPush {
     pub pad: u32,
 }
 
-const BINS: u64 = 256;
+/// The widest digit of a pass: 1024 bins, so that 30-bit Morton codes take three passes.
+pub const MAX_DIGIT_BITS: u32 = 10;
 /// At most 2^31 keys.
 pub const MAX_KEYS: u32 = 1 << 31;
 
-/// A radix sorter for up to `capacity` pairs; owns the alternate key/value buffers and the
-/// histogram and look-back scratch.
+/// A radix sorter of keys of up to `key_bits` significant bits for up to `capacity` pairs; owns
+/// the alternate key/value buffers and the digit table and its scan.
 pub struct RadixSort {
     key_type: KeyType,
+    key_bits: u32,
+    digit_bits: u32,
+    passes: u32,
     capacity: u32,
     tile: u32,
     upsweep: Arc<Pipeline>,
@@ -104,17 +119,20 @@ pub struct RadixSort {
 }
 
 impl RadixSort {
-    /// A sorter of `key_type` keys for up to `capacity` pairs.
-    pub fn new(ctx: &Context, key_type: KeyType, capacity: u32) -> Result<Self> {
-        Self::with_keys_per_invocation(ctx, key_type, capacity, None)
+    /// A sorter of `key_type` keys whose bits above the low `key_bits` are zero (or ignored),
+    /// for up to `capacity` pairs.
+    pub fn new(ctx: &Context, key_type: KeyType, key_bits: u32, capacity: u32) -> Result<Self> {
+        Self::with_keys_per_invocation(ctx, key_type, key_bits, capacity, None)
     }
 
     /// As [`RadixSort::new`], with the keys each scatter invocation handles (the tile size
-    /// divided by the workgroup size) chosen instead of the largest that fits in shared memory
-    /// (6 for u32 keys, 12 for u64 keys): a tuning knob for benchmarks.
+    /// divided by the workgroup size) chosen instead of the default (6 for u32 keys and 12 for
+    /// u64 keys with 8-bit digits, 16 and 12 with wider ones), which is capped by the shared
+    /// memory: a tuning knob for benchmarks.
     pub fn with_keys_per_invocation(
         ctx: &Context,
         key_type: KeyType,
+        key_bits: u32,
         capacity: u32,
         keys_per_invocation: Option<u32>,
     ) -> Result<Self> {
@@ -123,56 +141,75 @@ impl RadixSort {
                 "radix sort capacity {capacity} outside 1..={MAX_KEYS}"
             )));
         }
+        if key_bits == 0 || key_bits > key_type.bits() {
+            return Err(Error::InvalidInput(format!(
+                "radix sort of {key_bits}-bit keys with {}-bit keys",
+                key_type.bits()
+            )));
+        }
+        let passes = key_bits.div_ceil(MAX_DIGIT_BITS);
+        let digit_bits = key_bits.div_ceil(passes);
+        let bins = 1u32 << digit_bits;
+        let words = key_type.words();
         let caps = ctx.caps();
         let sg = caps.subgroup_size;
-        let workgroup = (16 * sg).min(256).min(caps.max_workgroup_size);
-        // Shared memory: a 256-bin row per subgroup, two 256-entry tables, and the tile's keys
-        // and values staged for the reorder.
-        let fixed = (workgroup / sg) * 1024 + 2 * 1024 + 512;
-        let staging_bytes_per_key = 4 * (key_type.words() + 1);
-        let per_key_budget =
-            caps.max_shared_memory.saturating_sub(fixed) / (staging_bytes_per_key * workgroup);
-        // Defaults from the tile sweep of `canopy bench prims` on an H200 (BENCHMARKS.md): small
-        // tiles keep more workgroups resident for u32 keys; u64 keys prefer larger ones.
-        let default_keys_per_invocation = match key_type {
-            KeyType::U32 => 6,
-            KeyType::U64 => 12,
+        // Shared memory: a histogram row per subgroup, whose words then stage the tile's keys
+        // and values for the reorder, plus two per-digit tables and the workgroup scan's words.
+        let tables = 2 * bins * 4 + 512;
+        let row = bins * 4;
+        let mut subgroups = ((16 * sg).min(256).min(caps.max_workgroup_size) / sg).max(1);
+        while subgroups > 1 && subgroups * row + tables > caps.max_shared_memory {
+            subgroups /= 2;
+        }
+        let shortfall = |needed: u32| Error::MissingFeature {
+            device: caps.name.clone(),
+            what: format!("{needed} bytes of shared memory for the radix sort"),
+        };
+        if subgroups * row + tables > caps.max_shared_memory {
+            return Err(shortfall(subgroups * row + tables));
+        }
+        let workgroup = subgroups * sg;
+        let staging_budget = caps.max_shared_memory.saturating_sub(tables) / 4;
+        let per_key_budget = staging_budget / ((words + 1) * workgroup);
+        // Defaults from the tile sweeps of `canopy bench prims` (BENCHMARKS.md): small tiles
+        // keep more workgroups resident for u32 keys of 8-bit digits; u64 keys and wider digits
+        // (a 4x larger table per tile) prefer larger ones.
+        let default_keys_per_invocation = match (key_type, digit_bits > 8) {
+            (KeyType::U32, false) => 6,
+            (KeyType::U32, true) => 16,
+            (KeyType::U64, _) => 12,
         };
         let keys_per_invocation =
             per_key_budget.min(keys_per_invocation.unwrap_or(default_keys_per_invocation));
         if keys_per_invocation == 0 {
-            return Err(Error::MissingFeature {
-                device: caps.name.clone(),
-                what: format!("{fixed} bytes of shared memory for the radix sort"),
-            });
+            return Err(shortfall(tables + (words + 1) * workgroup * 4));
         }
         let tile = workgroup * keys_per_invocation;
+        let shared_words = (subgroups * bins).max(tile * (words + 1));
+        let constants = [
+            ("KEY_WORDS", words),
+            ("KEYS_PER_INVOCATION", keys_per_invocation),
+            ("DIGIT_BITS", digit_bits),
+        ];
         let scatter = ctx.pipeline(
             &shaders::PRIMS_RADIX_SCATTER,
             workgroup,
-            &[
-                ("KEY_WORDS", key_type.words()),
-                ("KEYS_PER_INVOCATION", keys_per_invocation),
-            ],
+            &[constants.as_slice(), &[("SHARED_WORDS", shared_words)]].concat(),
         )?;
-        let upsweep = ctx.pipeline(
-            &shaders::PRIMS_RADIX_UPSWEEP,
-            workgroup,
-            &[
-                ("KEY_WORDS", key_type.words()),
-                ("KEYS_PER_INVOCATION", keys_per_invocation),
-            ],
-        )?;
-        let tiles = capacity.div_ceil(tile);
+        let upsweep = ctx.pipeline(&shaders::PRIMS_RADIX_UPSWEEP, workgroup, &constants)?;
+        let table_len = capacity.div_ceil(tile) as u64 * bins as u64;
         Ok(Self {
             key_type,
+            key_bits,
+            digit_bits,
+            passes,
             capacity,
             tile,
             upsweep,
             scatter,
             alt_keys: ctx.create_buffer(
                 "radix sort alternate keys",
-                capacity as u64 * 4 * key_type.words() as u64,
+                capacity as u64 * 4 * words as u64,
                 MemoryKind::Device,
             )?,
             alt_values: ctx.create_buffer(
@@ -182,15 +219,15 @@ impl RadixSort {
             )?,
             table: ctx.create_buffer(
                 "radix sort digit table",
-                tiles as u64 * BINS * 4,
+                table_len * 4,
                 MemoryKind::Device,
             )?,
             offsets: ctx.create_buffer(
                 "radix sort digit offsets",
-                tiles as u64 * BINS * 4,
+                table_len * 4,
                 MemoryKind::Device,
             )?,
-            scan: Scan::new(ctx, ScanKind::Exclusive, tiles * BINS as u32)?,
+            scan: Scan::new(ctx, ScanKind::Exclusive, table_len as u32)?,
             indirect: IndirectArgs::new(ctx, "radix sort", 1)?,
         })
     }
@@ -198,7 +235,7 @@ impl RadixSort {
     /// Scratch bytes per pair: the alternate keys and values, plus one 4-byte count and one
     /// 4-byte offset per digit per tile (and the scan's descriptors of that table).
     pub fn scratch_bytes_per_element(&self) -> f64 {
-        let table = 2.0 * BINS as f64 * 4.0 / self.tile as f64;
+        let table = 2.0 * self.bins() as f64 * 4.0 / self.tile as f64;
         (4 * self.key_type.words() + 4) as f64
             + table * (1.0 + Scan::SCRATCH_BYTES_PER_ELEMENT / 4.0)
     }
@@ -208,63 +245,94 @@ impl RadixSort {
         self.tile
     }
 
-    /// Records a stable sort of `count` pairs by the low `key_bits` bits of the keys (rounded
-    /// up to a multiple of 8; higher bits must be zero, or they are ignored). `keys` holds u32
-    /// or u64 keys as this sorter was created for, viewed as u32 words. The sorted pairs end in
-    /// `keys` and `values`.
+    /// Passes of a sort.
+    pub fn passes(&self) -> u32 {
+        self.passes
+    }
+
+    /// Bits of the digit of each pass.
+    pub fn digit_bits(&self) -> u32 {
+        self.digit_bits
+    }
+
+    /// Significant key bits this sorter orders by.
+    pub fn key_bits(&self) -> u32 {
+        self.key_bits
+    }
+
+    fn bins(&self) -> u32 {
+        1 << self.digit_bits
+    }
+
+    /// Records a stable sort of `count` pairs by their keys' low [`RadixSort::key_bits`] bits.
+    /// `keys` holds u32 or u64 keys as this sorter was created for, viewed as u32 words. The
+    /// sorted pairs end in `keys` and `values` (after an odd number of passes, by a copy).
+    /// Recorded work ends with a barrier: compute work recorded after it reads the sorted pairs.
     pub fn record(
         &self,
         rec: &mut Recorder,
         keys: Slice<u32>,
         values: Slice<u32>,
         count: Count,
-        key_bits: u32,
     ) -> Result<()> {
-        let passes = key_bits.div_ceil(8);
-        if passes == 0 || key_bits > self.key_type.bits() {
-            return Err(Error::InvalidInput(format!(
-                "radix sort of {key_bits}-bit keys with {}-bit keys",
-                self.key_type.bits()
-            )));
-        }
-        self.record_passes(rec, keys, values, count, 0, passes)
+        self.record_chain(rec, keys, values, false, count)
     }
 
-    /// Records `passes` stable 8-bit passes starting at digit `first_pass`: the multi-level
-    /// split of [`super::multisplit`] and partial sorts.
-    pub(crate) fn record_passes(
+    /// Where the keys of [`RadixSort::record_indexed`] are to be written: `keys` after an even
+    /// number of passes, the sorter's own alternate buffer after an odd one, so that the last
+    /// pass writes `keys`.
+    pub fn unsorted_keys<'a>(&'a self, keys: Slice<'a, u32>) -> Slice<'a, u32> {
+        if self.passes % 2 == 1 {
+            Slice::new(&self.alt_keys, 0, self.alt_keys.size() / 4)
+        } else {
+            keys
+        }
+    }
+
+    /// Records a stable sort of the `count` keys written to [`RadixSort::unsorted_keys`]`(keys)`,
+    /// each paired with its index: the sorted keys end in `keys` and their indices in `values`,
+    /// with no copy and no values read. Ends with a compute → compute barrier.
+    pub fn record_indexed(
         &self,
         rec: &mut Recorder,
         keys: Slice<u32>,
         values: Slice<u32>,
         count: Count,
-        first_pass: u32,
-        passes: u32,
+    ) -> Result<()> {
+        self.record_chain(rec, keys, values, true, count)
+    }
+
+    /// The passes: keys start in the user's `keys` or (`indexed` with an odd number of passes)
+    /// in the alternate buffer, and each pass writes to the other buffer.
+    fn record_chain(
+        &self,
+        rec: &mut Recorder,
+        keys: Slice<u32>,
+        values: Slice<u32>,
+        indexed: bool,
+        count: Count,
     ) -> Result<()> {
         check_count("radix sort", &count, self.capacity)?;
         let words = self.key_type.words();
         let max = count.max() as u64;
         keys.check("radix sort keys", max * words as u64, 4 * words as u64)?;
         values.check("radix sort values", max, 4)?;
-        assert!(first_pass + passes <= self.key_type.bits() / 8);
         let (count_address, host_count) = count.push();
-        // Host counts size the table exactly; device counts use the capacity's tiles, and
-        // tiles beyond the count keep the zeros of a fill so the scan skips over them.
+        // The table has a column per tile of the largest count; the upsweep covers all of them
+        // (zero columns past a device count), so the scan over the whole table needs no fill.
         let tile_stride = count.max().div_ceil(self.tile);
-        let table_len = tile_stride * BINS as u32;
-        let groups = self.indirect.groups_for(rec, 0, &count, self.tile, 0)?;
+        let table_len = tile_stride * self.bins();
+        let scatter_groups = self.indirect.groups_for(rec, 0, &count, self.tile, 0)?;
         let table = Slice::<u32>::new(&self.table, 0, table_len as u64);
         let offsets = Slice::<u32>::new(&self.offsets, 0, table_len as u64);
         let user = (keys.address(), values.address());
         let alt = (self.alt_keys.address(), self.alt_values.address());
-        for p in 0..passes {
-            let shift = (first_pass + p) * 8;
-            let (src, dst) = if p % 2 == 0 { (user, alt) } else { (alt, user) };
-            if let Count::Device { .. } = count {
-                rec.barrier_compute_to_transfer();
-                rec.fill(&self.table, 0, table_len as u64 * 4, 0);
-                rec.barrier_transfer_to_compute();
-            }
+        let mut in_alt = indexed && self.passes % 2 == 1;
+        for p in 0..self.passes {
+            let shift = p * self.digit_bits;
+            let (src, dst) = if in_alt { (alt, user) } else { (user, alt) };
+            in_alt = !in_alt;
+            let values_in = if indexed && p == 0 { 0 } else { src.1 };
             let upsweep = UpsweepPush {
                 keys_address: src.0,
                 table_address: self.table.address(),
@@ -275,7 +343,7 @@ impl RadixSort {
                 pad: 0,
             };
             rec.begin_stage("radix sort: upsweep");
-            rec.dispatch_groups(&self.upsweep, &upsweep, &groups)?;
+            rec.dispatch(&self.upsweep, &upsweep, tile_stride)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
             rec.begin_stage("radix sort: scan");
@@ -286,7 +354,7 @@ impl RadixSort {
             let scatter = ScatterPush {
                 keys_in_address: src.0,
                 keys_out_address: dst.0,
-                values_in_address: src.1,
+                values_in_address: values_in,
                 values_out_address: dst.1,
                 table_address: self.offsets.address(),
                 count_address,
@@ -296,11 +364,11 @@ impl RadixSort {
                 pad: 0,
             };
             rec.begin_stage("radix sort: scatter");
-            rec.dispatch_groups(&self.scatter, &scatter, &groups)?;
+            rec.dispatch_groups(&self.scatter, &scatter, &scatter_groups)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
         }
-        if passes % 2 == 1 {
+        if in_alt {
             rec.barrier_compute_to_transfer();
             rec.copy_buffer(
                 &self.alt_keys,

@@ -4,12 +4,14 @@
 //! and writes once (3n words); decoupled look-back reads once and writes once (2n), so it can
 //! approach the copy bandwidth. Its look-back spins only on tiles that have already started
 //! (tiles are numbered by an atomic ticket in arrival order), so it cannot deadlock on
-//! schedulers without forward-progress guarantees between workgroups, lavapipe included.
+//! schedulers without forward-progress guarantees between workgroups, lavapipe included. Its
+//! last tile leaves the look-back scratch zero for the next use: recording a scan adds one
+//! dispatch and no fill.
 
 use super::indirect::IndirectArgs;
-use super::{WORKGROUP_SIZE, check_count};
+use super::{WORKGROUP_SIZE, check_count, lookback_scratch};
 use crate::shaders;
-use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Buffer, Context, Error, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use std::sync::Arc;
 
@@ -32,7 +34,7 @@ pub struct ScanPush {
     pub output_address: u64,
     /// Device count or 0.
     pub count_address: u64,
-    /// Ticket and tile descriptors.
+    /// Look-back scratch: ticket, tiles finished and tile descriptors.
     pub scratch_address: u64,
     /// Host count.
     pub host_count: u32,
@@ -66,11 +68,10 @@ impl Scan {
                 ("INCLUSIVE", (kind == ScanKind::Inclusive) as u32),
             ],
         )?;
-        let tiles = capacity.div_ceil(TILE).max(1) as u64;
         Ok(Self {
             pipeline,
             capacity,
-            scratch: ctx.create_buffer("scan scratch", 8 + 8 * tiles, MemoryKind::Device)?,
+            scratch: lookback_scratch(ctx, "scan scratch", capacity.div_ceil(TILE))?,
             indirect: IndirectArgs::new(ctx, "scan", 1)?,
         })
     }
@@ -96,11 +97,8 @@ impl Scan {
         }
         input.check("scan input", count.max() as u64, 16)?;
         output.check("scan output", count.max() as u64, 16)?;
-        let tiles = count.max().div_ceil(TILE).max(1) as u64;
-        // The previous use of this scan (maybe in the same command buffer) must be done with it.
-        rec.barrier_compute_to_transfer();
-        rec.fill(&self.scratch, 0, 8 + 8 * tiles, 0);
-        rec.barrier_transfer_to_compute();
+        // A previous use of this scratch (maybe in the same command buffer) must have ended.
+        rec.barrier_compute_to_compute();
         let (count_address, host_count) = count.push();
         let push = ScanPush {
             input_address: input.address(),

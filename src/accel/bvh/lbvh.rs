@@ -278,11 +278,8 @@ impl LbvhBuilder {
         let buffers = CodeBuffers {
             positions: input.positions.address(),
             triangles: input.triangles.address(),
-            keys: self.keys.address(),
-            values,
         };
-        steps.record_codes(rec, &buffers, count)?;
-        steps.record_sort(rec, &self.keys, &output.leaf_primitives, count)?;
+        steps.record_sorted_codes(rec, &buffers, &self.keys, &output.leaf_primitives, count)?;
 
         rec.begin_stage("lbvh: tree");
         let arena = self.arena.address();

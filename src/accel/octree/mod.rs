@@ -329,11 +329,8 @@ impl OctreeBuilder {
         let buffers = CodeBuffers {
             positions: points.address(),
             triangles: 0,
-            keys: self.keys.address(),
-            values: self.values.address(),
         };
-        steps.record_codes(rec, &buffers, host)?;
-        steps.record_sort(rec, &self.keys, &self.values, host)?;
+        steps.record_sorted_codes(rec, &buffers, &self.keys, &self.values, host)?;
         self.record_distinct_codes(rec, count, output)?;
         // The visit counters are not used (the octree needs no boxes): they go to a buffer
         // written later.

@@ -204,7 +204,7 @@ impl PointKdBuilder {
                 kernel(&shaders::POINTKD_SMALL)?,
                 kernel(&shaders::POINTKD_ENTRIES)?,
             ],
-            sort: RadixSort::new(ctx, KeyType::U32, n)?,
+            sort: RadixSort::new(ctx, KeyType::U32, 32, n)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, 3 * stride)?,
             indirect: IndirectArgs::new(ctx, "pointkd", 3)?,
             refs: device(
@@ -323,7 +323,7 @@ impl PointKdBuilder {
             let at = axis * self.stride as u64;
             let keys = Slice::new(&self.keys, at * 4, self.stride as u64);
             let values = Slice::new(&self.lists[0], at * 4, self.stride as u64);
-            self.sort.record(rec, keys, values, count, 32)?;
+            self.sort.record(rec, keys, values, count)?;
             rec.barrier_compute_to_compute();
         }
         rec.dispatch(&self.kernels[INIT], &push, 1)?;
