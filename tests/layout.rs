@@ -143,7 +143,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 count_address,
                 host_count,
                 shift,
-                tile_stride
+                tile_stride,
+                bits
             })),
         ),
         (
@@ -157,7 +158,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 count_address,
                 host_count,
                 shift,
-                tile_stride
+                tile_stride,
+                bits
             })),
         ),
         (

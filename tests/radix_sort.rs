@@ -1,12 +1,12 @@
 //! Key-value radix sort against a stable CPU sort: random, all-equal, sorted, reverse-sorted
-//! keys, full 64-bit keys and the Morton codes' 30 and 63 bits (digits of 8, 9 and 10 bits, some
-//! straddling a u64 key's words) at every checked size, direct and indirect, in place and
-//! indexed.
+//! keys, full 64-bit keys and the Morton codes' 30 and 63 bits (digits of 8 bits by default, of
+//! 9 and 10 bits tuned, some straddling a u64 key's words) at every checked size, direct and
+//! indirect, in place and indexed.
 
 mod common;
 
 use canopy::prims::cpu;
-use canopy::prims::radix_sort::{KeyType, RadixSort};
+use canopy::prims::radix_sort::{KeyType, RadixSort, SortTuning};
 use canopy::vk::Context;
 use canopy::vk::{Count, Slice};
 use common::{Rng, assert_valid, context, sizes};
@@ -84,27 +84,57 @@ fn check_u32(ctx: &Context, sort: &RadixSort, keys: &[u32], label: &str) {
     }
 }
 
+/// A sorter whose digits may be up to `max_digit_bits` wide.
+fn wide(
+    ctx: &Context,
+    key_type: KeyType,
+    bits: u32,
+    capacity: u32,
+    max_digit_bits: u32,
+) -> RadixSort {
+    let tuning = SortTuning {
+        max_digit_bits,
+        ..Default::default()
+    };
+    RadixSort::tuned(ctx, key_type, bits, capacity, tuning).unwrap()
+}
+
 #[test]
 fn passes_and_digits_follow_the_key_bits() {
     let ctx = context();
-    for (key_type, bits, passes, digit) in [
-        (KeyType::U32, 32, 4, 8),
-        (KeyType::U32, 30, 3, 10),
-        (KeyType::U32, 24, 3, 8),
-        (KeyType::U32, 18, 2, 9),
-        (KeyType::U32, 1, 1, 1),
-        (KeyType::U64, 63, 7, 9),
-        (KeyType::U64, 64, 7, 10),
+    for (key_type, bits, max_digit, passes, digit) in [
+        (KeyType::U32, 32, 8, 4, 8),
+        (KeyType::U32, 30, 8, 4, 8),
+        (KeyType::U32, 18, 8, 3, 6),
+        (KeyType::U32, 1, 8, 1, 1),
+        (KeyType::U64, 63, 8, 8, 8),
+        (KeyType::U32, 30, 10, 3, 10),
+        (KeyType::U32, 18, 10, 2, 9),
+        (KeyType::U64, 63, 10, 7, 9),
+        (KeyType::U64, 64, 10, 7, 10),
     ] {
-        let sort = RadixSort::new(&ctx, key_type, bits, 1000).unwrap();
+        let sort = wide(&ctx, key_type, bits, 1000, max_digit);
         assert_eq!(
             (sort.passes(), sort.digit_bits()),
             (passes, digit),
-            "{bits}-bit keys"
+            "{bits}-bit keys, digits of up to {max_digit} bits"
         );
     }
+    assert_eq!(
+        RadixSort::new(&ctx, KeyType::U32, 30, 1000)
+            .unwrap()
+            .passes(),
+        4
+    );
     assert!(RadixSort::new(&ctx, KeyType::U32, 33, 1000).is_err());
     assert!(RadixSort::new(&ctx, KeyType::U64, 0, 1000).is_err());
+    for max_digit_bits in [0, 11] {
+        let tuning = SortTuning {
+            max_digit_bits,
+            ..Default::default()
+        };
+        assert!(RadixSort::tuned(&ctx, KeyType::U32, 32, 1000, tuning).is_err());
+    }
 }
 
 #[test]
@@ -121,20 +151,24 @@ fn sorts_u32_pairs_like_a_stable_cpu_sort() {
     assert_valid(&ctx);
 }
 
-/// 30-bit Morton codes in three passes of 10-bit digits; the two bits above are ignored.
+/// 30-bit Morton codes in four passes of 8-bit digits, and tuned in three of 10 bits; the
+/// two bits above are ignored.
 #[test]
-fn sorts_30_bit_codes_in_three_passes() {
+fn sorts_30_bit_codes_in_four_or_three_passes() {
     let ctx = context();
-    let sort = RadixSort::new(&ctx, KeyType::U32, 30, 1_000_000).unwrap();
-    assert_eq!(sort.passes(), 3);
     let mut rng = Rng::new(13);
-    for n in sizes(&ctx, sort.tile_size()) {
-        let codes: Vec<u32> = (0..n).map(|_| rng.below(1 << 30)).collect();
-        check_u32(&ctx, &sort, &codes, "codes");
-        let marked: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
-        check_u32(&ctx, &sort, &marked, "high bits set");
-        let few: Vec<u32> = (0..n).map(|_| rng.below(3) << 20 | 1023).collect();
-        check_u32(&ctx, &sort, &few, "few distinct");
+    for sort in [
+        RadixSort::new(&ctx, KeyType::U32, 30, 1_000_000).unwrap(),
+        wide(&ctx, KeyType::U32, 30, 1_000_000, 10),
+    ] {
+        for n in sizes(&ctx, sort.tile_size()) {
+            let codes: Vec<u32> = (0..n).map(|_| rng.below(1 << 30)).collect();
+            check_u32(&ctx, &sort, &codes, "codes");
+            let marked: Vec<u32> = (0..n).map(|_| rng.next_u32()).collect();
+            check_u32(&ctx, &sort, &marked, "high bits set");
+            let few: Vec<u32> = (0..n).map(|_| rng.below(3) << 20 | 1023).collect();
+            check_u32(&ctx, &sort, &few, "few distinct");
+        }
     }
     assert_valid(&ctx);
 }
@@ -143,8 +177,8 @@ fn sorts_30_bit_codes_in_three_passes() {
 fn sorts_adversarial_u32_orders() {
     let ctx = context();
     let n = 100_000u32;
-    for bits in [32, 30] {
-        let sort = RadixSort::new(&ctx, KeyType::U32, bits, n).unwrap();
+    for (bits, max_digit) in [(32, 8), (30, 8), (30, 10)] {
+        let sort = wide(&ctx, KeyType::U32, bits, n, max_digit);
         check_u32(&ctx, &sort, &vec![0xdead_beef; n as usize], "all equal");
         check_u32(&ctx, &sort, &(0..n).collect::<Vec<_>>(), "sorted");
         check_u32(&ctx, &sort, &(0..n).rev().collect::<Vec<_>>(), "reverse");
@@ -158,14 +192,14 @@ fn sorts_adversarial_u32_orders() {
     assert_valid(&ctx);
 }
 
-/// Full 64-bit keys (seven passes of 10 bits) and 63-bit codes (seven of 9): digits straddle
-/// the two words of a key.
+/// Full 64-bit keys and 63-bit codes in passes of 8 bits, and tuned in seven of 10 and of 9:
+/// those digits straddle the two words of a key.
 #[test]
 fn sorts_u64_pairs_using_all_their_bits() {
     let ctx = context();
     let mut rng = Rng::new(11);
-    for bits in [64, 63] {
-        let sort = RadixSort::new(&ctx, KeyType::U64, bits, 1_000_000).unwrap();
+    for (bits, max_digit) in [(64, 8), (63, 8), (64, 10), (63, 10)] {
+        let sort = wide(&ctx, KeyType::U64, bits, 1_000_000, max_digit);
         let mask = u64::MAX >> (64 - bits);
         for n in sizes(&ctx, sort.tile_size()) {
             // Keys differing only in high bits, only in the bits around the word boundary,
@@ -199,7 +233,7 @@ fn sorts_u64_pairs_using_all_their_bits() {
 #[test]
 fn partial_key_bits_sort_low_digits_only() {
     let ctx = context();
-    let sort = RadixSort::new(&ctx, KeyType::U32, 10, 10_000).unwrap();
+    let sort = wide(&ctx, KeyType::U32, 10, 10_000, 10);
     assert_eq!(sort.passes(), 1);
     let mut rng = Rng::new(12);
     let keys: Vec<u32> = (0..10_000).map(|_| rng.below(1 << 12)).collect();
@@ -215,8 +249,8 @@ fn consecutive_sorts_of_device_counts_need_no_fill() {
     let ctx = context();
     let capacity = 200_000u32;
     let mut rng = Rng::new(14);
-    for bits in [32, 30] {
-        let sort = RadixSort::new(&ctx, KeyType::U32, bits, capacity).unwrap();
+    for (bits, max_digit) in [(32, 8), (30, 10)] {
+        let sort = wide(&ctx, KeyType::U32, bits, capacity, max_digit);
         let counts = [capacity, 1, 70_001, sort.tile_size() + 3, 150_000];
         let keys: Vec<Vec<u32>> = counts
             .iter()
@@ -291,8 +325,8 @@ fn sort_rejects_bad_sizes() {
 fn sorts_with_grids_folded_beyond_the_device_limit() {
     let ctx = common::folding_context();
     let n = 300_000;
-    for bits in [32, 30] {
-        let sort = RadixSort::new(&ctx, KeyType::U32, bits, n).unwrap();
+    for (bits, max_digit) in [(32, 8), (30, 10)] {
+        let sort = wide(&ctx, KeyType::U32, bits, n, max_digit);
         assert!(n.div_ceil(sort.tile_size()) > common::FOLDING_LIMIT);
         let keys = Rng::new(32).u32s(n as usize);
         check_u32(&ctx, &sort, &keys, "folded");

@@ -8,21 +8,22 @@
 layout(constant_id = 4) const uint DIGIT_BITS = 8;
 const uint RADIX_BINS = 1u << DIGIT_BITS;
 
-// The digit at bit `shift` of a key whose word `shift / 32` is `low` and whose next word is
-// `high` (0 past the key's last word).
-uint radix_digit(uint low, uint high, uint shift) {
+// The `bits`-bit digit (at most DIGIT_BITS: a last pass may take fewer, so that key bits above
+// the sorted ones are ignored) at bit `shift` of a key whose word `shift / 32` is `low` and
+// whose next word is `high` (0 past the key's last word).
+uint radix_digit(uint low, uint high, uint shift, uint bits) {
     uint64_t pair = packUint2x32(uvec2(low, high));
-    return uint(pair >> (shift & 31u)) & (RADIX_BINS - 1u);
+    return uint(pair >> (shift & 31u)) & ((1u << bits) - 1u);
 }
 
-// The digit at bit `shift` of key `index` of `keys` (KEY_WORDS words per key).
-uint radix_digit_of(U32s keys, uint index, uint key_words, uint shift) {
+// The `bits`-bit digit at bit `shift` of key `index` of `keys` (key_words words per key).
+uint radix_digit_of(U32s keys, uint index, uint key_words, uint shift, uint bits) {
     uint word = shift / 32u;
     uint high = 0u;
-    if (word + 1u < key_words && (shift & 31u) + DIGIT_BITS > 32u) {
+    if (word + 1u < key_words && (shift & 31u) + bits > 32u) {
         high = keys.v[index * key_words + word + 1u];
     }
-    return radix_digit(keys.v[index * key_words + word], high, shift);
+    return radix_digit(keys.v[index * key_words + word], high, shift, bits);
 }
 
 #endif

@@ -35,6 +35,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
     uint shift;                 // bit position of this pass's digit
     uint tile_stride;
+    uint bits;                  // bits of this pass's digit
 } pc;
 
 // Steps 1-3: a histogram row per subgroup (subgroup s, digit d at s * RADIX_BINS + d). Step 4:
@@ -66,7 +67,7 @@ void main() {
         bool valid = i < n;
         uint digit = INVALID_DIGIT;
         if (valid) {
-            digit = radix_digit_of(keys_in, i, KEY_WORDS, pc.shift);
+            digit = radix_digit_of(keys_in, i, KEY_WORDS, pc.shift, pc.bits);
         }
         uvec4 peers = subgroupBallot(valid);
         [[unroll]] for (uint b = 0; b < DIGIT_BITS; ++b) {
@@ -153,7 +154,7 @@ void main() {
         uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
         if (local < tile_count) {
             uint high = digit_word + 1u < KEY_WORDS ? tile_words[(digit_word + 1u) * TILE + local] : 0u;
-            uint digit = radix_digit(tile_words[digit_word * TILE + local], high, pc.shift);
+            uint digit = radix_digit(tile_words[digit_word * TILE + local], high, pc.shift, pc.bits);
             uint destination = digit_global_offset[digit] + local;
             for (uint w = 0; w < KEY_WORDS; ++w) {
                 keys_out.v[destination * KEY_WORDS + w] = tile_words[w * TILE + local];

@@ -20,6 +20,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;
     uint shift;                 // bit position of this pass's digit
     uint tile_stride;           // tiles per digit row of the table
+    uint bits;                  // bits of this pass's digit
 } pc;
 
 shared uint tile_histogram[RADIX_BINS];
@@ -37,7 +38,7 @@ void main() {
     U32s keys = U32s(pc.keys_address);
     uint end = min(n, (tile + 1) * TILE);
     for (uint i = tile * TILE + gl_LocalInvocationIndex; i < end; i += WORKGROUP_SIZE) {
-        atomicAdd(tile_histogram[radix_digit_of(keys, i, KEY_WORDS, pc.shift)], 1u);
+        atomicAdd(tile_histogram[radix_digit_of(keys, i, KEY_WORDS, pc.shift, pc.bits)], 1u);
     }
     barrier();
     U32s table = U32s(pc.table_address);

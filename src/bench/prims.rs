@@ -7,7 +7,7 @@ use super::harness::{Timing, count_work, time_runs};
 use crate::geom::aabb::Aabb;
 use crate::prims::compact::Compact;
 use crate::prims::multisplit::Multisplit;
-use crate::prims::radix_sort::{KeyType, RadixSort};
+use crate::prims::radix_sort::{KeyType, RadixSort, SortTuning};
 use crate::prims::reduce::{Reduce, ReduceOp, ScalarType};
 use crate::prims::scan::{Scan, ScanKind};
 use crate::prims::segmented_reduce::SegmentedReduce;
@@ -34,6 +34,8 @@ pub struct PrimsConfig {
     pub sort_target_log2: Option<u32>,
     /// Also time the sort target with these keys per scatter invocation (a tuning sweep).
     pub sort_keys_per_invocation: Vec<u32>,
+    /// Also time the sort target with digits of up to these many bits (a tuning sweep).
+    pub sort_digit_bits: Vec<u32>,
     /// Only primitives whose name contains this.
     pub only: Option<String>,
 }
@@ -49,6 +51,7 @@ impl Default for PrimsConfig {
             scan_target_log2: Some(28),
             sort_target_log2: Some(25),
             sort_keys_per_invocation: Vec::new(),
+            sort_digit_bits: Vec::new(),
             only: None,
         }
     }
@@ -456,10 +459,30 @@ pub fn run(
                     });
                 }
                 if target {
-                    for &kpi in &config.sort_keys_per_invocation {
-                        let tuned =
-                            RadixSort::with_keys_per_invocation(ctx, key_type, bits, n, Some(kpi))?;
-                        let label = format!("  tile {}", tuned.tile_size());
+                    let tile_sweep =
+                        config
+                            .sort_keys_per_invocation
+                            .iter()
+                            .map(|&keys| SortTuning {
+                                keys_per_invocation: Some(keys),
+                                ..Default::default()
+                            });
+                    let digit_sweep =
+                        config
+                            .sort_digit_bits
+                            .iter()
+                            .map(|&max_digit_bits| SortTuning {
+                                max_digit_bits,
+                                ..Default::default()
+                            });
+                    for tuning in tile_sweep.chain(digit_sweep) {
+                        let tuned = RadixSort::tuned(ctx, key_type, bits, n, tuning)?;
+                        let label = format!(
+                            "  {}x{} bits, tile {}",
+                            tuned.passes(),
+                            tuned.digit_bits(),
+                            tuned.tile_size()
+                        );
                         rows.measure(&label, n, 0.0, true, restore, |rec| run_sort(&tuned, rec))?;
                     }
                 }

@@ -33,6 +33,10 @@ pub struct PrimsArgs {
     /// Also time the sort target with these keys per scatter invocation (a tuning sweep).
     #[arg(long, value_delimiter = ',')]
     pub sort_keys_per_invocation: Vec<u32>,
+    /// Also time the sort target with digits of up to these many bits, 1 to 10 (a tuning
+    /// sweep; the default is 8).
+    #[arg(long, value_delimiter = ',')]
+    pub sort_digit_bits: Vec<u32>,
     /// Only primitives whose name contains this.
     #[arg(long)]
     pub only: Option<String>,
@@ -61,6 +65,7 @@ pub fn run(ctx: &Context, args: &PrimsArgs) -> Result<(), CliError> {
         scan_target_log2: target(args.scan_target_log2, defaults.scan_target_log2),
         sort_target_log2: target(args.sort_target_log2, defaults.sort_target_log2),
         sort_keys_per_invocation: args.sort_keys_per_invocation.clone(),
+        sort_digit_bits: args.sort_digit_bits.clone(),
         only: args.only.clone(),
     };
     println!("{}", PrimRow::header());

@@ -3,9 +3,9 @@
 //!
 //! Bin sizes come from per-workgroup shared-memory histograms (`glsl/prims/bin_histogram.comp`,
 //! global atomics when the bins exceed shared memory) and an exclusive [`Scan`]. The reordering
-//! splits in levels of up to 10 bits of the bin id, each level a stable split done by the radix
-//! sort's ranking and scatter; `ceil(log2(bins) / 10)` levels give any bin count up to 2^32
-//! (the 128x128 tiles x 16 slabs of Patidar's grid, 18 bits, take 2 levels of 9 bits).
+//! splits in levels of up to 8 bits of the bin id, each level a stable split done by the radix
+//! sort's ranking and scatter (its passes); `ceil(log2(bins) / 8)` levels give any bin count up
+//! to 2^32 (the 128x128 tiles x 16 slabs of Patidar's grid, 18 bits, take 3 levels of 6 bits).
 
 use super::radix_sort::{KeyType, RadixSort};
 use super::scan::{Scan, ScanKind};
@@ -73,7 +73,7 @@ impl Multisplit {
         })
     }
 
-    /// Split levels (the radix sort's passes, of up to 10 bits of the bin id each).
+    /// Split levels (the radix sort's passes, of up to 8 bits of the bin id each).
     pub fn levels(&self) -> u32 {
         self.sort.passes()
     }

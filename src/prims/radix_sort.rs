@@ -1,8 +1,11 @@
 //! Stable key-value LSD radix sort of u32 or u64 keys with u32 values.
 //!
 //! A sorter is made for keys of a given number of significant bits, which it sorts in as few
-//! passes of up to 10-bit digits as cover them, the digit as narrow as that allows: 32-bit keys
-//! in four passes of 8 bits, 30-bit Morton codes in three of 10, 63-bit ones in seven of 9.
+//! passes of digits of at most [`SortTuning::max_digit_bits`] bits as cover them, the digit as
+//! narrow as that allows: by default (8 bits) 32-bit keys and 30-bit Morton codes in four
+//! passes, 18-bit bin ids in three passes of 6 bits. Wider digits (up to 10 bits: 30-bit codes
+//! in three passes) are a tuning knob: on an H100 a 10-bit pass of this kernel costs more than
+//! twice an 8-bit one, so three of them lose to four (BENCHMARKS.md).
 //!
 //! Each pass is reduce-then-scan: `glsl/prims/radix_upsweep.comp` counts each tile's digits
 //! into a digit-major table, [`Scan`] turns the table into output offsets, and
@@ -64,8 +67,8 @@ pub struct UpsweepPush {
     pub shift: u32,
     /// Tiles per digit row of the table.
     pub tile_stride: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Bits of the digit (the last pass's may be fewer than the others').
+    pub bits: u32,
 }
 
 /// Push constants of `radix_scatter.comp`.
@@ -90,12 +93,32 @@ pub struct ScatterPush {
     pub shift: u32,
     /// Tiles per digit row of the table.
     pub tile_stride: u32,
-    /// Padding.
-    pub pad: u32,
+    /// Bits of the digit (the last pass's may be fewer than the others').
+    pub bits: u32,
 }
 
-/// The widest digit of a pass: 1024 bins, so that 30-bit Morton codes take three passes.
+/// The widest digit a sort may be tuned to: 1024 bins (30-bit Morton codes in three passes).
 pub const MAX_DIGIT_BITS: u32 = 10;
+
+/// Tuning knobs of a [`RadixSort`], for benchmarks; the defaults are the fastest measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortTuning {
+    /// Keys per scatter invocation (the tile size divided by the workgroup size), capped by
+    /// the shared memory; default (`None`): 6 for u32 keys and 12 for u64 keys with 8-bit
+    /// digits, 16 and 12 with wider ones.
+    pub keys_per_invocation: Option<u32>,
+    /// The widest digit of a pass, 1 to [`MAX_DIGIT_BITS`] (default 8).
+    pub max_digit_bits: u32,
+}
+
+impl Default for SortTuning {
+    fn default() -> Self {
+        Self {
+            keys_per_invocation: None,
+            max_digit_bits: 8,
+        }
+    }
+}
 /// At most 2^31 keys.
 pub const MAX_KEYS: u32 = 1 << 31;
 
@@ -119,22 +142,19 @@ pub struct RadixSort {
 }
 
 impl RadixSort {
-    /// A sorter of `key_type` keys whose bits above the low `key_bits` are zero (or ignored),
+    /// A sorter of `key_type` keys by their low `key_bits` bits (those above are ignored),
     /// for up to `capacity` pairs.
     pub fn new(ctx: &Context, key_type: KeyType, key_bits: u32, capacity: u32) -> Result<Self> {
-        Self::with_keys_per_invocation(ctx, key_type, key_bits, capacity, None)
+        Self::tuned(ctx, key_type, key_bits, capacity, SortTuning::default())
     }
 
-    /// As [`RadixSort::new`], with the keys each scatter invocation handles (the tile size
-    /// divided by the workgroup size) chosen instead of the default (6 for u32 keys and 12 for
-    /// u64 keys with 8-bit digits, 16 and 12 with wider ones), which is capped by the shared
-    /// memory: a tuning knob for benchmarks.
-    pub fn with_keys_per_invocation(
+    /// As [`RadixSort::new`], tuned otherwise than by default.
+    pub fn tuned(
         ctx: &Context,
         key_type: KeyType,
         key_bits: u32,
         capacity: u32,
-        keys_per_invocation: Option<u32>,
+        tuning: SortTuning,
     ) -> Result<Self> {
         if capacity == 0 || capacity > MAX_KEYS {
             return Err(Error::InvalidInput(format!(
@@ -147,7 +167,13 @@ impl RadixSort {
                 key_type.bits()
             )));
         }
-        let passes = key_bits.div_ceil(MAX_DIGIT_BITS);
+        if !(1..=MAX_DIGIT_BITS).contains(&tuning.max_digit_bits) {
+            return Err(Error::InvalidInput(format!(
+                "radix sort digits of {} bits: 1 to {MAX_DIGIT_BITS}",
+                tuning.max_digit_bits
+            )));
+        }
+        let passes = key_bits.div_ceil(tuning.max_digit_bits);
         let digit_bits = key_bits.div_ceil(passes);
         let bins = 1u32 << digit_bits;
         let words = key_type.words();
@@ -179,8 +205,11 @@ impl RadixSort {
             (KeyType::U32, true) => 16,
             (KeyType::U64, _) => 12,
         };
-        let keys_per_invocation =
-            per_key_budget.min(keys_per_invocation.unwrap_or(default_keys_per_invocation));
+        let keys_per_invocation = per_key_budget.min(
+            tuning
+                .keys_per_invocation
+                .unwrap_or(default_keys_per_invocation),
+        );
         if keys_per_invocation == 0 {
             return Err(shortfall(tables + (words + 1) * workgroup * 4));
         }
@@ -330,6 +359,7 @@ impl RadixSort {
         let mut in_alt = indexed && self.passes % 2 == 1;
         for p in 0..self.passes {
             let shift = p * self.digit_bits;
+            let bits = self.digit_bits.min(self.key_bits - shift);
             let (src, dst) = if in_alt { (alt, user) } else { (user, alt) };
             in_alt = !in_alt;
             let values_in = if indexed && p == 0 { 0 } else { src.1 };
@@ -340,7 +370,7 @@ impl RadixSort {
                 host_count,
                 shift,
                 tile_stride,
-                pad: 0,
+                bits,
             };
             rec.begin_stage("radix sort: upsweep");
             rec.dispatch(&self.upsweep, &upsweep, tile_stride)?;
@@ -361,7 +391,7 @@ impl RadixSort {
                 host_count,
                 shift,
                 tile_stride,
-                pad: 0,
+                bits,
             };
             rec.begin_stage("radix sort: scatter");
             rec.dispatch_groups(&self.scatter, &scatter, &scatter_groups)?;

@@ -8,7 +8,7 @@
 //! 3. **grid: references** (`references.comp`, sized on the GPU): a bin id and triangle per
 //!    reference;
 //! 4. **multisplit: bin sizes**, **multisplit: reorder**: the references ordered by bin
-//!    (tile-major, slabs front to back), two 9-bit split levels for the paper's
+//!    (tile-major, slabs front to back), three 6-bit split levels for the paper's
 //!    128 x 128 tiles x 16 slabs, and each bin's start.
 //!
 //! Then the frame's [`GridFrame`] is copied to the slot's host-visible status, from which
