@@ -26,6 +26,7 @@ const uint SUBGROUPS_PER_WORKGROUP = WORKGROUP_SIZE / SUBGROUP_SIZE;
 
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer U32s { uint v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer F32s { float v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U32x2s { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer U32x4s { uvec4 v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer U64s { uint64_t v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 4) coherent buffer CoherentU32s { uint v[]; };

@@ -10,7 +10,7 @@
 //  4. reorders the tile (keys and values) in shared memory by digit, in the words the histogram
 //     rows used, then writes it out, so invocations write runs of consecutive addresses.
 // Keys are KEY_WORDS u32 words; values are u32 and travel with their keys (a first pass may
-// take each key's index as its value instead of reading one). Workgroups never wait for each
+// take each key's index as its value instead of reading one: INDEXED_VALUES). Workgroups never wait for each
 // other, so the sort is correct on any scheduler.
 // Example, digit = key & 255, one tile: keys [0x102 0x001 0x202 0x001] -> [0x001 0x001 0x102 0x202].
 #include "../common/prelude.glsl"
@@ -21,6 +21,10 @@ layout(constant_id = 2) const uint KEY_WORDS = 1;
 layout(constant_id = 3) const uint KEYS_PER_INVOCATION = 8;
 // max(SUBGROUPS_PER_WORKGROUP * RADIX_BINS, TILE * (KEY_WORDS + 1)), set by the host.
 layout(constant_id = 5) const uint SHARED_WORDS = 4096;
+// Each key's value is its index (a first pass that reads no values). A constant, not a branch
+// on the address: a branch in the unrolled staging loop kept its loads from issuing together
+// and cost the u64 sort a third of its speed on an H100.
+layout(constant_id = 6) const bool INDEXED_VALUES = false;
 const uint TILE = WORKGROUP_SIZE * KEYS_PER_INVOCATION;
 const uint DIGITS_PER_INVOCATION = (RADIX_BINS + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
 const uint INVALID_DIGIT = 0xffffffffu;
@@ -28,7 +32,7 @@ const uint INVALID_DIGIT = 0xffffffffu;
 layout(push_constant, scalar) uniform Push {
     uint64_t keys_in_address;
     uint64_t keys_out_address;
-    uint64_t values_in_address; // 0: each key's value is its index
+    uint64_t values_in_address; // unused with INDEXED_VALUES
     uint64_t values_out_address;
     uint64_t table_address;     // scanned table[digit * tile_stride + tile]
     uint64_t count_address;
@@ -139,10 +143,7 @@ void main() {
             for (uint w = 0; w < KEY_WORDS; ++w) {
                 tile_words[w * TILE + position] = keys_in.v[i * KEY_WORDS + w];
             }
-            uint value = i;
-            if (pc.values_in_address != 0ul) {
-                value = values_in.v[i];
-            }
+            uint value = INDEXED_VALUES ? i : values_in.v[i];
             tile_words[KEY_WORDS * TILE + position] = value;
         }
     }
@@ -153,7 +154,10 @@ void main() {
     [[unroll]] for (uint k = 0; k < KEYS_PER_INVOCATION; ++k) {
         uint local = gl_LocalInvocationIndex + k * WORKGROUP_SIZE;
         if (local < tile_count) {
-            uint high = digit_word + 1u < KEY_WORDS ? tile_words[(digit_word + 1u) * TILE + local] : 0u;
+            uint high = 0u;
+            if (digit_word + 1u < KEY_WORDS && radix_digit_straddles(pc.shift, pc.bits)) {
+                high = tile_words[(digit_word + 1u) * TILE + local];
+            }
             uint digit = radix_digit(tile_words[digit_word * TILE + local], high, pc.shift, pc.bits);
             uint destination = digit_global_offset[digit] + local;
             for (uint w = 0; w < KEY_WORDS; ++w) {

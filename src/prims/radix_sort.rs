@@ -79,7 +79,7 @@ pub struct ScatterPush {
     pub keys_in_address: u64,
     /// Keys written.
     pub keys_out_address: u64,
-    /// Values read, or 0: each key's value is its index.
+    /// Values read (unused by the indexed first pass).
     pub values_in_address: u64,
     /// Values written.
     pub values_out_address: u64,
@@ -104,7 +104,7 @@ pub const MAX_DIGIT_BITS: u32 = 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortTuning {
     /// Keys per scatter invocation (the tile size divided by the workgroup size), capped by
-    /// the shared memory; default (`None`): 6 for u32 keys and 12 for u64 keys with 8-bit
+    /// the shared memory; default (`None`): 6 for u32 keys and 15 for u64 keys with 8-bit
     /// digits, 16 and 12 with wider ones.
     pub keys_per_invocation: Option<u32>,
     /// The widest digit of a pass, 1 to [`MAX_DIGIT_BITS`] (default 8).
@@ -133,6 +133,8 @@ pub struct RadixSort {
     tile: u32,
     upsweep: Arc<Pipeline>,
     scatter: Arc<Pipeline>,
+    /// The scatter of a first pass that takes each key's index as its value.
+    scatter_indexed: Arc<Pipeline>,
     scan: Scan,
     alt_keys: Buffer,
     alt_values: Buffer,
@@ -203,7 +205,8 @@ impl RadixSort {
         let default_keys_per_invocation = match (key_type, digit_bits > 8) {
             (KeyType::U32, false) => 6,
             (KeyType::U32, true) => 16,
-            (KeyType::U64, _) => 12,
+            (KeyType::U64, false) => 15,
+            (KeyType::U64, true) => 12,
         };
         let keys_per_invocation = per_key_budget.min(
             tuning
@@ -220,11 +223,17 @@ impl RadixSort {
             ("KEYS_PER_INVOCATION", keys_per_invocation),
             ("DIGIT_BITS", digit_bits),
         ];
-        let scatter = ctx.pipeline(
-            &shaders::PRIMS_RADIX_SCATTER,
-            workgroup,
-            &[constants.as_slice(), &[("SHARED_WORDS", shared_words)]].concat(),
-        )?;
+        let scatter_pipeline = |indexed: bool| {
+            let scatter_constants = [
+                ("SHARED_WORDS", shared_words),
+                ("INDEXED_VALUES", indexed as u32),
+            ];
+            ctx.pipeline(
+                &shaders::PRIMS_RADIX_SCATTER,
+                workgroup,
+                &[constants.as_slice(), &scatter_constants].concat(),
+            )
+        };
         let upsweep = ctx.pipeline(&shaders::PRIMS_RADIX_UPSWEEP, workgroup, &constants)?;
         let table_len = capacity.div_ceil(tile) as u64 * bins as u64;
         Ok(Self {
@@ -235,7 +244,8 @@ impl RadixSort {
             capacity,
             tile,
             upsweep,
-            scatter,
+            scatter: scatter_pipeline(false)?,
+            scatter_indexed: scatter_pipeline(true)?,
             alt_keys: ctx.create_buffer(
                 "radix sort alternate keys",
                 capacity as u64 * 4 * words as u64,
@@ -362,7 +372,11 @@ impl RadixSort {
             let bits = self.digit_bits.min(self.key_bits - shift);
             let (src, dst) = if in_alt { (alt, user) } else { (user, alt) };
             in_alt = !in_alt;
-            let values_in = if indexed && p == 0 { 0 } else { src.1 };
+            let (scatter_pipeline, values_in) = if indexed && p == 0 {
+                (&self.scatter_indexed, 0)
+            } else {
+                (&self.scatter, src.1)
+            };
             let upsweep = UpsweepPush {
                 keys_address: src.0,
                 table_address: self.table.address(),
@@ -394,7 +408,7 @@ impl RadixSort {
                 bits,
             };
             rec.begin_stage("radix sort: scatter");
-            rec.dispatch_groups(&self.scatter, &scatter, &scatter_groups)?;
+            rec.dispatch_groups(scatter_pipeline, &scatter, &scatter_groups)?;
             rec.barrier_compute_to_compute();
             rec.end_stage();
         }
