@@ -47,6 +47,9 @@ pub struct BuildConfig {
     /// Time the driver's own builder (`VK_KHR_acceleration_structure`) beside the LBVH, where
     /// the device has it.
     pub native: bool,
+    /// Order the shadow and reflected rays by direction octant, then by the Morton code of
+    /// their origin, instead of by pixel: what reordering secondary rays would buy the trace.
+    pub sorted_secondary_rays: bool,
     /// Build the CPU reference tree (a full-sweep SAH BVH beside the LBVH, the full-SAH
     /// kd-tree beside the kd-tree) for meshes of up to this many triangles.
     pub reference_up_to: u32,
@@ -62,6 +65,7 @@ impl Default for BuildConfig {
             build: BuildParams::default(),
             ray_side: 256,
             native: true,
+            sorted_secondary_rays: false,
             reference_up_to: 1_000_000,
         }
     }
@@ -198,7 +202,7 @@ impl<'a> MeshBench<'a> {
     /// Measurements of `mesh` under `config`.
     pub fn new(ctx: &'a Context, mesh: &'a BenchMesh, config: BuildConfig) -> Result<Self> {
         let rays = (config.ray_side > 0 && mesh.triangle_count() > 0)
-            .then(|| RaySets::new(ctx, mesh, config.ray_side))
+            .then(|| RaySets::new(ctx, mesh, config.ray_side, config.sorted_secondary_rays))
             .transpose()?;
         Ok(Self {
             ctx,

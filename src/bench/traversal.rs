@@ -22,6 +22,7 @@ use super::meshes::BenchMesh;
 use crate::accel::native::NativeTracer;
 use crate::accel::{CameraBatch, Traversable};
 use crate::geom::PinholeView;
+use crate::geom::morton::{MortonFrame, morton30};
 use crate::geom::ray::{Hit, MISS, Query, Ray, RayWork, TraversalWork};
 use crate::render::cpu::offset_origin;
 use crate::render::{Camera, Light, presets};
@@ -248,6 +249,8 @@ pub struct RaySets {
     to_light: Vec3,
     /// How far secondary rays start off the surface.
     offset: f32,
+    /// Order the secondary rays by direction octant and origin instead of by pixel.
+    sorted_secondary: bool,
 }
 
 /// The view of the camera rays of a `side` x `side` image framing `mesh` (30° around, 20°
@@ -259,8 +262,9 @@ pub fn camera_view(mesh: &BenchMesh, side: u32) -> PinholeView {
 
 impl RaySets {
     /// Camera rays of a `side` x `side` image framing `mesh` ([`camera_view`]); the secondary
-    /// rays follow from the first [`Self::trace`].
-    pub fn new(ctx: &Context, mesh: &BenchMesh, side: u32) -> Result<Self> {
+    /// rays follow from the first [`Self::trace`], in pixel order or (`sorted_secondary`) by
+    /// direction octant, then by the Morton code of their origin.
+    pub fn new(ctx: &Context, mesh: &BenchMesh, side: u32, sorted_secondary: bool) -> Result<Self> {
         let (centre, radius) = mesh.bounding_sphere();
         let camera = RayBatch::camera(ctx, &camera_view(mesh, side))?;
         let sun = presets::studio_lights(centre, radius)
@@ -274,6 +278,7 @@ impl RaySets {
             batches: vec![camera],
             to_light: sun,
             offset: presets::shading(radius).surface_offset,
+            sorted_secondary,
         })
     }
 
@@ -353,6 +358,15 @@ impl RaySets {
                 shadow.push(ray_to(self.to_light));
             }
             reflected.push(ray_to(direction - 2.0 * direction.dot(normal) * normal));
+        }
+        if self.sorted_secondary {
+            let frame = MortonFrame::from_points(&mesh.host.positions, 10);
+            let key = |ray: &Ray| {
+                let octant = (0..3).fold(0, |o, k| o | ((ray.direction[k] < 0.0) as u32) << k);
+                (octant, morton30(frame.quantize(ray.origin, 10)))
+            };
+            shadow.sort_by_key(key);
+            reflected.sort_by_key(key);
         }
         (shadow, reflected)
     }

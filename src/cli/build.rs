@@ -79,6 +79,7 @@ pub fn run(ctx: &Context, args: &BuildArgs) -> Result<(), CliError> {
             },
             ray_side: args.rays,
             native: false,
+            sorted_secondary_rays: false,
             reference_up_to: args.reference_up_to,
         },
         json: args.json.as_deref(),

@@ -43,6 +43,10 @@ pub struct MeshBenchArgs {
     /// Do not time the driver's own builder beside the LBVH.
     #[arg(long)]
     pub no_native: bool,
+    /// Order the shadow and reflected rays by direction octant and origin Morton code (on the
+    /// host) instead of by pixel before tracing them: what reordering them would buy.
+    #[arg(long)]
+    pub sorted_secondary_rays: bool,
     /// The BIH's leaf size: nodes of at most this many triangles are leaves.
     #[arg(long, default_value_t = BihParams::default().max_leaf)]
     pub bih_leaf: u32,
@@ -149,6 +153,7 @@ impl MeshBenchArgs {
                 trace_repeats: self.repeats,
                 ray_side: self.rays,
                 native: !self.no_native,
+                sorted_secondary_rays: self.sorted_secondary_rays,
                 build: BuildParams {
                     lbvh: LbvhParams {
                         morton_bits,
