@@ -23,7 +23,8 @@
 //! 3. **Small-node stage**, one dispatch: a workgroup per small root builds its whole subtree
 //!    depth first from a stack in shared memory (`small_subtrees`); split candidates are the
 //!    box faces of the small root's records (up to 384), their left/right sets 64-bit masks
-//!    made once per root, and the exact SAH of each candidate two popcounts.
+//!    made once per root in the workgroup's shared memory, and the exact SAH of each
+//!    candidate two popcounts.
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
 //!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
 //!    [`crate::accel::kdtree`], which the ray caster reads.
@@ -40,7 +41,7 @@
 
 use super::KdParams;
 use super::cpu::check_kdtree;
-use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks};
+use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use super::{KdTreeGpu, MAX_DEPTH};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
@@ -53,8 +54,6 @@ use std::sync::Arc;
 pub const CHUNK: u32 = 256;
 /// The most records a small root may hold: the width of its masks.
 pub const MAX_SMALL: u32 = 64;
-/// Split candidates per small-root record (its box faces).
-const CANDIDATES: u64 = 6;
 /// Counter levels: large levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
@@ -63,7 +62,6 @@ const RECORD_BYTES: u64 = std::mem::size_of::<KdRecord>() as u64;
 const LARGE_NODE_BYTES: u64 = std::mem::size_of::<KdLargeNode>() as u64;
 const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
 const SMALL_NODE_BYTES: u64 = std::mem::size_of::<KdSmallNode>() as u64;
-const MASK_BYTES: u64 = std::mem::size_of::<KdSplitMasks>() as u64;
 const ENTRY_BYTES: u64 = std::mem::size_of::<KdEntry>() as u64;
 /// Invocations per workgroup of the small-node stage: one per small-root record.
 const NODE_WORKGROUP: u32 = MAX_SMALL;
@@ -332,8 +330,6 @@ pub struct BuildRefs {
     pub small_roots: u64,
     /// Small roots' records.
     pub small_records: u64,
-    /// Split masks, six per small-root record.
-    pub small_masks: u64,
     /// Tree entries.
     pub entries: u64,
     /// Leaf triangle ids (the tree's).
@@ -435,7 +431,6 @@ struct Arena {
     chunks: [Buffer; 2],
     small_roots: Buffer,
     small_records: Buffer,
-    small_masks: Buffer,
     entries: Buffer,
 }
 
@@ -467,11 +462,6 @@ impl Arena {
             ],
             small_roots: buffer("small roots", capacity.small_roots, SMALL_NODE_BYTES)?,
             small_records: buffer("small records", capacity.small_records, RECORD_BYTES)?,
-            small_masks: buffer(
-                "small masks",
-                capacity.small_records,
-                MASK_BYTES * CANDIDATES,
-            )?,
             entries: buffer("entries", capacity.nodes, ENTRY_BYTES)?,
         })
     }
@@ -487,7 +477,6 @@ impl Arena {
             &self.chunks[1],
             &self.small_roots,
             &self.small_records,
-            &self.small_masks,
             &self.entries,
         ];
         buffers.iter().map(|b| b.size()).sum()
@@ -766,7 +755,6 @@ impl KdTreeBuilder {
             chunks: [a.chunks[0].address(), a.chunks[1].address()],
             small_roots: a.small_roots.address(),
             small_records: a.small_records.address(),
-            small_masks: a.small_masks.address(),
             entries: a.entries.address(),
             leaf_triangles: tree.leaf_triangles.address(),
             status: counters,
