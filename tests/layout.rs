@@ -1344,18 +1344,14 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::KDTREE_WRITE_NODES,
             name: "Entry",
-            shape: &["u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32"],
+            shape: &["u32", "u32", "u32", "u32"],
             rust: rust_layout!(KdEntry {
                 word0,
                 word1,
                 parent,
-                left_leaves,
-                right_leaves,
-                arrivals,
-                pad0,
-                pad1
+                leaves
             }),
-            offsets: &[0, 4, 8, 12, 16, 20, 24, 28],
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::OCTREE_EDGE_COUNTS,

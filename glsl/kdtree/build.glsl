@@ -91,14 +91,10 @@ struct SmallNode {
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallNodes { SmallNode v[]; };
 
 struct Entry {
-    uint word0;        // KdNode word0 without the right child (leaf: complete)
-    uint word1;        // KdNode word1
-    uint parent;       // parent entry | RIGHT_SIDE, or NO_PARENT
-    uint left_leaves;  // leaves under the left child (written bottom-up)
-    uint right_leaves; // leaves under the right child
-    uint arrivals;     // children done, for the bottom-up pass
-    uint pad0;
-    uint pad1;
+    uint word0;  // KdNode word0 without the right child (leaf: complete)
+    uint word1;  // KdNode word1
+    uint parent; // parent entry | RIGHT_SIDE, or NO_PARENT
+    uint leaves; // leaves under the left child, written bottom-up (leaf_counts.comp)
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer Entries { Entry v[]; };
 
@@ -228,7 +224,7 @@ void write_internal_entry(BuildRefs b, uint entry, uint axis, float split) {
 
 void link_child(BuildRefs b, uint child, uint parent, uint side) {
     Entries(b.entries).v[child].parent = parent | (side == 1u ? RIGHT_SIDE : 0u);
-    Entries(b.entries).v[child].arrivals = 0;
+    Entries(b.entries).v[child].leaves = 0;
 }
 
 // The surface area of a box of extent `d` (zero extents allowed).

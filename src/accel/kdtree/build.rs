@@ -507,7 +507,6 @@ impl KdTreeBuilder {
     pub fn new(ctx: &Context, params: KdBuildParams, triangles: u32) -> Result<Self> {
         params.check()?;
         let capacity = KdCapacity::new(triangles, &params)?;
-        let climb_uniformly = ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32;
         // Zero counts and empty grids {0, 1, 1}.
         let large_reset = KdLevelCounters {
             chunk_grid: [0, 1, 1, 0],
@@ -531,11 +530,7 @@ impl KdTreeBuilder {
             large_boxes: ctx.pipeline(&shaders::KDTREE_LARGE_BOXES, CHUNK, &[])?,
             large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
             small_subtrees: ctx.pipeline(&shaders::KDTREE_SMALL_SUBTREES, NODE_WORKGROUP, &[])?,
-            leaf_counts: ctx.pipeline(
-                &shaders::KDTREE_LEAF_COUNTS,
-                CHUNK,
-                &[("UNIFORM_CLIMB", climb_uniformly)],
-            )?,
+            leaf_counts: ctx.pipeline(&shaders::KDTREE_LEAF_COUNTS, CHUNK, &[])?,
             write_nodes: ctx.pipeline(&shaders::KDTREE_WRITE_NODES, CHUNK, &[])?,
             indirect: IndirectArgs::new(ctx, "kd-tree output", 1)?,
             arena: Arena::new(ctx, capacity, &params)?,

@@ -85,14 +85,7 @@ pub struct KdEntry {
     pub word1: u32,
     /// The parent entry, with bit 31 set for a right child; `u32::MAX` for the root.
     pub parent: u32,
-    /// Leaves under the left child (written bottom-up).
-    pub left_leaves: u32,
-    /// Leaves under the right child.
-    pub right_leaves: u32,
-    /// Children done, for the bottom-up pass.
-    pub arrivals: u32,
-    /// Padding.
-    pub pad0: u32,
-    /// Padding.
-    pub pad1: u32,
+    /// Leaves under the left child, written bottom-up: while the children arrive, `(the
+    /// first's leaves << 1) | 1`.
+    pub leaves: u32,
 }
