@@ -1205,7 +1205,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &[
                 "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
                 "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "u32", "u32", "f32", "f32", "f32", "f32", "u32", "u32",
+                "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32",
             ],
             rust: rust_layout!(BuildRefs {
                 records,
@@ -1227,6 +1227,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 small_record_capacity,
                 small_root_capacity,
                 entry_capacity,
+                large_entry_capacity,
                 leaf_capacity,
                 max_depth,
                 small_threshold,
@@ -1235,8 +1236,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 traversal_cost,
                 intersection_cost,
                 empty_bonus,
-                max_groups_per_dim,
-                pad
+                max_groups_per_dim
             }),
             offsets: &[
                 0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,

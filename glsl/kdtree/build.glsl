@@ -4,7 +4,10 @@
 // The build (Zhou et al. 2008 §3, with Chang et al. 2013's atomics) keeps:
 // - triangle records {clipped box, triangle id}, in two arrays that alternate by large level;
 //   a node of n records reserves 2n in the next array, n per child, so the classifying kernel
-//   can append to each child with one atomic per workgroup;
+//   can append to each child with one atomic per workgroup. Both arrays lie in the entries'
+//   buffer after the first `large_entry_capacity` entries: the large stage's entries stay
+//   below them, and the small stage, which runs once they are dead, writes its entries over
+//   them;
 // - per large level, the node list and the chunk list (runs of at most CHUNK records of one
 //   node), alternating by level, and the two children of each node (slots 2i, 2i+1);
 // - small roots' records and the list of small roots (each root's subtree is built by one
@@ -152,6 +155,7 @@ struct BuildRefs {
     uint small_record_capacity;
     uint small_root_capacity;
     uint entry_capacity;
+    uint large_entry_capacity; // the large stage's entries: the record arrays follow them
     uint leaf_capacity;
     uint max_depth;
     uint small_threshold;  // T: nodes of at most this many records go to the small stage
@@ -161,7 +165,6 @@ struct BuildRefs {
     float intersection_cost; // Ci
     float empty_bonus;
     uint max_groups_per_dim; // the device's per-dimension workgroup limit (common/dispatch.glsl)
-    uint pad;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer BuildRefsRef { BuildRefs v; };
 
