@@ -842,8 +842,8 @@ impl KdTreeBuilder {
         }
     }
 
-    /// Doubles the lists that `overflow` names (reallocating the scratch arena); trees must
-    /// then be allocated again.
+    /// Doubles the lists that `overflow` names, and the small roots with their records
+    /// (reallocating the scratch arena); trees must then be allocated again.
     pub fn grow(&mut self, ctx: &Context, overflow: KdOverflow) -> Result<()> {
         let mut capacity = self.arena.capacity;
         let double = |x: u32| x.saturating_mul(2).min(u32::MAX / 8);
@@ -860,7 +860,8 @@ impl KdTreeBuilder {
         if bits & OVERFLOW_SMALL_RECORDS != 0 {
             capacity.small_records = double(capacity.small_records);
         }
-        if bits & OVERFLOW_SMALL_NODES != 0 {
+        // The small roots are sized as a share of their records: they grow with them.
+        if bits & (OVERFLOW_SMALL_RECORDS | OVERFLOW_SMALL_NODES) != 0 {
             capacity.small_roots = double(capacity.small_roots);
         }
         if capacity == self.arena.capacity {
