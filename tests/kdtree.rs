@@ -9,8 +9,9 @@
 mod common;
 
 use canopy::accel::kdtree::KdTreeGpu;
-use canopy::accel::kdtree::build::{KdBuildParams, KdTreeBuilder, KdTreeStructure};
+use canopy::accel::kdtree::build::{CHUNK, KdBuildParams, KdTreeBuilder, KdTreeStructure};
 use canopy::accel::kdtree::cpu::{build_sah_kdtree, check_kdtree, kdtree_stats};
+use canopy::accel::kdtree::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use canopy::accel::kdtree::{KdParams, KdTree};
 use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Query, Ray};
@@ -262,4 +263,44 @@ fn gpu_build_with_folded_grids() {
     let ctx = common::folding_context();
     let mesh = random_mesh(&mut Rng::new(36), 30_000, 10.0, 0.2);
     check(&ctx, &mesh, &[], "folded 30K", Builder::Gpu);
+}
+
+/// The builder's scratch, computed from its buffer sizes: a builder's buffers are the bytes
+/// `scratch_bytes_for` gives without making one, and at the 5M default scene's size they stay
+/// under the bound that follows from the struct sizes and the default factors (the two record
+/// lists and the entries in one buffer, the small roots' records and the small roots, the
+/// large nodes, their children and chunks): under 300 bytes per triangle, 1.5 GB in all.
+#[test]
+fn gpu_build_scratch_within_its_bound() {
+    let ctx = context();
+    let params = KdBuildParams::default();
+    for n in [0, 5000] {
+        let builder = KdTreeBuilder::new(&ctx, params, n).unwrap();
+        assert_eq!(
+            builder.scratch_bytes(),
+            KdTreeBuilder::scratch_bytes_for(n, &params).unwrap()
+        );
+    }
+    let size = |bytes: usize| bytes as f64;
+    let record = size(std::mem::size_of::<KdRecord>());
+    let entry = size(std::mem::size_of::<KdEntry>());
+    let small_root = size(std::mem::size_of::<KdSmallNode>());
+    let large_node = size(std::mem::size_of::<KdLargeNode>());
+    let chunk = size(std::mem::size_of::<KdChunk>());
+    let records = params.record_factor as f64;
+    let nodes = params.node_factor as f64;
+    let small_records = params.small_record_factor as f64;
+    let large_nodes = records / (params.small_threshold + 1) as f64;
+    let per_triangle = (2.0 * records * record + nodes / 16.0 * entry).max(nodes * entry)
+        + small_records * (record + params.small_root_factor as f64 * small_root)
+        + 4.0 * large_nodes * large_node
+        + 2.0 * (records / CHUNK as f64 + large_nodes) * chunk;
+    let n = 5_005_832;
+    let bytes = KdTreeBuilder::scratch_bytes_for(n, &params).unwrap() as f64;
+    println!(
+        "scratch at {n} triangles: {bytes} bytes, {:.1} per triangle (bound {per_triangle:.1})",
+        bytes / n as f64
+    );
+    assert!(bytes / n as f64 <= per_triangle * 1.001, "{bytes}");
+    assert!(bytes / (n as f64) < 300.0 && bytes < 1.5e9, "{bytes}");
 }

@@ -28,9 +28,7 @@ use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
     KdSmallRootCounters,
 };
-use canopy::accel::kdtree::scratch::{
-    KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
-};
+use canopy::accel::kdtree::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use canopy::accel::kdtree::trace::TraceKdPush;
 use canopy::accel::native::NativeRaygenPush;
 use canopy::accel::octree::{
@@ -1207,8 +1205,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             name: "BuildRefs",
             shape: &[
                 "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
-                "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32", "u32",
+                "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32",
             ],
             rust: rust_layout!(BuildRefs {
                 records,
@@ -1217,7 +1215,6 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 chunks,
                 small_roots,
                 small_records,
-                small_masks,
                 entries,
                 leaf_triangles,
                 status,
@@ -1231,6 +1228,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 small_record_capacity,
                 small_root_capacity,
                 entry_capacity,
+                large_entry_capacity,
                 leaf_capacity,
                 max_depth,
                 small_threshold,
@@ -1239,12 +1237,11 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 traversal_cost,
                 intersection_cost,
                 empty_bonus,
-                max_groups_per_dim,
-                pad
+                max_groups_per_dim
             }),
             offsets: &[
-                0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 140, 144, 148, 152,
-                156, 160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
+                0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,
+                152, 156, 160, 164, 168, 172, 176, 180, 184, 188,
             ],
         },
         SharedStruct {
@@ -1346,27 +1343,16 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             offsets: &[0, 12, 16, 28, 32, 40, 44],
         },
         SharedStruct {
-            kernel: shaders::KDTREE_SMALL_SUBTREES,
-            name: "SplitMasks",
-            shape: &["u64", "u64"],
-            rust: rust_layout!(KdSplitMasks { left, right }),
-            offsets: &[0, 8],
-        },
-        SharedStruct {
             kernel: shaders::KDTREE_WRITE_NODES,
             name: "Entry",
-            shape: &["u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32"],
+            shape: &["u32", "u32", "u32", "u32"],
             rust: rust_layout!(KdEntry {
                 word0,
                 word1,
                 parent,
-                left_leaves,
-                right_leaves,
-                arrivals,
-                pad0,
-                pad1
+                leaves
             }),
-            offsets: &[0, 4, 8, 12, 16, 20, 24, 28],
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::OCTREE_EDGE_COUNTS,

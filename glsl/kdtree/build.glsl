@@ -4,11 +4,14 @@
 // The build (Zhou et al. 2008 §3, with Chang et al. 2013's atomics) keeps:
 // - triangle records {clipped box, triangle id}, in two arrays that alternate by large level;
 //   a node of n records reserves 2n in the next array, n per child, so the classifying kernel
-//   can append to each child with one atomic per workgroup;
+//   can append to each child with one atomic per workgroup. Both arrays lie in the entries'
+//   buffer after the first `large_entry_capacity` entries: the large stage's entries stay
+//   below them, and the small stage, which runs once they are dead, writes its entries over
+//   them;
 // - per large level, the node list and the chunk list (runs of at most CHUNK records of one
 //   node), alternating by level, and the two children of each node (slots 2i, 2i+1);
-// - small roots' records and, per record, the left/right masks of its six box-face split
-//   candidates; the list of small roots (each root's subtree is built by one workgroup);
+// - small roots' records and the list of small roots (each root's subtree is built by one
+//   workgroup, which keeps its split candidates' masks in shared memory);
 // - tree entries: every node of the tree, in creation order, with its parent and children,
 //   turned into preorder KdNodes at the end;
 // - counters: a status block (entries, leaf triangles and small records allocated, overflow
@@ -81,7 +84,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Chunks { Chu
 
 struct SmallNode {
     vec3 cell_lo;
-    uint root_first; // the small root's records (and masks, CANDIDATES per record)
+    uint root_first; // the small root's records
     vec3 cell_hi;
     uint root_count;
     uint64_t members; // bit i: the root's record i is in this node
@@ -90,21 +93,11 @@ struct SmallNode {
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallNodes { SmallNode v[]; };
 
-struct SplitMasks {
-    uint64_t left;  // the root's records left of the candidate plane
-    uint64_t right; // and right of it
-};
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SplitMaskArray { SplitMasks v[]; };
-
 struct Entry {
-    uint word0;        // KdNode word0 without the right child (leaf: complete)
-    uint word1;        // KdNode word1
-    uint parent;       // parent entry | RIGHT_SIDE, or NO_PARENT
-    uint left_leaves;  // leaves under the left child (written bottom-up)
-    uint right_leaves; // leaves under the right child
-    uint arrivals;     // children done, for the bottom-up pass
-    uint pad0;
-    uint pad1;
+    uint word0;  // KdNode word0 without the right child (leaf: complete)
+    uint word1;  // KdNode word1
+    uint parent; // parent entry | RIGHT_SIDE, or NO_PARENT
+    uint leaves; // leaves under the left child, written bottom-up (leaf_counts.comp)
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) coherent buffer Entries { Entry v[]; };
 
@@ -149,7 +142,6 @@ struct BuildRefs {
     uint64_t chunks[2];
     uint64_t small_roots;
     uint64_t small_records;
-    uint64_t small_masks;
     uint64_t entries;
     uint64_t leaf_triangles;
     uint64_t status;
@@ -163,6 +155,7 @@ struct BuildRefs {
     uint small_record_capacity;
     uint small_root_capacity;
     uint entry_capacity;
+    uint large_entry_capacity; // the large stage's entries: the record arrays follow them
     uint leaf_capacity;
     uint max_depth;
     uint small_threshold;  // T: nodes of at most this many records go to the small stage
@@ -172,7 +165,6 @@ struct BuildRefs {
     float intersection_cost; // Ci
     float empty_bonus;
     uint max_groups_per_dim; // the device's per-dimension workgroup limit (common/dispatch.glsl)
-    uint pad;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) readonly buffer BuildRefsRef { BuildRefs v; };
 
@@ -235,7 +227,7 @@ void write_internal_entry(BuildRefs b, uint entry, uint axis, float split) {
 
 void link_child(BuildRefs b, uint child, uint parent, uint side) {
     Entries(b.entries).v[child].parent = parent | (side == 1u ? RIGHT_SIDE : 0u);
-    Entries(b.entries).v[child].arrivals = 0;
+    Entries(b.entries).v[child].leaves = 0;
 }
 
 // The surface area of a box of extent `d` (zero extents allowed).

@@ -32,7 +32,7 @@ void main() {
     if (i != 0u) {
         return;
     }
-    Entries(b.entries).v[0] = Entry(KD_LEAF, 0, NO_PARENT, 0, 0, 0, 0, 0);
+    Entries(b.entries).v[0] = Entry(KD_LEAF, 0, NO_PARENT, 0);
     Status(b.status).v.entries = 1;
     if (n == 0u) {
         Aabbs(b.tree_bounds).v[0] = empty_aabb();

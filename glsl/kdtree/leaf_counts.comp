@@ -1,18 +1,15 @@
 #version 460
-// Output stage, bottom-up pass (Zhou et al. 2008 Alg. 5): the number of leaves under each
-// child of every tree entry, from which preorder addresses follow (a subtree of l leaves has
-// 2l - 1 nodes). Invocation k starts at entry k if it is a leaf and climbs the parent links,
-// writing its subtree's leaf count into the parent's slot for its side; an atomic counter at
-// each parent lets the first child to arrive stop and the second continue with the sum, so
-// each entry is visited once, after both of its children.
+// Output stage, bottom-up pass (Zhou et al. 2008 Alg. 5): the number of leaves under the left
+// child of every internal tree entry, from which preorder addresses follow (a subtree of l
+// leaves has 2l - 1 nodes). Invocation k starts at entry k if it is a leaf and climbs the
+// parent links. At each parent the child adds (its subtree's leaves << 1) | 1 to the parent's
+// `leaves` word with one atomic: the first child to arrive finds bit 0 clear and stops; the
+// second finds the first's count in the old value, stores the left child's count there for
+// write_nodes.comp, and climbs on with the sum. So each entry is visited once, after both of
+// its children, and the count travels in the atomic itself: no memory barrier, and one word
+// per entry where a count per side and an arrival counter took three.
 #include "../common/prelude.glsl"
 #include "kdtree/build.glsl"
-#include "../common/workgroup_any.glsl"
-
-// Whether the whole workgroup loops until its last invocation has stopped climbing (devices
-// that end an invocation reaching a memory barrier in divergent control flow, as in
-// glsl/bvh/bottom_up_boxes.comp).
-layout(constant_id = 2) const bool UNIFORM_CLIMB = false;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t refs_address;
@@ -22,40 +19,26 @@ void main() {
     BuildRefs b = BuildRefsRef(pc.refs_address).v;
     uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     uint count = min(Status(b.status).v.entries, b.entry_capacity);
+    if (k >= count) {
+        return;
+    }
     Entries entries = Entries(b.entries);
-    bool climbing = k < count && (entries.v[k].word0 & 3u) == KD_LEAF;
+    if ((entries.v[k].word0 & 3u) != KD_LEAF) {
+        return;
+    }
     uint child = k;
     uint leaves = 1;
-    for (;;) {
-        if (UNIFORM_CLIMB) {
-            if (!workgroup_any(climbing)) {
-                break;
-            }
-        } else if (!climbing) {
-            break;
-        }
-        uint link = NO_PARENT;
-        if (climbing) {
-            link = entries.v[child].parent;
-            climbing = link != NO_PARENT;
-        }
+    uint link = entries.v[child].parent;
+    while (link != NO_PARENT) {
         uint parent = link & ~RIGHT_SIDE;
-        if (climbing) {
-            if ((link & RIGHT_SIDE) != 0u) {
-                entries.v[parent].right_leaves = leaves;
-            } else {
-                entries.v[parent].left_leaves = leaves;
-            }
+        uint other = atomicAdd(entries.v[parent].leaves, (leaves << 1) | 1u);
+        if ((other & 1u) == 0u) {
+            return; // the first child to arrive: the second goes on
         }
-        memoryBarrierBuffer();
-        if (climbing) {
-            // The first child to arrive stops; the second has both counts.
-            climbing = atomicAdd(entries.v[parent].arrivals, 1u) != 0u;
-        }
-        memoryBarrierBuffer();
-        if (climbing) {
-            leaves = entries.v[parent].left_leaves + entries.v[parent].right_leaves;
-            child = parent;
-        }
+        other >>= 1;
+        entries.v[parent].leaves = (link & RIGHT_SIDE) != 0u ? other : leaves;
+        leaves += other;
+        child = parent;
+        link = entries.v[child].parent;
     }
 }

@@ -75,7 +75,8 @@ void split_node(BuildRefs b, uint level, uint index) {
         uint64_t counter = level_counter_address(b, level) + LEVEL_RECORDS;
         records_first = reserve(b, counter, 2u * node.count, b.record_capacity, OVERFLOW_RECORDS);
         if (records_first != NO_PARENT) {
-            entries = reserve(b, status_field(b, 0), 2u * cuts + 2u, b.entry_capacity,
+            // Below the record arrays, which share the entries' buffer (build.glsl).
+            entries = reserve(b, status_field(b, 0), 2u * cuts + 2u, b.large_entry_capacity,
                               OVERFLOW_ENTRIES);
         }
     }

@@ -26,13 +26,13 @@ void main() {
         uint parent = link & ~RIGHT_SIDE;
         address += 1u;
         if ((link & RIGHT_SIDE) != 0u) {
-            address += 2u * entries.v[parent].left_leaves - 1u;
+            address += 2u * entries.v[parent].leaves - 1u;
         }
         link = entries.v[parent].parent;
     }
     uint word0 = entry.word0;
     if ((word0 & 3u) != KD_LEAF) {
-        word0 |= (address + 2u * entry.left_leaves) << 2;
+        word0 |= (address + 2u * entry.leaves) << 2;
     }
     KdNodes(b.tree_nodes).v[address] = KdNode(word0, entry.word1);
 }

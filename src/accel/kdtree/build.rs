@@ -23,7 +23,8 @@
 //! 3. **Small-node stage**, one dispatch: a workgroup per small root builds its whole subtree
 //!    depth first from a stack in shared memory (`small_subtrees`); split candidates are the
 //!    box faces of the small root's records (up to 384), their left/right sets 64-bit masks
-//!    made once per root, and the exact SAH of each candidate two popcounts.
+//!    made once per root in the workgroup's shared memory, and the exact SAH of each
+//!    candidate two popcounts.
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
 //!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
 //!    [`crate::accel::kdtree`], which the ray caster reads.
@@ -32,7 +33,12 @@
 //!
 //! The scratch arena is sized from the triangle capacity ([`KdCapacity`]). Lists whose size
 //! depends on the scene (records duplicated by straddling, tree nodes, leaf references, small
-//! records and nodes) have bounds from [`KdBuildParams`]' factors. A list that would overflow
+//! records and nodes) have bounds from [`KdBuildParams`]' factors. The large stage's two
+//! record lists are dead once it ends, and the small stage makes almost all of the tree's
+//! entries: so the lists share one buffer with the entries, placed after the first
+//! [`KdCapacity::large_entries`] entries (the most the large stage may make), and the small
+//! stage's entries overwrite them. The small roots' split masks live in the small stage's
+//! shared memory. [`KdTreeBuilder::scratch_bytes_for`] gives the arena's size without making it. A list that would overflow
 //! sets a flag on the GPU and the node that wanted the space becomes a leaf where that keeps
 //! the tree correct; after the submission [`KdStatusReadback::overflow`] reports it, and
 //! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
@@ -40,7 +46,7 @@
 
 use super::KdParams;
 use super::cpu::check_kdtree;
-use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks};
+use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use super::{KdTreeGpu, MAX_DEPTH};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
@@ -53,8 +59,6 @@ use std::sync::Arc;
 pub const CHUNK: u32 = 256;
 /// The most records a small root may hold: the width of its masks.
 pub const MAX_SMALL: u32 = 64;
-/// Split candidates per small-root record (its box faces).
-const CANDIDATES: u64 = 6;
 /// Counter levels: large levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
@@ -63,8 +67,16 @@ const RECORD_BYTES: u64 = std::mem::size_of::<KdRecord>() as u64;
 const LARGE_NODE_BYTES: u64 = std::mem::size_of::<KdLargeNode>() as u64;
 const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
 const SMALL_NODE_BYTES: u64 = std::mem::size_of::<KdSmallNode>() as u64;
-const MASK_BYTES: u64 = std::mem::size_of::<KdSplitMasks>() as u64;
 const ENTRY_BYTES: u64 = std::mem::size_of::<KdEntry>() as u64;
+/// The counters: the status, the large levels', the small roots'.
+const COUNTER_BYTES: u64 =
+    STATUS_BYTES + COUNTER_LEVELS * LEVEL_BYTES + std::mem::size_of::<KdSmallRootCounters>() as u64;
+const REFS_BYTES: u64 = std::mem::size_of::<BuildRefs>() as u64;
+/// The large-node stage may make one in this many of the tree's entries
+/// ([`KdCapacity::large_entries`]).
+const LARGE_STAGE_ENTRY_SHARE: u32 = 16;
+/// Byte alignment of the lists within a shared buffer.
+const LIST_ALIGNMENT: u64 = 256;
 /// Invocations per workgroup of the small-node stage: one per small-root record.
 const NODE_WORKGROUP: u32 = MAX_SMALL;
 
@@ -102,7 +114,8 @@ pub struct KdBuildParams {
     pub leaf_factor: f32,
     /// Small-root records per triangle (default 2).
     pub small_record_factor: f32,
-    /// Small roots per small-root record (default 0.5).
+    /// Small roots per small-root record (default 1/16: the small roots of real meshes and
+    /// random soups hold 40 to 50 records on average).
     pub small_root_factor: f32,
 }
 
@@ -117,7 +130,7 @@ impl Default for KdBuildParams {
             node_factor: 10.0,
             leaf_factor: 6.0,
             small_record_factor: 2.0,
-            small_root_factor: 0.5,
+            small_root_factor: 0.0625,
         }
     }
 }
@@ -227,6 +240,15 @@ impl KdCapacity {
     fn chunks(&self, params: &KdBuildParams) -> u32 {
         self.records / CHUNK + self.large_nodes(params) + 1
     }
+
+    /// Tree entries the large-node stage may make: the first sixteenth of [`Self::nodes`]
+    /// (real meshes make about one per ten triangles there, of four to nine per triangle in
+    /// all). The record lists follow them in the entries' buffer, and the small stage's
+    /// entries overwrite the lists. A large stage that needs more flags the nodes as
+    /// overflowed, which grows both.
+    pub fn large_entries(&self) -> u32 {
+        self.nodes / LARGE_STAGE_ENTRY_SHARE
+    }
 }
 
 /// Which lists of a build overflowed (the build's tree is then not to be used).
@@ -320,7 +342,8 @@ pub struct KdSmallRootCounters {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct BuildRefs {
-    /// Record lists of even and odd large levels.
+    /// Record lists of even and odd large levels (in the entries' buffer, after the large
+    /// stage's entries).
     pub records: [u64; 2],
     /// Node lists of even and odd large levels.
     pub large_nodes: [u64; 2],
@@ -332,8 +355,6 @@ pub struct BuildRefs {
     pub small_roots: u64,
     /// Small roots' records.
     pub small_records: u64,
-    /// Split masks, six per small-root record.
-    pub small_masks: u64,
     /// Tree entries.
     pub entries: u64,
     /// Leaf triangle ids (the tree's).
@@ -360,6 +381,8 @@ pub struct BuildRefs {
     pub small_root_capacity: u32,
     /// Tree entries.
     pub entry_capacity: u32,
+    /// Tree entries of the large stage (the record lists follow them).
+    pub large_entry_capacity: u32,
     /// Leaf triangle references.
     pub leaf_capacity: u32,
     /// Depth limit of this build.
@@ -378,8 +401,6 @@ pub struct BuildRefs {
     pub empty_bonus: f32,
     /// The device's per-dimension workgroup limit the dispatch grids are folded to.
     pub max_groups_per_dim: u32,
-    /// Padding.
-    pub pad: u32,
 }
 
 /// Push constants of `init.comp`.
@@ -426,60 +447,91 @@ pub struct KdClassifyPush {
     pub pad: u32,
 }
 
+/// The sizes of a build's scratch lists, in bytes, and where the record lists lie in the
+/// entries' buffer.
+struct ArenaLayout {
+    /// The entries, and the record lists after the large stage's entries.
+    entries: u64,
+    /// The record lists' offsets in the entries' buffer.
+    records: [u64; 2],
+    /// Each of the two large node lists.
+    large_nodes: u64,
+    /// The children of a large level.
+    children: u64,
+    /// Each of the two chunk lists.
+    chunks: u64,
+    small_roots: u64,
+    small_records: u64,
+}
+
+impl ArenaLayout {
+    fn new(capacity: &KdCapacity, params: &KdBuildParams) -> Self {
+        let list = |count: u32, bytes: u64| count.max(1) as u64 * bytes;
+        let large = capacity.large_nodes(params);
+        let records = list(capacity.records, RECORD_BYTES).next_multiple_of(LIST_ALIGNMENT);
+        let first =
+            (capacity.large_entries() as u64 * ENTRY_BYTES).next_multiple_of(LIST_ALIGNMENT);
+        Self {
+            entries: list(capacity.nodes, ENTRY_BYTES).max(first + 2 * records),
+            records: [first, first + records],
+            large_nodes: list(large, LARGE_NODE_BYTES),
+            children: list(2 * large, LARGE_NODE_BYTES),
+            chunks: list(capacity.chunks(params), CHUNK_BYTES),
+            small_roots: list(capacity.small_roots, SMALL_NODE_BYTES),
+            small_records: list(capacity.small_records, RECORD_BYTES),
+        }
+    }
+
+    /// The bytes of all the lists.
+    fn bytes(&self) -> u64 {
+        self.entries
+            + 2 * self.large_nodes
+            + self.children
+            + 2 * self.chunks
+            + self.small_roots
+            + self.small_records
+    }
+}
+
 /// The scratch lists of a build.
 struct Arena {
     capacity: KdCapacity,
-    records: [Buffer; 2],
+    layout: ArenaLayout,
     large_nodes: [Buffer; 2],
     children: Buffer,
     chunks: [Buffer; 2],
     small_roots: Buffer,
     small_records: Buffer,
-    small_masks: Buffer,
+    /// The entries, and the large stage's record lists after the large stage's entries.
     entries: Buffer,
 }
 
 impl Arena {
     fn new(ctx: &Context, capacity: KdCapacity, params: &KdBuildParams) -> Result<Self> {
-        let buffer = |name: &str, count: u32, bytes: u64| {
-            ctx.create_buffer(
-                &format!("kd-tree build {name}"),
-                count.max(1) as u64 * bytes,
-                MemoryKind::Device,
-            )
+        let layout = ArenaLayout::new(&capacity, params);
+        let buffer = |name: &str, bytes: u64| {
+            ctx.create_buffer(&format!("kd-tree build {name}"), bytes, MemoryKind::Device)
         };
-        let large = capacity.large_nodes(params);
-        let chunks = capacity.chunks(params);
         Ok(Self {
             capacity,
-            records: [
-                buffer("records 0", capacity.records, RECORD_BYTES)?,
-                buffer("records 1", capacity.records, RECORD_BYTES)?,
-            ],
             large_nodes: [
-                buffer("large nodes 0", large, LARGE_NODE_BYTES)?,
-                buffer("large nodes 1", large, LARGE_NODE_BYTES)?,
+                buffer("large nodes 0", layout.large_nodes)?,
+                buffer("large nodes 1", layout.large_nodes)?,
             ],
-            children: buffer("children", 2 * large, LARGE_NODE_BYTES)?,
+            children: buffer("children", layout.children)?,
             chunks: [
-                buffer("chunks 0", chunks, CHUNK_BYTES)?,
-                buffer("chunks 1", chunks, CHUNK_BYTES)?,
+                buffer("chunks 0", layout.chunks)?,
+                buffer("chunks 1", layout.chunks)?,
             ],
-            small_roots: buffer("small roots", capacity.small_roots, SMALL_NODE_BYTES)?,
-            small_records: buffer("small records", capacity.small_records, RECORD_BYTES)?,
-            small_masks: buffer(
-                "small masks",
-                capacity.small_records,
-                MASK_BYTES * CANDIDATES,
-            )?,
-            entries: buffer("entries", capacity.nodes, ENTRY_BYTES)?,
+            small_roots: buffer("small roots", layout.small_roots)?,
+            small_records: buffer("small records", layout.small_records)?,
+            entries: buffer("entries and records", layout.entries)?,
+            layout,
         })
     }
 
     fn bytes(&self) -> u64 {
         let buffers = [
-            &self.records[0],
-            &self.records[1],
             &self.large_nodes[0],
             &self.large_nodes[1],
             &self.children,
@@ -487,7 +539,6 @@ impl Arena {
             &self.chunks[1],
             &self.small_roots,
             &self.small_records,
-            &self.small_masks,
             &self.entries,
         ];
         buffers.iter().map(|b| b.size()).sum()
@@ -518,7 +569,6 @@ impl KdTreeBuilder {
     pub fn new(ctx: &Context, params: KdBuildParams, triangles: u32) -> Result<Self> {
         params.check()?;
         let capacity = KdCapacity::new(triangles, &params)?;
-        let climb_uniformly = ctx.caps().ends_divergent_invocations_at_memory_barriers() as u32;
         // Zero counts and empty grids {0, 1, 1}.
         let large_reset = KdLevelCounters {
             chunk_grid: [0, 1, 1, 0],
@@ -534,7 +584,7 @@ impl KdTreeBuilder {
         }
         reset.extend_from_slice(bytemuck::bytes_of(&small_reset));
         let reset: Vec<u32> = bytemuck::pod_collect_to_vec(&reset);
-        let counter_bytes = reset.len() as u64 * 4;
+        debug_assert_eq!(reset.len() as u64 * 4, COUNTER_BYTES);
         let builder = Self {
             max_groups_per_dim: ctx.caps().max_workgroup_count,
             params,
@@ -542,25 +592,17 @@ impl KdTreeBuilder {
             large_boxes: ctx.pipeline(&shaders::KDTREE_LARGE_BOXES, CHUNK, &[])?,
             large_classify: ctx.pipeline(&shaders::KDTREE_LARGE_CLASSIFY, CHUNK, &[])?,
             small_subtrees: ctx.pipeline(&shaders::KDTREE_SMALL_SUBTREES, NODE_WORKGROUP, &[])?,
-            leaf_counts: ctx.pipeline(
-                &shaders::KDTREE_LEAF_COUNTS,
-                CHUNK,
-                &[("UNIFORM_CLIMB", climb_uniformly)],
-            )?,
+            leaf_counts: ctx.pipeline(&shaders::KDTREE_LEAF_COUNTS, CHUNK, &[])?,
             write_nodes: ctx.pipeline(&shaders::KDTREE_WRITE_NODES, CHUNK, &[])?,
             indirect: IndirectArgs::new(ctx, "kd-tree output", 1)?,
             arena: Arena::new(ctx, capacity, &params)?,
             counters: ctx.create_buffer(
                 "kd-tree build counters",
-                counter_bytes,
+                COUNTER_BYTES,
                 MemoryKind::Device,
             )?,
             counters_reset: ctx.create_buffer_with("kd-tree build counter reset", &reset)?,
-            refs: ctx.create_buffer(
-                "kd-tree build refs",
-                std::mem::size_of::<BuildRefs>() as u64,
-                MemoryKind::Device,
-            )?,
+            refs: ctx.create_buffer("kd-tree build refs", REFS_BYTES, MemoryKind::Device)?,
         };
         builder.check_dispatch_limits(ctx)?;
         Ok(builder)
@@ -590,6 +632,14 @@ impl KdTreeBuilder {
     /// Device memory of the scratch lists and counters (the tree's own buffers excluded).
     pub fn scratch_bytes(&self) -> u64 {
         self.arena.bytes() + self.counters.size() + self.refs.size()
+    }
+
+    /// [`Self::scratch_bytes`] of a builder for `triangles` triangles with `params`, without
+    /// making it.
+    pub fn scratch_bytes_for(triangles: u32, params: &KdBuildParams) -> Result<u64> {
+        params.check()?;
+        let capacity = KdCapacity::new(triangles, params)?;
+        Ok(ArenaLayout::new(&capacity, params).bytes() + COUNTER_BYTES + REFS_BYTES)
     }
 
     /// A tree sized for this builder's capacity, to build into.
@@ -760,13 +810,12 @@ impl KdTreeBuilder {
         let c = &a.capacity;
         let counters = self.counters.address();
         BuildRefs {
-            records: [a.records[0].address(), a.records[1].address()],
+            records: a.layout.records.map(|offset| a.entries.address() + offset),
             large_nodes: [a.large_nodes[0].address(), a.large_nodes[1].address()],
             children: a.children.address(),
             chunks: [a.chunks[0].address(), a.chunks[1].address()],
             small_roots: a.small_roots.address(),
             small_records: a.small_records.address(),
-            small_masks: a.small_masks.address(),
             entries: a.entries.address(),
             leaf_triangles: tree.leaf_triangles.address(),
             status: counters,
@@ -780,6 +829,7 @@ impl KdTreeBuilder {
             small_record_capacity: c.small_records,
             small_root_capacity: c.small_roots,
             entry_capacity: c.nodes,
+            large_entry_capacity: c.large_entries(),
             leaf_capacity: c.leaf_triangles,
             max_depth,
             small_threshold: self.params.small_threshold,
@@ -789,12 +839,11 @@ impl KdTreeBuilder {
             intersection_cost: self.params.costs.intersection_cost,
             empty_bonus: self.params.costs.empty_bonus,
             max_groups_per_dim: self.max_groups_per_dim,
-            pad: 0,
         }
     }
 
-    /// Doubles the lists that `overflow` names (reallocating the scratch arena); trees must
-    /// then be allocated again.
+    /// Doubles the lists that `overflow` names, and the small roots with their records
+    /// (reallocating the scratch arena); trees must then be allocated again.
     pub fn grow(&mut self, ctx: &Context, overflow: KdOverflow) -> Result<()> {
         let mut capacity = self.arena.capacity;
         let double = |x: u32| x.saturating_mul(2).min(u32::MAX / 8);
@@ -811,7 +860,8 @@ impl KdTreeBuilder {
         if bits & OVERFLOW_SMALL_RECORDS != 0 {
             capacity.small_records = double(capacity.small_records);
         }
-        if bits & OVERFLOW_SMALL_NODES != 0 {
+        // The small roots are sized as a share of their records: they grow with them.
+        if bits & (OVERFLOW_SMALL_RECORDS | OVERFLOW_SMALL_NODES) != 0 {
             capacity.small_roots = double(capacity.small_roots);
         }
         if capacity == self.arena.capacity {

@@ -60,7 +60,7 @@ pub struct KdChunk {
 pub struct KdSmallNode {
     /// Low corner of its region of space.
     pub cell_lo: [f32; 3],
-    /// The small root's first record (and its masks, six per record).
+    /// The small root's first record.
     pub root_first: u32,
     /// High corner of its region.
     pub cell_hi: [f32; 3],
@@ -74,16 +74,6 @@ pub struct KdSmallNode {
     pub depth: u32,
 }
 
-/// The small root's records on each side of one candidate plane (`SplitMasks`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdSplitMasks {
-    /// Records left of the plane.
-    pub left: u64,
-    /// Records right of it.
-    pub right: u64,
-}
-
 /// A tree node while the build runs, linked to its parent (`Entry`); the output step writes
 /// the nodes in preorder from them.
 #[repr(C)]
@@ -95,14 +85,7 @@ pub struct KdEntry {
     pub word1: u32,
     /// The parent entry, with bit 31 set for a right child; `u32::MAX` for the root.
     pub parent: u32,
-    /// Leaves under the left child (written bottom-up).
-    pub left_leaves: u32,
-    /// Leaves under the right child.
-    pub right_leaves: u32,
-    /// Children done, for the bottom-up pass.
-    pub arrivals: u32,
-    /// Padding.
-    pub pad0: u32,
-    /// Padding.
-    pub pad1: u32,
+    /// Leaves under the left child, written bottom-up: while the children arrive, `(the
+    /// first's leaves << 1) | 1`.
+    pub leaves: u32,
 }
