@@ -388,8 +388,8 @@ impl RadixSort {
             };
             rec.begin_stage("radix sort: upsweep");
             rec.dispatch(&self.upsweep, &upsweep, tile_stride)?;
-            rec.barrier_compute_to_compute();
             rec.end_stage();
+            // The scan's own first barrier orders the upsweep's table before it.
             rec.begin_stage("radix sort: scan");
             self.scan
                 .record(rec, table, offsets, Count::Host(table_len))?;

@@ -77,7 +77,9 @@ impl Scan {
     }
 
     /// Records the scan of `count` elements of `input` into `output` (both 16-byte aligned, not
-    /// overlapping: a tile whose predecessor is slow re-reads that predecessor's input).
+    /// overlapping: a tile whose predecessor is slow re-reads that predecessor's input). Begins
+    /// with a compute → compute barrier (a previous use of its scratch must have ended), which
+    /// also orders compute work recorded before it, such as the writes of `input`.
     pub fn record(
         &self,
         rec: &mut Recorder,
