@@ -18,6 +18,7 @@ use canopy::accel::bih::build::{
 use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::ClimbPush;
 use canopy::accel::bvh::trace::TracePush;
+use canopy::accel::bvh::treelet::TreeletPush;
 use canopy::accel::bvh::wide::CollapsePush;
 use canopy::accel::bvh::wide::format::WideNode;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
@@ -243,6 +244,18 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 clusters_address,
                 cluster_counts_address,
                 slots_address,
+                height_address,
+                leaf_parents_address,
+                host_count
+            })),
+        ),
+        (
+            shaders::BVH_TREELETS,
+            Rust(rust_layout!(TreeletPush {
+                nodes_address,
+                leaf_parents_address,
+                heights_address,
+                arrivals_address,
                 height_address,
                 host_count
             })),

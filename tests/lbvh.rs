@@ -150,8 +150,12 @@ fn check_tree_of(
         .iter()
         .map(|&p| boxes[p as usize])
         .collect();
-    let expected =
-        ploc::cluster_sorted(&built.keys, key_bits, &leaf_boxes, quality.cluster_params()).nodes;
+    let leaves = MortonLeaves {
+        keys: built.keys.clone(),
+        leaf_primitives: built.leaf_primitives.clone(),
+        leaf_boxes: leaf_boxes.clone(),
+    };
+    let expected = quality.build_on_cpu(&leaves, key_bits).nodes;
     cpu_lbvh::same_tree(&built.nodes, &expected)
         .unwrap_or_else(|e| panic!("{label}, n={n}: GPU against CPU: {e}"));
     // Numbered the same too: node indices come from the merges, not from the GPU's timing.
@@ -284,11 +288,8 @@ fn real_meshes() {
         let cost = |nodes: &[BvhNode]| cpu_lbvh::tree_stats(nodes, n).sah_cost;
         let lbvh =
             cost(&cpu_lbvh::build_lbvh(&mesh.positions, &mesh.triangles, MortonBits::Bits30).nodes);
-        let params = BvhQuality::High.cluster_params();
-        let clustered = cost(
-            &ploc::build_clustered(&mesh.positions, &mesh.triangles, MortonBits::Bits30, params)
-                .nodes,
-        );
+        let leaves = MortonLeaves::of(&mesh.positions, &mesh.triangles, MortonBits::Bits30);
+        let clustered = cost(&BvhQuality::High.build_on_cpu(&leaves, 32).nodes);
         let sweep = cost(&sah::build_sah_bvh(&mesh.positions, &mesh.triangles).nodes);
         println!(
             "{name}: {n} triangles, depths {} and {}, SAH cost {:.2} (CPU LBVH {lbvh:.2}) and \
@@ -310,46 +311,47 @@ fn real_meshes() {
     }
 }
 
-/// The high-quality tree costs the same dispatches and barriers as the fast one, and its
-/// climb moves at most twice the fast climb's bytes (replayed on the CPU from the kernel's
-/// access pattern), on three meshes.
+/// The high-quality build records at most twice the fast build's dispatches and barriers
+/// (its treelet passes: one dispatch and one barrier each), and moves at most twice its bytes
+/// (its steps replayed on the CPU from the kernels' access pattern), on three meshes.
 #[test]
-fn high_quality_costs_the_same_dispatches_and_at_most_twice_the_bytes() {
+fn high_quality_costs_at_most_twice_the_dispatches_and_the_bytes() {
     let ctx = context();
     for name in ["hand_00.obj", "fandisk.obj", "bunny_small.obj"] {
         let mesh = test_mesh(name);
         let device = DeviceMesh::new(&ctx, &mesh);
         let n = device.count;
         let mut bvh = Bvh::new(&ctx, n).unwrap();
+        let leaves = MortonLeaves::of(&mesh.positions, &mesh.triangles, MortonBits::Bits30);
         let [fast, high] = BvhQuality::ALL.map(|quality| {
             let params = LbvhParams {
                 quality,
                 ..LbvhParams::default()
             };
             let builder = LbvhBuilder::new(&ctx, params, n).unwrap();
-            count_work(&ctx, |rec| builder.record(rec, &device.input(), &mut bvh)).unwrap()
+            let work =
+                count_work(&ctx, |rec| builder.record(rec, &device.input(), &mut bvh)).unwrap();
+            let tree = quality.build_on_cpu(&leaves, 32);
+            let moved = |t: ploc::ClimbTraffic| (t.bytes_read + t.bytes_written) as f64;
+            let tree_bytes = moved(tree.climb_traffic) + moved(tree.treelet_traffic);
+            let bytes = builder.sorted_codes_bytes_per_triangle() + tree_bytes / n as f64;
+            (work, bytes)
         });
+        let passes = BvhQuality::High.treelet_params().passes;
         assert_eq!(
-            (fast.dispatches, fast.barriers),
-            (high.dispatches, high.barriers),
+            (high.0.dispatches, high.0.barriers),
+            (fast.0.dispatches + passes, fast.0.barriers + passes),
             "{name}"
         );
-
-        let leaves = MortonLeaves::of(&mesh.positions, &mesh.triangles, MortonBits::Bits30);
-        let [fast, high] = BvhQuality::ALL.map(|quality| {
-            let params = quality.cluster_params();
-            ploc::cluster_sorted(&leaves.keys, 32, &leaves.leaf_boxes, params).traffic
-        });
-        let per_triangle =
-            |t: ploc::ClimbTraffic| (t.bytes_read + t.bytes_written) as f64 / n as f64;
         println!(
-            "{name}: the climb moves {:.0} bytes per triangle fast, {:.0} high",
-            per_triangle(fast),
-            per_triangle(high)
+            "{name}: a build moves {:.0} bytes per triangle fast, {:.0} high",
+            fast.1, high.1
         );
         assert!(
-            per_triangle(high) <= 2.0 * per_triangle(fast),
-            "{name}: {high:?} against {fast:?}"
+            high.1 <= 2.0 * fast.1,
+            "{name}: {} against {}",
+            high.1,
+            fast.1
         );
     }
     assert_valid(&ctx);

@@ -34,6 +34,8 @@ layout(constant_id = 3) const bool UNIFORM_CLIMB = false;
 layout(constant_id = 4) const uint MERGE_THRESHOLD = 1;
 // How many positions either side of a cluster its nearest-neighbour search looks.
 layout(constant_id = 5) const uint SEARCH_RADIUS = 8;
+// Whether each leaf's parent is written, for the treelet passes that follow (treelets.comp).
+layout(constant_id = 6) const bool WRITES_LEAF_PARENTS = false;
 const bool WORKGROUP_LOOP = UNIFORM_CLIMB || MERGE_THRESHOLD > 1u;
 
 layout(push_constant, scalar) uniform Push {
@@ -47,6 +49,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t cluster_counts_address;  // u32 per leaf position: clusters of the range starting there
     uint64_t slots_address;           // u32 per boundary, NO_PARENT on entry and exit
     uint64_t height_address;          // out: u32, the root's height (host-visible)
+    uint64_t leaf_parents_address;    // out: u32 per leaf, its parent (WRITES_LEAF_PARENTS)
     uint host_count;
 } pc;
 
@@ -104,6 +107,13 @@ uint list_height(Cluster c) {
     return (c.ref & LEAF_BIT) != 0u ? 0u : CoherentBvhNodes(pc.nodes_address).v[c.ref].parent;
 }
 
+// Records `parent` as the parent of `child` where it is a leaf (with WRITES_LEAF_PARENTS).
+void link_leaf(uint child, uint parent) {
+    if (WRITES_LEAF_PARENTS && (child & LEAF_BIT) != 0u) {
+        U32s(pc.leaf_parents_address).v[child & ~LEAF_BIT] = parent;
+    }
+}
+
 // Moves the node at index 0 to index `to`, for the root (over clusters a and b) to take
 // index 0: the moved node's children and its parent (one of a and b, or a node) follow it.
 void move_first_node(uint to, inout Cluster a, inout Cluster b) {
@@ -116,6 +126,8 @@ void move_first_node(uint to, inout Cluster a, inout Cluster b) {
     if ((moved.right & LEAF_BIT) == 0u) {
         nodes.v[moved.right].parent = to;
     }
+    link_leaf(moved.left, to);
+    link_leaf(moved.right, to);
     if (a.ref == 0u) {
         a.ref = to;
     } else if (b.ref == 0u) {
@@ -151,6 +163,8 @@ uint make_node(Cluster a, Cluster b, uint retired, uint leaves, uint height, boo
     if ((b.ref & LEAF_BIT) == 0u) {
         nodes.v[b.ref].parent = index;
     }
+    link_leaf(a.ref, index);
+    link_leaf(b.ref, index);
     return index;
 }
 

@@ -180,6 +180,14 @@ impl RadixTreeSteps {
         })
     }
 
+    /// Bytes steps 1-3 of a triangle build move in device memory per triangle, counted from
+    /// the kernels' access pattern: the bounds and the Morton kernels each read a triangle's
+    /// indices and vertices (48 bytes), the Morton kernel writes its code, and the codes are
+    /// sorted with their indices.
+    pub(crate) fn sorted_codes_bytes_per_triangle(&self) -> f64 {
+        2.0 * 48.0 + self.key_bytes() as f64 + self.sort.bytes_per_pair(true)
+    }
+
     /// Bytes of a key.
     pub(crate) fn key_bytes(&self) -> u64 {
         self.morton_bits.key_bits() as u64 / 8

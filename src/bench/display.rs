@@ -216,6 +216,17 @@ impl Display for StructureReport {
                     per(traffic.bytes_written)
                 )?;
             }
+            if let Some(traffic) = reference.treelet_traffic {
+                let per = |bytes: u64| bytes as f64 / self.primitives.max(1) as f64;
+                writeln!(
+                    f,
+                    "  {:<10} its treelet passes read {:.0} and write {:.0} bytes per triangle \
+                     (replayed on the CPU)",
+                    "",
+                    per(traffic.bytes_read),
+                    per(traffic.bytes_written)
+                )?;
+            }
             traversals(f, "its rays", &reference.traversal)?;
         }
         Ok(())

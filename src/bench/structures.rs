@@ -19,7 +19,7 @@ use crate::accel::bih::trace::BihTreeGpu;
 use crate::accel::bvh::cpu::MortonLeaves;
 use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::lbvh::{BvhLayout, BvhQuality};
-use crate::accel::bvh::ploc::{ClimbTraffic, cluster_sorted};
+use crate::accel::bvh::ploc::ClimbTraffic;
 use crate::accel::bvh::sah;
 use crate::accel::kdtree::KdTreeGpu;
 use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
@@ -110,6 +110,8 @@ pub struct ReferenceReport {
     pub traversal: Vec<TraversalReport>,
     /// The device memory the GPU tree's climb moves, replayed on the CPU (the LBVH).
     pub climb_traffic: Option<ClimbTraffic>,
+    /// The device memory its treelet passes move, replayed on the CPU (a high-quality LBVH).
+    pub treelet_traffic: Option<ClimbTraffic>,
 }
 
 /// One structure built over one mesh, measured.
@@ -343,6 +345,7 @@ impl<'a> MeshBench<'a> {
         let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
         let started = Instant::now();
         let mut climb_traffic = None;
+        let mut treelet_traffic = None;
         let (builder, tree, cpu_tree) = match kind {
             StructureKind::Lbvh => {
                 let bvh = sah::build_sah_bvh(positions, triangles);
@@ -350,9 +353,11 @@ impl<'a> MeshBench<'a> {
                 let lbvh = self.config.build.lbvh;
                 let leaves = MortonLeaves::of(positions, triangles, lbvh.morton_bits);
                 let bits = lbvh.morton_bits.key_bits();
-                let params = lbvh.quality.cluster_params();
-                climb_traffic =
-                    Some(cluster_sorted(&leaves.keys, bits, &leaves.leaf_boxes, params).traffic);
+                let built = lbvh.quality.build_on_cpu(&leaves, bits);
+                climb_traffic = Some(built.climb_traffic);
+                if lbvh.quality.treelet_params().passes > 0 {
+                    treelet_traffic = Some(built.treelet_traffic);
+                }
                 ("CPU full-sweep SAH BVH", stats.shape(), None)
             }
             StructureKind::KdTree => {
@@ -410,6 +415,7 @@ impl<'a> MeshBench<'a> {
             sah_ratio: ratio,
             traversal,
             climb_traffic,
+            treelet_traffic,
         }))
     }
 }

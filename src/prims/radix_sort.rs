@@ -279,6 +279,17 @@ impl RadixSort {
             + table * (1.0 + Scan::SCRATCH_BYTES_PER_ELEMENT / 4.0)
     }
 
+    /// Bytes a sort moves in device memory per pair, counted from the kernels' access
+    /// pattern: each pass reads the keys twice (upsweep and scatter) and the values once,
+    /// and writes both; the first pass of [`Self::record_indexed`] reads no values. The digit
+    /// table is written, scanned (read and written) and read: 16 bytes per digit per tile.
+    pub fn bytes_per_pair(&self, indexed: bool) -> f64 {
+        let key = 4.0 * self.key_type.words() as f64;
+        let table = 16.0 * self.bins() as f64 / self.tile as f64;
+        let pass = 3.0 * key + 8.0 + table;
+        self.passes as f64 * pass - if indexed { 4.0 } else { 0.0 }
+    }
+
     /// Keys per scatter workgroup on this device.
     pub fn tile_size(&self) -> u32 {
         self.tile

@@ -16,8 +16,11 @@
 //! the capacity: the keys, the sort's own, and the climb's clusters, cluster counts and
 //! boundary slots (40 bytes per triangle).
 
+use super::BvhNode;
+use super::cpu::MortonLeaves;
 use super::cpu::check_invariants;
-use super::ploc::ClusterParams;
+use super::ploc::{self, ClimbTraffic, ClusterParams};
+use super::treelet::{self, TreeletParams, TreeletPasses};
 use super::wide::cpu::check_wide_invariants;
 use super::wide::{Collapser, WIDE_STACK_SIZE, WideBvh};
 use super::{Bvh, MAX_TRAVERSAL_HEIGHT};
@@ -56,12 +59,47 @@ impl BvhQuality {
                 merge_threshold: 1,
                 search_radius: 1,
             },
-            // Measured on the shared meshes: larger thresholds and radii buy nothing
-            // (BENCHMARKS.md, "Less work per frame").
             Self::High => ClusterParams {
-                merge_threshold: 16,
-                search_radius: 8,
+                merge_threshold: 1,
+                search_radius: 1,
             },
+        }
+    }
+
+    /// How the tree is restructured after the climb.
+    pub const fn treelet_params(self) -> TreeletParams {
+        match self {
+            Self::Fast => TreeletParams {
+                passes: 0,
+                min_leaves: 0,
+            },
+            Self::High => TreeletParams {
+                passes: 2,
+                min_leaves: 8,
+            },
+        }
+    }
+
+    /// The tree a build of this quality makes over `leaves`, made on the CPU as the GPU makes
+    /// it, node for node: the climb ([`ploc::cluster_sorted`]), then the treelet passes
+    /// ([`treelet::restructure`]); with the bytes each step moves in device memory.
+    pub fn build_on_cpu(self, leaves: &MortonLeaves, key_bits: u32) -> CpuBuild {
+        let mut climb = ploc::cluster_sorted(
+            &leaves.keys,
+            key_bits,
+            &leaves.leaf_boxes,
+            self.cluster_params(),
+        );
+        let treelets = self.treelet_params();
+        if treelets.passes > 0 {
+            // The climb also writes each leaf's parent.
+            climb.traffic.write(4 * leaves.keys.len() as u64);
+        }
+        let treelet_traffic = treelet::restructure(&mut climb.nodes, treelets);
+        CpuBuild {
+            nodes: climb.nodes,
+            climb_traffic: climb.traffic,
+            treelet_traffic,
         }
     }
 
@@ -72,6 +110,16 @@ impl BvhQuality {
             Self::High => "high",
         }
     }
+}
+
+/// A tree made on the CPU as a build of some quality makes it ([`BvhQuality::build_on_cpu`]).
+pub struct CpuBuild {
+    /// The internal nodes, numbered as the GPU numbers them.
+    pub nodes: Vec<BvhNode>,
+    /// The bytes the climb moves in device memory.
+    pub climb_traffic: ClimbTraffic,
+    /// The bytes the treelet passes move (none without passes).
+    pub treelet_traffic: ClimbTraffic,
 }
 
 /// How traversal reads the tree a build makes.
@@ -150,6 +198,8 @@ pub struct ClimbPush {
     pub slots_address: u64,
     /// The root's height written (host-visible).
     pub height_address: u64,
+    /// Each leaf's parent written, for the treelet passes (u32 per leaf).
+    pub leaf_parents_address: u64,
     /// Triangles.
     pub host_count: u32,
     /// Padding.
@@ -165,6 +215,7 @@ pub struct LbvhBuilder {
     steps: RadixTreeSteps,
     climb: Arc<Pipeline>,
     climb_workgroup_size: u32,
+    treelets: Option<TreeletPasses>,
     capacity: u32,
     /// Clusters, cluster counts and boundary slots.
     arena: Buffer,
@@ -183,9 +234,9 @@ impl LbvhBuilder {
         }
         let subgroup = ctx.caps().subgroup_size;
         let clusters = params.quality.cluster_params();
-        let climb = match params.quality {
-            BvhQuality::Fast => params.climb_workgroup_size,
-            BvhQuality::High => 2 * clusters.merge_threshold,
+        let climb = match clusters.merge_threshold {
+            1 => params.climb_workgroup_size,
+            threshold => 2 * threshold,
         }
         .next_multiple_of(subgroup);
         if climb == 0 || climb > WORKGROUP_SIZE {
@@ -202,6 +253,11 @@ impl LbvhBuilder {
             rec.fill(&arena, (CLUSTER_BYTES + 4) * n, 4 * n, u32::MAX);
             Ok(())
         })?;
+        let treelet_params = params.quality.treelet_params();
+        let treelets = match treelet_params.passes {
+            0 => None,
+            _ => Some(TreeletPasses::new(ctx, treelet_params, capacity)?),
+        };
         Ok(Self {
             climb: ctx.pipeline(
                 &shaders::BVH_HPLOC,
@@ -214,8 +270,10 @@ impl LbvhBuilder {
                     ),
                     ("MERGE_THRESHOLD", clusters.merge_threshold),
                     ("SEARCH_RADIUS", clusters.search_radius),
+                    ("WRITES_LEAF_PARENTS", treelets.is_some() as u32),
                 ],
             )?,
+            treelets,
             arena,
             keys: ctx.create_buffer("lbvh keys", n * steps.key_bytes(), MemoryKind::Device)?,
             params,
@@ -233,6 +291,13 @@ impl LbvhBuilder {
     /// The most triangles a build can take.
     pub fn capacity(&self) -> u32 {
         self.capacity
+    }
+
+    /// Bytes the bounds, Morton codes and sort of a build move in device memory per triangle,
+    /// counted from the kernels' access pattern (the tree's steps are counted by
+    /// [`BvhQuality::build_on_cpu`], which replays them).
+    pub fn sorted_codes_bytes_per_triangle(&self) -> f64 {
+        self.steps.sorted_codes_bytes_per_triangle()
     }
 
     /// The sorted Morton codes of the last build (u32 or u64 per triangle, in leaf order),
@@ -295,12 +360,21 @@ impl LbvhBuilder {
             cluster_counts_address: arena + CLUSTER_BYTES * capacity,
             slots_address: arena + (CLUSTER_BYTES + 4) * capacity,
             height_address: output.height_address(),
+            leaf_parents_address: self
+                .treelets
+                .as_ref()
+                .map_or(0, TreeletPasses::leaf_parents_address),
             host_count: n,
             pad: 0,
         };
         rec.dispatch(&self.climb, &push, n.div_ceil(self.climb_workgroup_size))?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        if let Some(treelets) = &self.treelets {
+            rec.begin_stage("lbvh: treelets");
+            treelets.record(rec, output)?;
+            rec.end_stage();
+        }
         Ok(())
     }
 }

@@ -15,6 +15,7 @@ pub mod ploc;
 pub mod sah;
 pub mod trace;
 pub mod traverse;
+pub mod treelet;
 pub mod wide;
 
 use crate::vk::{Buffer, Context, MemoryKind, Result};

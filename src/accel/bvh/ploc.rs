@@ -82,11 +82,11 @@ const NODE: u64 = 64;
 const LEAF_READS: u64 = 4 + 12 + 36;
 
 impl ClimbTraffic {
-    fn read(&mut self, bytes: u64) {
+    pub(crate) fn read(&mut self, bytes: u64) {
         self.bytes_read += bytes;
     }
 
-    fn write(&mut self, bytes: u64) {
+    pub(crate) fn write(&mut self, bytes: u64) {
         self.bytes_written += bytes;
     }
 
