@@ -6,13 +6,15 @@
 // Invocation k starts at leaf k's parent and climbs: at each node an atomic count lets the
 // first child's invocation stop and the second go on, so a node is handled once, after its
 // whole subtree, and the choices do not depend on the order invocations run in (no
-// invocation ever waits). At node p the treelet grows from p's two children by opening the
-// leaf of largest area that is an internal node. With one triangle per leaf every tree over
-// the treelet's leaves holds the same leaves, so a dynamic program over the subsets of the
-// leaves weighs internal nodes only: a subset costs its box's half area plus its cheapest
-// split in two. When that is strictly cheaper than the treelet as it stands, the treelet's
-// internal nodes are rewritten in that shape (p stays its root) and the parents of its leaves
-// updated. Every node leaves its subtree's height for the nodes above it; the root writes its
+// invocation ever waits). The workgroup restructures its invocations' treelets together, one
+// at a time, in shared memory: one invocation grows the treelet at node p from p's two
+// children by opening the leaf of largest area that is an internal node; with one triangle
+// per leaf every tree over the treelet's leaves holds the same leaves, so a dynamic program
+// over the subsets of the leaves weighs internal nodes only: a subset costs its box's half
+// area plus its cheapest split in two, and the invocations solve the subsets of each size in
+// parallel, smallest first. When the best tree is strictly cheaper than the treelet as it
+// stands, one invocation rewrites the treelet's internal nodes in that shape (p stays its
+// root) and updates the parents of its leaves. Every node leaves its subtree's height for the nodes above it; the root writes its
 // height for the host. The arrival counts are left zero for the next pass.
 // src/accel/bvh/treelet.rs is the reference.
 #include "../common/prelude.glsl"
@@ -20,11 +22,8 @@
 #include "../common/geometry.glsl"
 #include "../common/workgroup_any.glsl"
 
-// Whether the whole workgroup loops until its last invocation has stopped climbing (devices
-// that end an invocation reaching a memory barrier in divergent control flow: lavapipe).
-layout(constant_id = 3) const bool UNIFORM_CLIMB = false;
-// The fewest leaves below a node whose treelet is restructured.
-layout(constant_id = 4) const uint MIN_LEAVES = 3;
+// The fewest leaves below a node whose treelet is restructured (at least 3).
+layout(constant_id = 3) const uint MIN_LEAVES = 8;
 
 const uint TREELET_LEAVES = 7u;
 const uint SUBSETS = 1u << TREELET_LEAVES;
@@ -38,17 +37,22 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;               // leaves, at least 3
 } pc;
 
-// The treelet at the node being handled: its leaves (child references, boxes and subtree
-// heights) and its internal nodes in the order they were opened.
-uint leaf_ref[TREELET_LEAVES];
-vec3 leaf_lo[TREELET_LEAVES];
-vec3 leaf_hi[TREELET_LEAVES];
-uint leaf_height[TREELET_LEAVES];
-uint internals[TREELET_LEAVES - 1u];
+// The node whose treelet the workgroup restructures, chosen among its invocations' nodes.
+shared uint owner;
+shared uint treelet_root;
+// The treelet: its leaves (child references, boxes and leaf counts), its internal nodes in the
+// order they were opened, its size and the cost of its internal nodes as they stand.
+shared uint leaf_ref[TREELET_LEAVES];
+shared vec3 leaf_lo[TREELET_LEAVES];
+shared vec3 leaf_hi[TREELET_LEAVES];
+shared uint leaf_leaves[TREELET_LEAVES];
+shared uint internals[TREELET_LEAVES - 1u];
+shared uint treelet_size;
+shared float treelet_cost;
 // Per subset of the leaves: the least cost of its internal nodes, and in that tree the part
 // holding its lowest leaf (bits 0-7) and the tree's height (bits 8-).
-float subset_cost[SUBSETS];
-uint subset_shape[SUBSETS];
+shared float subset_cost[SUBSETS];
+shared uint subset_shape[SUBSETS];
 
 float half_area(vec3 lo, vec3 hi) {
     precise vec3 d = hi - lo;
@@ -68,65 +72,62 @@ void subset_box(uint s, out vec3 lo, out vec3 hi) {
     }
 }
 
+// The height of a child's subtree: 0 for a leaf, else what the pass wrote for it.
+uint child_height(uint child) {
+    return (child & LEAF_BIT) != 0u ? 0u : CoherentU32s(pc.heights_address).v[child];
+}
+
 // Makes `child` (with box lo..hi) leaf `slot` of the treelet.
 void set_leaf(uint slot, uint child, vec3 lo, vec3 hi) {
     leaf_ref[slot] = child;
     leaf_lo[slot] = lo;
     leaf_hi[slot] = hi;
-    leaf_height[slot] = (child & LEAF_BIT) != 0u ? 0u : CoherentU32s(pc.heights_address).v[child];
 }
 
-// Handles node p, whose children's subtrees are final.
-void restructure(uint p) {
+// One invocation grows the treelet at node p (`root`) from p's two children: it opens the
+// internal leaf of largest area (the first of equal ones) until the treelet is full. Only the
+// nodes opened are read here, one after the other; the leaves' heights and leaf counts are
+// read afterwards by an invocation each.
+void grow_treelet(uint p, BvhNode root) {
     CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
-    CoherentU32s heights = CoherentU32s(pc.heights_address);
-    BvhNode root = nodes.v[p];
     set_leaf(0u, root.left, root.left_lo, root.left_hi);
     set_leaf(1u, root.right, root.right_lo, root.right_hi);
     precise float current =
         half_area(min(root.left_lo, root.right_lo), max(root.left_hi, root.right_hi));
-    uint height = max(leaf_height[0], leaf_height[1]) + 1u;
-
-    // Grow the treelet: open the internal leaf of largest area (the first of equal ones).
     uint m = 2u;
-    if (root.leaf_count >= MIN_LEAVES) {
-        for (; m < TREELET_LEAVES; ++m) {
-            uint opened = TREELET_LEAVES;
-            float largest = 0.0;
-            for (uint k = 0u; k < m; ++k) {
-                float area = half_area(leaf_lo[k], leaf_hi[k]);
-                if ((leaf_ref[k] & LEAF_BIT) == 0u &&
-                    (opened == TREELET_LEAVES || area > largest)) {
-                    opened = k;
-                    largest = area;
-                }
+    for (; m < TREELET_LEAVES; ++m) {
+        uint opened = TREELET_LEAVES;
+        float largest = 0.0;
+        for (uint k = 0u; k < m; ++k) {
+            float area = half_area(leaf_lo[k], leaf_hi[k]);
+            if ((leaf_ref[k] & LEAF_BIT) == 0u && (opened == TREELET_LEAVES || area > largest)) {
+                opened = k;
+                largest = area;
             }
-            if (opened == TREELET_LEAVES) {
-                break;
-            }
-            current += largest;
-            uint q = leaf_ref[opened];
-            internals[m - 2u] = q;
-            BvhNode node = nodes.v[q];
-            set_leaf(opened, node.left, node.left_lo, node.left_hi);
-            set_leaf(m, node.right, node.right_lo, node.right_hi);
         }
+        if (opened == TREELET_LEAVES) {
+            break;
+        }
+        current += largest;
+        uint q = leaf_ref[opened];
+        internals[m - 2u] = q;
+        BvhNode node = nodes.v[q];
+        set_leaf(opened, node.left, node.left_lo, node.left_hi);
+        set_leaf(m, node.right, node.right_lo, node.right_hi);
     }
-    if (m == 2u) {
-        heights.v[p] = height;
-        return;
-    }
+    treelet_size = m;
+    treelet_cost = current;
+}
 
-    // The cheapest tree over every subset, smaller subsets (lower numbers) first.
-    uint full = (1u << m) - 1u;
-    for (uint s = 1u; s <= full; ++s) {
-        uint low = s & (0u - s);
-        uint rest = s ^ low;
-        if (rest == 0u) {
-            subset_cost[s] = 0.0;
-            subset_shape[s] = leaf_height[findLSB(s)] << 8;
+// The cheapest tree over every subset of `size` leaves, from those of the smaller subsets:
+// each invocation takes every WORKGROUP_SIZE-th subset.
+void solve_subsets(uint size, uint full) {
+    for (uint s = gl_LocalInvocationIndex + 1u; s <= full; s += WORKGROUP_SIZE) {
+        if (bitCount(s) != int(size)) {
             continue;
         }
+        uint low = s & (0u - s);
+        uint rest = s ^ low;
         // Splits into `low | r` and the rest, r a proper subset of `rest` in increasing order.
         float least = INF;
         uint part = low;
@@ -143,27 +144,24 @@ void restructure(uint p) {
         subset_box(s, lo, hi);
         precise float cost = half_area(lo, hi) + least;
         subset_cost[s] = cost;
-        uint tree_height = max(subset_shape[part] >> 8, subset_shape[s ^ part] >> 8) + 1u;
-        subset_shape[s] = part | tree_height << 8;
+        uint height = max(subset_shape[part] >> 8, subset_shape[s ^ part] >> 8) + 1u;
+        subset_shape[s] = part | height << 8;
     }
-    if (!(subset_cost[full] < current)) {
-        heights.v[p] = height;
-        return;
-    }
+}
 
-    // Leaf counts of the treelet's leaves.
-    uint leaf_leaves[TREELET_LEAVES];
-    for (uint k = 0u; k < m; ++k) {
-        leaf_leaves[k] = (leaf_ref[k] & LEAF_BIT) != 0u ? 1u : nodes.v[leaf_ref[k]].leaf_count;
-    }
-    // Rebuild top down, depth first, left first: each node made takes the next of the
-    // treelet's internal nodes for each child that is not a leaf, left then right.
+// One invocation rewrites the treelet at node p in the shape found for it, top down, depth
+// first, left first: each node made takes the next of the treelet's internal nodes for each
+// child that is not a leaf, left then right.
+void rebuild_treelet(uint p, uint root_parent) {
+    CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
+    CoherentU32s heights = CoherentU32s(pc.heights_address);
+    uint m = treelet_size;
     uint stack_set[TREELET_LEAVES];
     uint stack_node[TREELET_LEAVES];
     uint stack_parent[TREELET_LEAVES];
-    stack_set[0] = full;
+    stack_set[0] = (1u << m) - 1u;
     stack_node[0] = p;
-    stack_parent[0] = root.parent;
+    stack_parent[0] = root_parent;
     uint depth = 1u;
     uint next_internal = 0u;
     while (depth > 0u) {
@@ -205,20 +203,52 @@ void restructure(uint p) {
     }
 }
 
+// The workgroup restructures the treelet at node p. Called from workgroup-uniform control
+// flow with the same p in every invocation.
+void restructure(uint p) {
+    uint lane = gl_LocalInvocationIndex;
+    BvhNode root;
+    if (lane == 0u) {
+        root = CoherentBvhNodes(pc.nodes_address).v[p];
+        grow_treelet(p, root);
+    }
+    barrier();
+    // Each leaf's height and leaf count, read by an invocation each.
+    if (lane < treelet_size) {
+        uint child = leaf_ref[lane];
+        bool leaf = (child & LEAF_BIT) != 0u;
+        subset_shape[1u << lane] = child_height(child) << 8;
+        subset_cost[1u << lane] = 0.0;
+        leaf_leaves[lane] = leaf ? 1u : CoherentBvhNodes(pc.nodes_address).v[child].leaf_count;
+    }
+    barrier();
+    uint full = (1u << treelet_size) - 1u;
+    for (uint size = 2u; size <= treelet_size; ++size) {
+        solve_subsets(size, full);
+        barrier();
+    }
+    if (lane == 0u) {
+        if (subset_cost[full] < treelet_cost) {
+            rebuild_treelet(p, root.parent);
+        } else {
+            CoherentU32s(pc.heights_address).v[p] =
+                max(child_height(root.left), child_height(root.right)) + 1u;
+        }
+    }
+    memoryBarrierBuffer();
+    barrier();
+}
+
 void main() {
     uint n = pc.host_count;
     uint k = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     CoherentU32s arrivals = CoherentU32s(pc.arrivals_address);
+    CoherentBvhNodes nodes = CoherentBvhNodes(pc.nodes_address);
     bool climbing = k < n;
     uint p = climbing ? U32s(pc.leaf_parents_address).v[k] : 0u;
-    for (;;) {
-        if (UNIFORM_CLIMB) {
-            if (!workgroup_any(climbing)) {
-                break;
-            }
-        } else if (!climbing) {
-            break;
-        }
+    // The whole workgroup loops until its last invocation has stopped climbing, since it
+    // restructures its invocations' treelets together.
+    while (workgroup_any(climbing)) {
         // This subtree's nodes are written before its arrival is announced.
         memoryBarrierBuffer();
         if (climbing) {
@@ -229,13 +259,39 @@ void main() {
         }
         // The sibling's subtree is read after its arrival was seen.
         memoryBarrierBuffer();
+        // Nodes of few leaves only record their height; the others' treelets are
+        // restructured by the whole workgroup, one at a time.
+        bool restructures = false;
         if (climbing) {
-            restructure(p);
+            BvhNode node = nodes.v[p];
+            restructures = node.leaf_count >= MIN_LEAVES;
+            if (!restructures) {
+                CoherentU32s(pc.heights_address).v[p] =
+                    max(child_height(node.left), child_height(node.right)) + 1u;
+            }
+        }
+        while (workgroup_any(restructures)) {
+            if (gl_LocalInvocationIndex == 0u) {
+                owner = WORKGROUP_SIZE;
+            }
+            barrier();
+            if (restructures) {
+                atomicMin(owner, gl_LocalInvocationIndex);
+            }
+            barrier();
+            if (owner == gl_LocalInvocationIndex) {
+                treelet_root = p;
+                restructures = false;
+            }
+            barrier();
+            restructure(treelet_root);
+        }
+        if (climbing) {
             if (p == 0u) {
                 U32s(pc.height_address).v[0] = CoherentU32s(pc.heights_address).v[0];
                 climbing = false;
             } else {
-                p = CoherentBvhNodes(pc.nodes_address).v[p].parent;
+                p = nodes.v[p].parent;
             }
         }
     }

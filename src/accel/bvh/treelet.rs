@@ -84,18 +84,15 @@ impl TreeletPasses {
             Ok(())
         })?;
         // Like the climb, small workgroups: invocations climb for very different numbers of
-        // levels, and a workgroup ends with its last one.
+        // levels, and a workgroup ends with its last one. The workgroup solves a treelet's
+        // subsets together: 35 of them at most have the same size.
         let workgroup_size = 32u32.next_multiple_of(ctx.caps().subgroup_size);
-        let uniform = ctx.caps().ends_divergent_invocations_at_memory_barriers();
         Ok(Self {
             params,
             pipeline: ctx.pipeline(
                 &shaders::BVH_TREELETS,
                 workgroup_size,
-                &[
-                    ("UNIFORM_CLIMB", uniform as u32),
-                    ("MIN_LEAVES", params.min_leaves),
-                ],
+                &[("MIN_LEAVES", params.min_leaves.max(3))],
             )?,
             workgroup_size,
             scratch,
@@ -202,14 +199,18 @@ fn bottom_up_order(nodes: &[BvhNode]) -> Vec<usize> {
     order
 }
 
-/// The height of a treelet leaf's subtree (0 for a triangle), read from `heights`.
-fn height_of(leaf: &TreeletLeaf, heights: &[u32], traffic: &mut ClimbTraffic) -> u32 {
+/// The height of a treelet leaf's subtree (0 for a triangle), from `heights`.
+fn height_of(leaf: &TreeletLeaf, heights: &[u32]) -> u32 {
     if leaf.reference & LEAF_BIT != 0 {
         0
     } else {
-        traffic.read(WORD);
         heights[leaf.reference as usize]
     }
+}
+
+/// Treelet leaves that are internal nodes.
+fn internal_count(leaves: &[TreeletLeaf]) -> u64 {
+    leaves.iter().filter(|l| l.reference & LEAF_BIT == 0).count() as u64
 }
 
 /// Handles node `p`, whose children's subtrees are final: restructures its treelet and
@@ -223,42 +224,44 @@ fn restructure_treelet(
 ) {
     let root = nodes[p as usize];
     traffic.read(NODE);
-    let mut leaves = children_of(&root).to_vec();
-    let mut leaf_heights: Vec<u32> = leaves
-        .iter()
-        .map(|l| height_of(l, heights, traffic))
-        .collect();
-    let mut internals = vec![p];
-    let mut current = half_area(&union(&leaves[0].bounds, &leaves[1].bounds));
-    let height = leaf_heights[0].max(leaf_heights[1]) + 1;
-    if root.leaf_count >= params.min_leaves {
-        while leaves.len() < TREELET_LEAVES {
-            let mut opened: Option<(usize, f32)> = None;
-            for (i, leaf) in leaves.iter().enumerate() {
-                let area = half_area(&leaf.bounds);
-                if leaf.reference & LEAF_BIT == 0 && opened.is_none_or(|(_, best)| area > best) {
-                    opened = Some((i, area));
-                }
-            }
-            let Some((i, area)) = opened else { break };
-            current += area;
-            let node = nodes[leaves[i].reference as usize];
-            traffic.read(NODE);
-            internals.push(leaves[i].reference);
-            let [left, right] = children_of(&node);
-            leaves[i] = left;
-            leaf_heights[i] = height_of(&left, heights, traffic);
-            leaves.push(right);
-            leaf_heights.push(height_of(&right, heights, traffic));
-        }
-    }
-    let m = leaves.len();
-    if m == 2 {
+    let children = children_of(&root);
+    let height = height_of(&children[0], heights).max(height_of(&children[1], heights)) + 1;
+    // A node of few leaves only records its height, from its children's.
+    let keep = |heights: &mut [u32], traffic: &mut ClimbTraffic| {
+        traffic.read(WORD * internal_count(&children));
         heights[p as usize] = height;
         traffic.write(WORD);
+    };
+    if root.leaf_count < params.min_leaves.max(3) {
+        keep(heights, traffic);
         return;
     }
-
+    // The invocation that grows the treelet reads its root again, then each node it opens.
+    traffic.read(NODE);
+    let mut leaves = children.to_vec();
+    let mut internals = vec![p];
+    let mut current = half_area(&union(&leaves[0].bounds, &leaves[1].bounds));
+    while leaves.len() < TREELET_LEAVES {
+        let mut opened: Option<(usize, f32)> = None;
+        for (i, leaf) in leaves.iter().enumerate() {
+            let area = half_area(&leaf.bounds);
+            if leaf.reference & LEAF_BIT == 0 && opened.is_none_or(|(_, best)| area > best) {
+                opened = Some((i, area));
+            }
+        }
+        let Some((i, area)) = opened else { break };
+        current += area;
+        let node = nodes[leaves[i].reference as usize];
+        traffic.read(NODE);
+        internals.push(leaves[i].reference);
+        let [left, right] = children_of(&node);
+        leaves[i] = left;
+        leaves.push(right);
+    }
+    // Each leaf's height and leaf count.
+    traffic.read(2 * WORD * internal_count(&leaves));
+    let leaf_heights: Vec<u32> = leaves.iter().map(|l| height_of(l, heights)).collect();
+    let m = leaves.len();
     let full = (1usize << m) - 1;
     let mut bounds = vec![leaves[0].bounds; full + 1];
     let mut cost = vec![0f32; full + 1];
@@ -295,19 +298,16 @@ fn restructure_treelet(
         subset_height[s] = subset_height[part].max(subset_height[s ^ part]) + 1;
     }
     if cost[full] >= current {
-        heights[p as usize] = height;
-        traffic.write(WORD);
+        keep(heights, traffic);
         return;
     }
 
-    // Leaf counts of the treelet's leaves that are internal nodes.
     let counts: Vec<u32> = leaves
         .iter()
         .map(|l| {
             if l.reference & LEAF_BIT != 0 {
                 1
             } else {
-                traffic.read(WORD);
                 nodes[l.reference as usize].leaf_count
             }
         })
