@@ -148,13 +148,16 @@ pub struct StructureReport {
 }
 
 impl StructureReport {
-    /// The structure's name in tables: `lbvh-hq` for a high-quality LBVH, `lbvh-wide` and
-    /// `lbvh-hq-wide` for those traced as 8-wide trees.
+    /// The structure's name in tables: `lbvh-hq` for a high-quality LBVH and `lbvh-best` for
+    /// one restructured by treelets, `lbvh-wide`, `lbvh-hq-wide` and `lbvh-best-wide` for
+    /// those traced as 8-wide trees.
     pub fn label(&self) -> &'static str {
         let wide = self.bvh_layout == Some(BvhLayout::Wide);
         match (self.structure, self.bvh_quality, wide) {
             (StructureKind::Lbvh, Some(BvhQuality::High), false) => "lbvh-hq",
             (StructureKind::Lbvh, Some(BvhQuality::High), true) => "lbvh-hq-wide",
+            (StructureKind::Lbvh, Some(BvhQuality::Best), false) => "lbvh-best",
+            (StructureKind::Lbvh, Some(BvhQuality::Best), true) => "lbvh-best-wide",
             (StructureKind::Lbvh, _, true) => "lbvh-wide",
             (kind, _, _) => kind.name(),
         }

@@ -47,8 +47,8 @@ pub struct RenderBenchArgs {
     /// with a note, where the device has none).
     #[arg(long)]
     pub native: bool,
-    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
-    /// [default: fast].
+    /// The LBVH's tree: fast (the radix tree), high (clustered by surface area) or best
+    /// (restructured by treelets) [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<super::render::QualityArg>,
     /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide

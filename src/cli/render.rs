@@ -155,8 +155,8 @@ pub struct RenderArgs {
     /// Morton code width of the LBVH: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<MortonArg>,
-    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
-    /// [default: fast].
+    /// The LBVH's tree: fast (the radix tree), high (clustered by surface area) or best
+    /// (restructured by treelets) [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<QualityArg>,
     /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide
@@ -350,6 +350,8 @@ pub enum QualityArg {
     /// Clusters merged by surface area on the way up (H-PLOC): fewer nodes and triangles
     /// tested per ray for a slower build.
     High,
+    /// The fast tree restructured by treelets: the lowest SAH cost for the slowest build.
+    Best,
 }
 
 impl From<QualityArg> for BvhQuality {
@@ -357,6 +359,7 @@ impl From<QualityArg> for BvhQuality {
         match arg {
             QualityArg::Fast => BvhQuality::Fast,
             QualityArg::High => BvhQuality::High,
+            QualityArg::Best => BvhQuality::Best,
         }
     }
 }

@@ -32,8 +32,8 @@ pub struct MeshBenchArgs {
     /// Morton code width of the LBVH and the octree: 30 or 63 [default: 30].
     #[arg(long, value_enum)]
     pub morton_bits: Option<super::render::MortonArg>,
-    /// The LBVH's tree: fast (the radix tree) or high (clustered by surface area)
-    /// [default: fast].
+    /// The LBVH's tree: fast (the radix tree), high (clustered by surface area) or best
+    /// (restructured by treelets) [default: fast].
     #[arg(long, value_enum)]
     pub bvh_quality: Option<super::render::QualityArg>,
     /// How rays read the LBVH: binary (as built) or wide (collapsed into an 8-wide

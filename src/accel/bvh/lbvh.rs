@@ -11,6 +11,9 @@
 //!    LBVH of Karras (2012), built with its boxes as Apetrei (2014) does. [`BvhQuality::High`]
 //!    reduces the clusters of every range by PLOC on the way up (H-PLOC, Benthin et al. 2024;
 //!    [`crate::accel::bvh::ploc`] is the reference).
+//! 5. With [`BvhQuality::Best`], after the fast climb: `glsl/bvh/treelets.comp`, treelet
+//!    restructuring (Karras & Aila 2013), one dispatch per pass
+//!    ([`crate::accel::bvh::treelet`] is the reference).
 //!
 //! The output is a [`Bvh`] in the format of [`crate::accel::bvh`]. Scratch memory, sized for
 //! the capacity: the keys, the sort's own, and the climb's clusters, cluster counts and
@@ -46,22 +49,28 @@ pub enum BvhQuality {
     /// Clusters merged by surface area on the way up (H-PLOC): a tree of SAH cost close to a
     /// full-sweep SAH build, for a few more passes over each workgroup's clusters.
     High,
+    /// The fast tree, then restructured by treelets (Karras & Aila 2013) in two passes over
+    /// the nodes of 8 leaves or more: the lowest SAH cost (within 7% of a full-sweep SAH
+    /// build on every mesh measured), for the slowest build.
+    Best,
 }
 
 impl BvhQuality {
-    /// Both qualities, fast first.
-    pub const ALL: [Self; 2] = [Self::Fast, Self::High];
+    /// Every quality, fastest build first.
+    pub const ALL: [Self; 3] = [Self::Fast, Self::High, Self::Best];
 
     /// How the climb clusters for this quality.
     pub const fn cluster_params(self) -> ClusterParams {
         match self {
-            Self::Fast => ClusterParams {
+            Self::Fast | Self::Best => ClusterParams {
                 merge_threshold: 1,
                 search_radius: 1,
             },
+            // Measured on the shared meshes: larger thresholds and radii buy nothing
+            // (BENCHMARKS.md, "Less work per frame").
             Self::High => ClusterParams {
-                merge_threshold: 1,
-                search_radius: 1,
+                merge_threshold: 16,
+                search_radius: 8,
             },
         }
     }
@@ -69,11 +78,13 @@ impl BvhQuality {
     /// How the tree is restructured after the climb.
     pub const fn treelet_params(self) -> TreeletParams {
         match self {
-            Self::Fast => TreeletParams {
+            Self::Fast | Self::High => TreeletParams {
                 passes: 0,
                 min_leaves: 0,
             },
-            Self::High => TreeletParams {
+            // Measured on the shared meshes (BENCHMARKS.md, "Treelet restructuring"): a third
+            // pass, or treelets at nodes of fewer leaves, lower the SAH cost by 1% or less.
+            Self::Best => TreeletParams {
                 passes: 2,
                 min_leaves: 8,
             },
@@ -108,6 +119,7 @@ impl BvhQuality {
         match self {
             Self::Fast => "fast",
             Self::High => "high",
+            Self::Best => "best",
         }
     }
 }

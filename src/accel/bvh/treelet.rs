@@ -210,7 +210,10 @@ fn height_of(leaf: &TreeletLeaf, heights: &[u32]) -> u32 {
 
 /// Treelet leaves that are internal nodes.
 fn internal_count(leaves: &[TreeletLeaf]) -> u64 {
-    leaves.iter().filter(|l| l.reference & LEAF_BIT == 0).count() as u64
+    leaves
+        .iter()
+        .filter(|l| l.reference & LEAF_BIT == 0)
+        .count() as u64
 }
 
 /// Handles node `p`, whose children's subtrees are final: restructures its treelet and
