@@ -40,6 +40,7 @@ layout(push_constant, scalar) uniform Push {
 // The node whose treelet the workgroup restructures, chosen among its invocations' nodes.
 shared uint owner;
 shared uint treelet_root;
+shared BvhNode treelet_root_node;
 // The treelet: its leaves (child references, boxes and leaf counts), its internal nodes in the
 // order they were opened, its size and the cost of its internal nodes as they stand.
 shared uint leaf_ref[TREELET_LEAVES];
@@ -207,9 +208,8 @@ void rebuild_treelet(uint p, uint root_parent) {
 // flow with the same p in every invocation.
 void restructure(uint p) {
     uint lane = gl_LocalInvocationIndex;
-    BvhNode root;
+    BvhNode root = treelet_root_node;
     if (lane == 0u) {
-        root = CoherentBvhNodes(pc.nodes_address).v[p];
         grow_treelet(p, root);
     }
     barrier();
@@ -262,8 +262,9 @@ void main() {
         // Nodes of few leaves only record their height; the others' treelets are
         // restructured by the whole workgroup, one at a time.
         bool restructures = false;
+        BvhNode node;
         if (climbing) {
-            BvhNode node = nodes.v[p];
+            node = nodes.v[p];
             restructures = node.leaf_count >= MIN_LEAVES;
             if (!restructures) {
                 CoherentU32s(pc.heights_address).v[p] =
@@ -281,6 +282,7 @@ void main() {
             barrier();
             if (owner == gl_LocalInvocationIndex) {
                 treelet_root = p;
+                treelet_root_node = node;
                 restructures = false;
             }
             barrier();

@@ -239,8 +239,7 @@ fn restructure_treelet(
         keep(heights, traffic);
         return;
     }
-    // The invocation that grows the treelet reads its root again, then each node it opens.
-    traffic.read(NODE);
+    // The invocation that grows the treelet reads each node it opens.
     let mut leaves = children.to_vec();
     let mut internals = vec![p];
     let mut current = half_area(&union(&leaves[0].bounds, &leaves[1].bounds));
