@@ -110,7 +110,8 @@ pub struct ReferenceReport {
     pub traversal: Vec<TraversalReport>,
     /// The device memory the GPU tree's climb moves, replayed on the CPU (the LBVH).
     pub climb_traffic: Option<ClimbTraffic>,
-    /// The device memory its treelet passes move, replayed on the CPU (a high-quality LBVH).
+    /// The device memory its treelet passes move, replayed on the CPU (an LBVH of the best
+    /// quality).
     pub treelet_traffic: Option<ClimbTraffic>,
 }
 

@@ -193,7 +193,7 @@ fn node_bounds(node: &BvhNode) -> Bounds {
 }
 
 /// Internal nodes of a valid tree with parents before children (root first).
-fn top_down_order(nodes: &[BvhNode]) -> Vec<usize> {
+pub(crate) fn top_down_order(nodes: &[BvhNode]) -> Vec<usize> {
     let mut order = Vec::with_capacity(nodes.len());
     if !nodes.is_empty() {
         order.push(0);

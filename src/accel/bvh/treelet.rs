@@ -23,6 +23,7 @@
 //! the GPU makes them. The choices depend only on the subtree below `p`, so the order in which
 //! the GPU's invocations reach the nodes does not change the tree.
 
+use super::cpu::top_down_order;
 use super::ploc::{ClimbTraffic, half_area};
 use super::{Bvh, BvhNode, LEAF_BIT};
 use crate::geom::aabb::{Bounds, union};
@@ -171,7 +172,8 @@ pub fn restructure(nodes: &mut [BvhNode], params: TreeletParams) -> ClimbTraffic
         traffic.read(WORD * leaves);
         traffic.read(2 * WORD * nodes.len() as u64);
         traffic.write(3 * WORD * nodes.len() as u64);
-        for p in bottom_up_order(nodes) {
+        // Children before parents.
+        for p in top_down_order(nodes).into_iter().rev() {
             restructure_treelet(nodes, &mut heights, p as u32, params, &mut traffic);
             // The climb reads the parent (the root writes its height for the host).
             traffic.write(WORD * (p == 0) as u64);
@@ -179,24 +181,6 @@ pub fn restructure(nodes: &mut [BvhNode], params: TreeletParams) -> ClimbTraffic
         }
     }
     traffic
-}
-
-/// Internal nodes with both children before their parent (the reverse of a breadth-first
-/// order from the root).
-fn bottom_up_order(nodes: &[BvhNode]) -> Vec<usize> {
-    let mut order = vec![0usize];
-    let mut next = 0;
-    while next < order.len() {
-        let node = nodes[order[next]];
-        for c in [node.left, node.right] {
-            if c & LEAF_BIT == 0 {
-                order.push(c as usize);
-            }
-        }
-        next += 1;
-    }
-    order.reverse();
-    order
 }
 
 /// The height of a treelet leaf's subtree (0 for a triangle), from `heights`.
