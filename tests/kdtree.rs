@@ -11,9 +11,7 @@ mod common;
 use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::kdtree::build::{CHUNK, KdBuildParams, KdTreeBuilder, KdTreeStructure};
 use canopy::accel::kdtree::cpu::{build_sah_kdtree, check_kdtree, kdtree_stats};
-use canopy::accel::kdtree::scratch::{
-    KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
-};
+use canopy::accel::kdtree::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use canopy::accel::kdtree::{KdParams, KdTree};
 use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::ray::{Query, Ray};
@@ -270,9 +268,10 @@ fn gpu_build_with_folded_grids() {
 /// The builder's scratch, computed from its buffer sizes: a builder's buffers are the bytes
 /// `scratch_bytes_for` gives without making one, and at the 5M default scene's size they stay
 /// under the bound that follows from the struct sizes and the default factors (the two record
-/// lists and the entries in one buffer, the small roots' records, their candidates' masks and
-/// the small roots, the large nodes, their children and chunks): under 450 bytes per triangle
-/// (800 before the lists shared the entries' buffer and the entries shrank to 16 bytes).
+/// lists and the entries in one buffer, the small roots' records and the small roots, the large
+/// nodes, their children and chunks): under 1.5 GB, 299 bytes per triangle (800 before the
+/// lists shared the entries' buffer and the entries shrank to 16 bytes, 448 before the small
+/// roots' split masks moved to the small stage's registers).
 #[test]
 fn gpu_build_scratch_within_its_bound() {
     let ctx = context();
@@ -290,13 +289,12 @@ fn gpu_build_scratch_within_its_bound() {
     let small_root = size(std::mem::size_of::<KdSmallNode>());
     let large_node = size(std::mem::size_of::<KdLargeNode>());
     let chunk = size(std::mem::size_of::<KdChunk>());
-    let masks = 6.0 * size(std::mem::size_of::<KdSplitMasks>());
     let records = params.record_factor as f64;
     let nodes = params.node_factor as f64;
     let small_records = params.small_record_factor as f64;
     let large_nodes = records / (params.small_threshold + 1) as f64;
     let per_triangle = (2.0 * records * record + nodes / 16.0 * entry).max(nodes * entry)
-        + small_records * (record + masks + params.small_root_factor as f64 * small_root)
+        + small_records * (record + params.small_root_factor as f64 * small_root)
         + 4.0 * large_nodes * large_node
         + 2.0 * (records / CHUNK as f64 + large_nodes) * chunk;
     let n = 5_005_832;
@@ -306,5 +304,5 @@ fn gpu_build_scratch_within_its_bound() {
         bytes / n as f64
     );
     assert!(bytes / n as f64 <= per_triangle * 1.001, "{bytes}");
-    assert!(bytes / (n as f64) < 450.0, "{bytes}");
+    assert!(bytes < 1.5e9, "{bytes}");
 }

@@ -29,9 +29,7 @@ use canopy::accel::kdtree::build::{
     BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
     KdSmallRootCounters,
 };
-use canopy::accel::kdtree::scratch::{
-    KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks,
-};
+use canopy::accel::kdtree::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use canopy::accel::kdtree::trace::TraceKdPush;
 use canopy::accel::native::NativeRaygenPush;
 use canopy::accel::octree::{
@@ -1220,8 +1218,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             name: "BuildRefs",
             shape: &[
                 "[u64; 2]", "[u64; 2]", "u64", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
-                "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-                "u32", "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32",
+                "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "u32", "u32", "u32", "f32", "f32", "f32", "f32", "u32",
             ],
             rust: rust_layout!(BuildRefs {
                 records,
@@ -1230,7 +1228,6 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 chunks,
                 small_roots,
                 small_records,
-                small_masks,
                 entries,
                 leaf_triangles,
                 status,
@@ -1256,8 +1253,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 max_groups_per_dim
             }),
             offsets: &[
-                0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 140, 144, 148, 152,
-                156, 160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
+                0, 16, 32, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 132, 136, 140, 144, 148,
+                152, 156, 160, 164, 168, 172, 176, 180, 184, 188,
             ],
         },
         SharedStruct {
@@ -1357,13 +1354,6 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 depth
             }),
             offsets: &[0, 12, 16, 28, 32, 40, 44],
-        },
-        SharedStruct {
-            kernel: shaders::KDTREE_SMALL_SUBTREES,
-            name: "SplitMasks",
-            shape: &["u64", "u64"],
-            rust: rust_layout!(KdSplitMasks { left, right }),
-            offsets: &[0, 8],
         },
         SharedStruct {
             kernel: shaders::KDTREE_WRITE_NODES,

@@ -10,8 +10,8 @@
 //   them;
 // - per large level, the node list and the chunk list (runs of at most CHUNK records of one
 //   node), alternating by level, and the two children of each node (slots 2i, 2i+1);
-// - small roots' records and, per record, the left/right masks of its six box-face split
-//   candidates; the list of small roots (each root's subtree is built by one workgroup);
+// - small roots' records and the list of small roots (each root's subtree is built by one
+//   workgroup, whose invocations keep their records' split candidates' masks in registers);
 // - tree entries: every node of the tree, in creation order, with its parent and children,
 //   turned into preorder KdNodes at the end;
 // - counters: a status block (entries, leaf triangles and small records allocated, overflow
@@ -84,7 +84,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) buffer Chunks { Chu
 
 struct SmallNode {
     vec3 cell_lo;
-    uint root_first; // the small root's records (and masks, CANDIDATES per record)
+    uint root_first; // the small root's records
     vec3 cell_hi;
     uint root_count;
     uint64_t members; // bit i: the root's record i is in this node
@@ -92,12 +92,6 @@ struct SmallNode {
     uint depth;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SmallNodes { SmallNode v[]; };
-
-struct SplitMasks {
-    uint64_t left;  // the root's records left of the candidate plane
-    uint64_t right; // and right of it
-};
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer SplitMaskArray { SplitMasks v[]; };
 
 struct Entry {
     uint word0;  // KdNode word0 without the right child (leaf: complete)
@@ -148,7 +142,6 @@ struct BuildRefs {
     uint64_t chunks[2];
     uint64_t small_roots;
     uint64_t small_records;
-    uint64_t small_masks;
     uint64_t entries;
     uint64_t leaf_triangles;
     uint64_t status;

@@ -1,16 +1,21 @@
 #version 460
 // Small-node stage (Zhou et al. 2008 Alg. 4) in one dispatch: one workgroup per small root
 // builds the root's whole subtree depth first, from a stack of nodes in shared memory, one
-// invocation per record of the root. For each node, each member record's six box faces inside
-// the cell are split candidates; the records left and right of a candidate are the root's
-// precomputed masks ANDed with the node's members, so the exact SAH cost of every candidate
-// takes two popcounts. The cheapest candidate (ties to the lowest index) splits the node when
-// it costs less than making it a leaf and the depth limit allows; the children's members are
-// the two masks (no clipping in this stage), an empty child becomes an empty leaf, and the
-// others go on the stack (the right child under the left). Otherwise the node becomes a leaf
-// of its members. A subtree of at most MAX_SMALL records never needs more stack than its depth
-// limit allows, and no small node ever leaves its workgroup: the stage records one dispatch
-// where a dispatch per level needed as many as the depth limit.
+// invocation per record of the root. The workgroup first makes the root's split candidates
+// (§3.2's preprocessing): each record's six box faces, with the masks of the root's records
+// left and right of each plane. Invocation t keeps record t's box and its six candidates'
+// masks in registers for the whole subtree (only the chosen candidate's masks are ever needed
+// by another invocation), so no list of masks lives in device memory and the workgroup's
+// shared memory stays small. For each node, each member record's faces inside the cell are
+// candidates; the records left and right of a candidate are its masks ANDed with the node's
+// members, so the exact SAH cost of every candidate takes two popcounts. The cheapest
+// candidate (ties to the lowest index) splits the node when it costs less than making it a
+// leaf and the depth limit allows; the children's members are the two masks (no clipping in
+// this stage), an empty child becomes an empty leaf, and the others go on the stack (the right
+// child under the left). Otherwise the node becomes a leaf of its members. A subtree of at most
+// MAX_SMALL records never needs more stack than its depth limit allows, and no small node ever
+// leaves its workgroup: the stage records one dispatch where a dispatch per level needed as
+// many as the depth limit.
 #include "../common/prelude.glsl"
 #include "kdtree/build.glsl"
 #include "workgroup_steps.glsl"
@@ -25,25 +30,70 @@ shared uint subgroup_candidate[SUBGROUPS_PER_WORKGROUP];
 // first, so a root of depth >= 0 under a depth limit of MAX_DEPTH holds at most MAX_DEPTH + 1.
 shared SmallNode stack[MAX_DEPTH + 1];
 shared uint stack_size;
+// The root's records' boxes, while the candidates' masks are made.
+shared vec3 root_lo[MAX_SMALL];
+shared vec3 root_hi[MAX_SMALL];
+// The chosen candidate's plane and masks, handed by its record's invocation to invocation 0.
+shared float chosen_plane;
+shared uint64_t chosen_left;
+shared uint64_t chosen_right;
+
+// This invocation's record (when t < the root's records) and its candidates' masks: bit u of
+// candidate_left[face] (candidate_right[face]) says that the root's record u goes left (right)
+// of the plane of the record's box face `face` (lo x, y, z, then hi x, y, z).
+Record record;
+uint64_t candidate_left[CANDIDATES];
+uint64_t candidate_right[CANDIDATES];
+
+float face_plane(uint face) {
+    return face < 3u ? record.lo[face] : record.hi[face - 3u];
+}
+
+// Reads the root's records and makes this invocation's candidates' masks.
+void make_candidates(BuildRefs b, SmallNode root) {
+    uint t = gl_LocalInvocationIndex;
+    uint count = root.root_count;
+    if (t < count) {
+        record = Records(b.small_records).v[root.root_first + t];
+        root_lo[t] = record.lo;
+        root_hi[t] = record.hi;
+    }
+    barrier();
+    if (t < count) {
+        [[unroll]] for (uint face = 0; face < CANDIDATES; ++face) {
+            uint axis = face % 3u;
+            float plane = face_plane(face);
+            uint64_t left = 0ul;
+            uint64_t right = 0ul;
+            for (uint u = 0; u < count; ++u) {
+                if (goes_left(root_lo[u][axis], root_hi[u][axis], plane)) {
+                    left |= 1ul << u;
+                }
+                if (goes_right(root_hi[u][axis], plane)) {
+                    right |= 1ul << u;
+                }
+            }
+            candidate_left[face] = left;
+            candidate_right[face] = right;
+        }
+    }
+}
 
 // The cheapest split candidate of `node`, agreed by the whole workgroup: its index
 // (record * CANDIDATES + face) and cost, NO_PARENT and INF when none lies inside the cell.
 uint cheapest_candidate(BuildRefs b, SmallNode node, out float cost) {
     vec3 extent = node.cell_hi - node.cell_lo;
-    SplitMaskArray masks = SplitMaskArray(b.small_masks);
     uint t = gl_LocalInvocationIndex;
     float best_cost = INF;
     uint best = NO_PARENT;
     if (t < node.root_count && ((node.members >> t) & 1ul) != 0ul && box_area(extent) > 0.0) {
-        Record r = Records(b.small_records).v[node.root_first + t];
-        for (uint face = 0; face < CANDIDATES; ++face) {
+        [[unroll]] for (uint face = 0; face < CANDIDATES; ++face) {
             uint axis = face % 3u;
-            float plane = face < 3u ? r.lo[axis] : r.hi[axis];
+            float plane = face_plane(face);
             if (node.cell_lo[axis] < plane && plane < node.cell_hi[axis]) {
-                SplitMasks m = masks.v[(node.root_first + t) * CANDIDATES + face];
                 float c = split_cost(b, extent, axis, plane - node.cell_lo[axis],
-                                     popcount64(m.left & node.members),
-                                     popcount64(m.right & node.members));
+                                     popcount64(candidate_left[face] & node.members),
+                                     popcount64(candidate_right[face] & node.members));
                 if (c < best_cost) {
                     best_cost = c;
                     best = t * CANDIDATES + face;
@@ -83,6 +133,7 @@ void main() {
         stack_size = 1u;
     }
     barrier();
+    make_candidates(b, stack[0]);
     while (stack_size > 0u) {
         SmallNode node = stack[stack_size - 1u];
         barrier();
@@ -99,21 +150,28 @@ void main() {
         if (split && gl_LocalInvocationIndex == 0) {
             entries = reserve(b, status_field(b, 0), 2, b.entry_capacity, OVERFLOW_ENTRIES);
         }
+        if (split && gl_LocalInvocationIndex == best / CANDIDATES) {
+            [[unroll]] for (uint face = 0; face < CANDIDATES; ++face) {
+                if (face == best % CANDIDATES) {
+                    chosen_plane = face_plane(face);
+                    chosen_left = candidate_left[face];
+                    chosen_right = candidate_right[face];
+                }
+            }
+        }
         entries = broadcast(entries);
         if (entries == NO_PARENT) {
             leaf_from_members(b, node.entry, node.root_first, node.root_count, node.members);
             continue;
         }
         uint axis = (best % CANDIDATES) % 3u;
-        Record r = Records(b.small_records).v[node.root_first + best / CANDIDATES];
-        float plane = best % CANDIDATES < 3u ? r.lo[axis] : r.hi[axis];
-        SplitMasks m = SplitMaskArray(b.small_masks).v[node.root_first * CANDIDATES + best];
         if (gl_LocalInvocationIndex == 0) {
+            float plane = chosen_plane;
             write_internal_entry(b, node.entry, axis, plane);
             // Right first, so the left child is split next.
             for (int side = 1; side >= 0; --side) {
                 uint entry = entries + uint(side);
-                uint64_t child_members = (side == 0 ? m.left : m.right) & node.members;
+                uint64_t child_members = (side == 0 ? chosen_left : chosen_right) & node.members;
                 link_child(b, entry, node.entry, uint(side));
                 if (child_members == 0ul) {
                     write_leaf_entry(b, entry, 0, 0);

@@ -1,15 +1,13 @@
 // Workgroup steps shared by the node kernels of the kd-tree build (large_split, large_route,
 // small_subtrees): making a leaf from a node's records or from a small node's member mask, and
-// making a small root (its records copied out of the level arrays, with the left/right masks
-// of its split candidates). Each is called by the whole workgroup in uniform control flow;
+// making a small root (its records copied out of the level arrays; small_subtrees makes its
+// split candidates). Each is called by the whole workgroup in uniform control flow;
 // invocation 0 reserves space and the others learn the result through shared memory.
 #ifndef CANOPY_KDBUILD_STEPS
 #define CANOPY_KDBUILD_STEPS
 #include "kdtree/build.glsl"
 
 shared uint shared_reserved[2];
-shared vec3 shared_lo[MAX_SMALL];
-shared vec3 shared_hi[MAX_SMALL];
 
 // Invocation 0's `value`, seen by the whole workgroup.
 uint broadcast(uint value) {
@@ -96,9 +94,8 @@ void leaf_from_members(BuildRefs b, uint entry, uint root_first, uint root_count
 }
 
 // Entry `entry`, a node of `count` <= MAX_SMALL records (from `first` in `records`) over the
-// cell [lo, hi], becomes a small root: its records are copied to the small records, each
-// record's six box faces become split candidates with the masks of the records left and right
-// of them (Zhou et al. 2008 §3.2's preprocessing), and it joins the small roots.
+// cell [lo, hi], becomes a small root: its records are copied to the small records, and it
+// joins the small roots (whose workgroups in small_subtrees make its split candidates).
 void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint first,
                 uint count, uint depth) {
     uint root_first = NO_PARENT;
@@ -121,29 +118,7 @@ void small_root(BuildRefs b, uint entry, vec3 lo, vec3 hi, Records records, uint
     }
     uint t = gl_LocalInvocationIndex;
     if (t < count) {
-        Record r = records.v[first + t];
-        shared_lo[t] = r.lo;
-        shared_hi[t] = r.hi;
-        Records(b.small_records).v[root_first + t] = r;
-    }
-    barrier();
-    if (t < count) {
-        SplitMaskArray masks = SplitMaskArray(b.small_masks);
-        for (uint face = 0; face < CANDIDATES; ++face) {
-            uint axis = face % 3u;
-            float plane = face < 3u ? shared_lo[t][axis] : shared_hi[t][axis];
-            uint64_t left = 0ul;
-            uint64_t right = 0ul;
-            for (uint u = 0; u < count; ++u) {
-                if (goes_left(shared_lo[u][axis], shared_hi[u][axis], plane)) {
-                    left |= 1ul << u;
-                }
-                if (goes_right(shared_hi[u][axis], plane)) {
-                    right |= 1ul << u;
-                }
-            }
-            masks.v[(root_first + t) * CANDIDATES + face] = SplitMasks(left, right);
-        }
+        Records(b.small_records).v[root_first + t] = records.v[first + t];
     }
     if (t == 0) {
         uint64_t all = count == 64u ? ~0ul : (1ul << count) - 1ul;

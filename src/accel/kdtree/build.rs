@@ -23,7 +23,8 @@
 //! 3. **Small-node stage**, one dispatch: a workgroup per small root builds its whole subtree
 //!    depth first from a stack in shared memory (`small_subtrees`); split candidates are the
 //!    box faces of the small root's records (up to 384), their left/right sets 64-bit masks
-//!    made once per root, and the exact SAH of each candidate two popcounts.
+//!    made once per root in the workgroup's shared memory, and the exact SAH of each
+//!    candidate two popcounts.
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
 //!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
 //!    [`crate::accel::kdtree`], which the ray caster reads.
@@ -36,16 +37,17 @@
 //! record lists are dead once it ends, and the small stage makes almost all of the tree's
 //! entries: so the lists share one buffer with the entries, placed after the first
 //! [`KdCapacity::large_entries`] entries (the most the large stage may make), and the small
-//! stage's entries overwrite them. The small roots' split masks live in the small stage's
-//! shared memory. [`KdTreeBuilder::scratch_bytes_for`] gives the arena's size without making it. A list that would overflow
-//! sets a flag on the GPU and the node that wanted the space becomes a leaf where that keeps
-//! the tree correct; after the submission [`KdStatusReadback::overflow`] reports it, and
-//! [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
+//! stage's entries overwrite them. The small roots' split masks never reach device memory: each
+//! invocation of the small stage keeps its record's in registers.
+//! [`KdTreeBuilder::scratch_bytes_for`] gives the arena's size without making it. A list that
+//! would overflow sets a flag on the GPU and the node that wanted the space becomes a leaf where
+//! that keeps the tree correct; after the submission [`KdStatusReadback::overflow`] reports it,
+//! and [`KdTreeBuilder::grow`] enlarges the lists so the build can be rerun
 //! ([`KdTreeStructure`] does both, as [`crate::accel::Structure::grow_if_overflowed`]).
 
 use super::KdParams;
 use super::cpu::check_kdtree;
-use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode, KdSplitMasks};
+use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use super::{KdTreeGpu, MAX_DEPTH};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
@@ -58,8 +60,6 @@ use std::sync::Arc;
 pub const CHUNK: u32 = 256;
 /// The most records a small root may hold: the width of its masks.
 pub const MAX_SMALL: u32 = 64;
-/// Split candidates per small-root record (its box faces).
-const CANDIDATES: u64 = 6;
 /// Counter levels: large levels 0..=MAX_DEPTH, plus the one after the last.
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
@@ -68,7 +68,6 @@ const RECORD_BYTES: u64 = std::mem::size_of::<KdRecord>() as u64;
 const LARGE_NODE_BYTES: u64 = std::mem::size_of::<KdLargeNode>() as u64;
 const CHUNK_BYTES: u64 = std::mem::size_of::<KdChunk>() as u64;
 const SMALL_NODE_BYTES: u64 = std::mem::size_of::<KdSmallNode>() as u64;
-const MASK_BYTES: u64 = std::mem::size_of::<KdSplitMasks>() as u64;
 const ENTRY_BYTES: u64 = std::mem::size_of::<KdEntry>() as u64;
 /// The counters: the status, the large levels', the small roots'.
 const COUNTER_BYTES: u64 =
@@ -357,8 +356,6 @@ pub struct BuildRefs {
     pub small_roots: u64,
     /// Small roots' records.
     pub small_records: u64,
-    /// Split masks, six per small-root record.
-    pub small_masks: u64,
     /// Tree entries.
     pub entries: u64,
     /// Leaf triangle ids (the tree's).
@@ -466,8 +463,6 @@ struct ArenaLayout {
     chunks: u64,
     small_roots: u64,
     small_records: u64,
-    /// The left and right masks of the small roots' split candidates.
-    small_masks: u64,
 }
 
 impl ArenaLayout {
@@ -485,7 +480,6 @@ impl ArenaLayout {
             chunks: list(capacity.chunks(params), CHUNK_BYTES),
             small_roots: list(capacity.small_roots, SMALL_NODE_BYTES),
             small_records: list(capacity.small_records, RECORD_BYTES),
-            small_masks: list(capacity.small_records, MASK_BYTES * CANDIDATES),
         }
     }
 
@@ -497,7 +491,6 @@ impl ArenaLayout {
             + 2 * self.chunks
             + self.small_roots
             + self.small_records
-            + self.small_masks
     }
 }
 
@@ -510,7 +503,6 @@ struct Arena {
     chunks: [Buffer; 2],
     small_roots: Buffer,
     small_records: Buffer,
-    small_masks: Buffer,
     /// The entries, and the large stage's record lists after the large stage's entries.
     entries: Buffer,
 }
@@ -534,7 +526,6 @@ impl Arena {
             ],
             small_roots: buffer("small roots", layout.small_roots)?,
             small_records: buffer("small records", layout.small_records)?,
-            small_masks: buffer("small masks", layout.small_masks)?,
             entries: buffer("entries and records", layout.entries)?,
             layout,
         })
@@ -549,7 +540,6 @@ impl Arena {
             &self.chunks[1],
             &self.small_roots,
             &self.small_records,
-            &self.small_masks,
             &self.entries,
         ];
         buffers.iter().map(|b| b.size()).sum()
@@ -827,7 +817,6 @@ impl KdTreeBuilder {
             chunks: [a.chunks[0].address(), a.chunks[1].address()],
             small_roots: a.small_roots.address(),
             small_records: a.small_records.address(),
-            small_masks: a.small_masks.address(),
             entries: a.entries.address(),
             leaf_triangles: tree.leaf_triangles.address(),
             status: counters,

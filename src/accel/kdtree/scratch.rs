@@ -60,7 +60,7 @@ pub struct KdChunk {
 pub struct KdSmallNode {
     /// Low corner of its region of space.
     pub cell_lo: [f32; 3],
-    /// The small root's first record (and its masks, six per record).
+    /// The small root's first record.
     pub root_first: u32,
     /// High corner of its region.
     pub cell_hi: [f32; 3],
@@ -72,16 +72,6 @@ pub struct KdSmallNode {
     pub entry: u32,
     /// Its depth.
     pub depth: u32,
-}
-
-/// The small root's records on each side of one candidate plane (`SplitMasks`).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdSplitMasks {
-    /// Records left of the plane.
-    pub left: u64,
-    /// Records right of it.
-    pub right: u64,
 }
 
 /// A tree node while the build runs, linked to its parent (`Entry`); the output step writes
