@@ -8,12 +8,12 @@ mod common;
 use canopy::accel::StructureKind;
 use canopy::render::presets::{MeshLook, MeshShading, Refinement, Subject};
 use canopy::scene::Mesh;
-use canopy::scene::animated::MeshInput;
 use canopy::scene::animated::files::{FileStream, FrameFiles};
 use canopy::scene::animated::normals::{SurfaceNormals, ring_normals, rings};
 use canopy::scene::animated::skin::Skinner;
 use canopy::scene::animated::subdivide::Subdivider;
 use canopy::scene::animated::subdivision::LoopSubdivision;
+use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::rig::{ClipTime, Rig};
 use canopy::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, MemoryKind};
@@ -372,7 +372,8 @@ fn bad_sequences_name_the_file() {
     std::fs::remove_file(frame(3)).unwrap();
     let text = std::fs::read_to_string(frame(1)).unwrap();
     let open = |spec: &std::path::Path| {
-        MeshInput::open(spec, None, (false, false)).and_then(|input| input.bounds(Mat4::IDENTITY))
+        MeshInput::open(spec, &OpenOptions::default())
+            .and_then(|input| input.bounds(Mat4::IDENTITY))
     };
     // A face joining other vertices.
     let first_face = text.find("\nf ").unwrap() + 1;
@@ -523,7 +524,14 @@ fn animated_meshes_render_through_every_structure() {
     let subjects = [
         (
             "CesiumMan, 1 level, displaced",
-            MeshInput::open(&test_data("gltf/CesiumMan.glb"), None, (true, false)).unwrap(),
+            MeshInput::open(
+                &test_data("gltf/CesiumMan.glb"),
+                &OpenOptions {
+                    looping: true,
+                    ..OpenOptions::default()
+                },
+            )
+            .unwrap(),
             Refinement {
                 levels: 1,
                 displace: Some(0.02),
@@ -531,7 +539,7 @@ fn animated_meshes_render_through_every_structure() {
         ),
         (
             "cloth",
-            MeshInput::open(&cloth(), None, (false, false)).unwrap(),
+            MeshInput::open(&cloth(), &OpenOptions::default()).unwrap(),
             Refinement::default(),
         ),
     ];
@@ -570,7 +578,15 @@ fn a_gltf_camera_places_the_view() {
     let folder = TempFolder::new("rigged-camera");
     let path = folder.0.join("rigged.glb");
     std::fs::write(&path, rigged_triangle(false)).unwrap();
-    let input = MeshInput::open(&path, Some("steps"), (false, true)).unwrap();
+    let input = MeshInput::open(
+        &path,
+        &OpenOptions {
+            clip: Some("steps".into()),
+            posed: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
     let MeshInput::Rig(rig, _) = &input else {
         panic!("an animated glTF file is posed");
     };

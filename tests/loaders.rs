@@ -8,7 +8,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use canopy::scene::{Mesh, SceneError};
+use canopy::scene::animated::{MeshInput, OpenOptions};
+use canopy::scene::{AssetAccess, Mesh, SceneError};
 use common::files::glb;
 use common::test_data;
 use glam::{Mat4, Quat, Vec3};
@@ -916,5 +917,273 @@ fn folders_and_devices_are_not_mesh_files() {
         let error = Mesh::load(&link).unwrap_err().to_string();
         std::fs::remove_file(&link).unwrap();
         assert!(error.contains("a device, pipe or socket"), "{error}");
+    }
+}
+
+// ---- glTF as untrusted input ----
+
+/// Three float positions of one triangle.
+fn triangle_bin() -> Vec<u8> {
+    bytemuck::cast_slice(&[0.0f32, 0., 0., 1., 0., 0., 0., 1., 0.]).to_vec()
+}
+
+/// A one-triangle glTF document over `buffer` (its JSON), with `view` and `accessor` added to
+/// the fields of bufferView 0 and accessor 0 (the positions), and POSITION naming accessor
+/// `position`.
+fn triangle_json(buffer: &str, view: &str, accessor: &str, position: usize) -> String {
+    format!(
+        r#"{{"asset": {{"version": "2.0"}}, "scene": 0, "scenes": [{{"nodes": [0]}}],
+        "nodes": [{{"mesh": 0}}],
+        "meshes": [{{"primitives": [{{"attributes": {{"POSITION": {position}}}}}]}}],
+        "buffers": [{buffer}],
+        "bufferViews": [{{"buffer": 0, "byteLength": 36 {view}}}],
+        "accessors": [{{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+            "min": [0, 0, 0], "max": [1, 1, 0] {accessor}}}]}}"#
+    )
+}
+
+/// A GLB of [`triangle_json`] over its own binary chunk.
+fn triangle_glb(view: &str, accessor: &str, position: usize) -> Vec<u8> {
+    let json = triangle_json(r#"{"byteLength": BIN_LENGTH}"#, view, accessor, position);
+    glb(&json, &triangle_bin())
+}
+
+#[test]
+fn gltf_stride_smaller_than_an_element_is_an_error() {
+    TempFile::new(
+        "short-stride.glb",
+        triangle_glb(r#", "byteStride": 4"#, "", 0),
+    )
+    .load_error(&[
+        "accessor 0",
+        "byteStride 4 is smaller than its 12-byte elements",
+    ]);
+    TempFile::new(
+        "huge-stride.glb",
+        triangle_glb(r#", "byteStride": 4096"#, "", 0),
+    )
+    .load_error(&["byteStride"]);
+}
+
+#[test]
+fn gltf_accessor_index_out_of_range_is_an_error() {
+    TempFile::new("no-accessor.glb", triangle_glb("", "", 7)).load_error(&["document"]);
+}
+
+#[test]
+fn gltf_sparse_accessor_claiming_billions_of_elements_is_an_error() {
+    // No bufferView: zeros, with 1 element replaced; the count claims 24 GB of positions.
+    let json = r#"{"asset": {"version": "2.0"}, "scenes": [{"nodes": [0]}],
+        "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+        "buffers": [{"byteLength": BIN_LENGTH}],
+        "bufferViews": [{"buffer": 0, "byteLength": 36}, {"buffer": 0, "byteLength": 4}],
+        "accessors": [{"componentType": 5126, "count": 2000000000, "type": "VEC3",
+            "min": [0, 0, 0], "max": [1, 1, 0],
+            "sparse": {"count": 1, "indices": {"bufferView": 1, "componentType": 5125},
+                       "values": {"bufferView": 0}}}]}"#;
+    TempFile::new("sparse-claim.glb", glb(json, &triangle_bin()))
+        .load_error(&["accessor 0", "claims 2000000000 elements"]);
+    // A sparse part reaching past its views.
+    let json = json
+        .replace("2000000000", "3")
+        .replace(r#""count": 1,"#, r#""count": 3,"#);
+    TempFile::new("sparse-past-view.glb", glb(&json, &triangle_bin())).load_error(&[
+        "accessor 0",
+        "sparse indices end at byte 12 of a 4-byte bufferView",
+    ]);
+}
+
+/// A folder holding `model.gltf` whose one buffer has the URI `uri` (36 bytes declared).
+fn external_buffer_model(name: &str, uri: &str) -> (common::files::TempFolder, PathBuf) {
+    let folder = common::files::TempFolder::new(name);
+    let model = folder.0.join("model.gltf");
+    let buffer = format!(r#"{{"uri": "{uri}", "byteLength": 36}}"#);
+    std::fs::write(&model, triangle_json(&buffer, "", "", 0)).unwrap();
+    (folder, model)
+}
+
+/// The error of opening `model` with its buffers read from where `assets` allows.
+fn open_error(model: &Path, assets: AssetAccess) -> String {
+    let options = OpenOptions {
+        assets,
+        ..OpenOptions::default()
+    };
+    match MeshInput::open(model, &options) {
+        Ok(_) => panic!("{} opened but should not", model.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn gltf_buffer_uri_that_is_not_utf8_is_an_error() {
+    let (_folder, model) = external_buffer_model("uri-not-utf8", "%FF%FE.bin");
+    let error = open_error(&model, AssetAccess::ModelFolder);
+    assert!(
+        error.contains("buffer 0") && error.contains("not UTF-8"),
+        "{error}"
+    );
+}
+
+#[test]
+fn gltf_buffers_outside_the_model_folder_are_refused_unless_allowed() {
+    let outside = TempFile::new("outside-buffer.bin", triangle_bin());
+    let outside_name = outside.0.file_name().unwrap().to_str().unwrap().to_string();
+    let absolute = outside.0.to_str().unwrap().to_string();
+    for (name, uri) in [
+        ("uri-climbs", format!("../{outside_name}")),
+        ("uri-absolute", absolute.clone()),
+        ("uri-file-scheme", format!("file://{absolute}")),
+    ] {
+        let (_folder, model) = external_buffer_model(name, &uri);
+        let error = open_error(&model, AssetAccess::ModelFolder);
+        assert!(
+            error.contains("buffer 0")
+                && (error.contains("outside the model's folder") || error.contains("scheme")),
+            "{uri}: {error}"
+        );
+        assert!(!error.contains('\0'), "the error echoes no file bytes");
+        let options = OpenOptions {
+            assets: AssetAccess::Anywhere,
+            ..OpenOptions::default()
+        };
+        let opened = MeshInput::open(&model, &options).unwrap();
+        assert_eq!(
+            opened.triangles().len(),
+            1,
+            "{uri} with AssetAccess::Anywhere"
+        );
+    }
+    // A link inside the folder that leads out of it.
+    let (folder, model) = external_buffer_model("uri-link-out", "inside.bin");
+    std::os::unix::fs::symlink(&outside.0, folder.0.join("inside.bin")).unwrap();
+    let error = open_error(&model, AssetAccess::ModelFolder);
+    assert!(error.contains("outside the model's folder"), "{error}");
+    // A buffer file in the folder (and one in a subfolder) is read.
+    let (folder, model) = external_buffer_model("uri-inside", "parts/tri%20angle.bin");
+    std::fs::create_dir(folder.0.join("parts")).unwrap();
+    std::fs::write(folder.0.join("parts/tri angle.bin"), triangle_bin()).unwrap();
+    let opened = MeshInput::open(&model, &OpenOptions::default()).unwrap();
+    assert_eq!(opened.triangles().len(), 1);
+}
+
+#[test]
+fn gltf_buffers_must_be_regular_files_of_their_declared_length() {
+    // A device is endless: refused before reading, even where any file may be read.
+    let (_folder, model) = external_buffer_model("uri-device", "/dev/zero");
+    let error = open_error(&model, AssetAccess::Anywhere);
+    assert!(error.contains("not a regular file"), "{error}");
+    // A pipe nobody writes to would block forever.
+    let (folder, model) = external_buffer_model("uri-fifo", "pipe.bin");
+    let fifo = std::ffi::CString::new(folder.0.join("pipe.bin").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let opening = model.clone();
+    std::thread::spawn(move || sender.send(open_error(&opening, AssetAccess::ModelFolder)));
+    let error = receiver
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("opening a model whose buffer is a pipe returns");
+    assert!(error.contains("not a regular file"), "{error}");
+    // A file shorter than the buffer's byteLength.
+    let (folder, model) = external_buffer_model("uri-short", "short.bin");
+    std::fs::write(folder.0.join("short.bin"), &triangle_bin()[..20]).unwrap();
+    let error = open_error(&model, AssetAccess::ModelFolder);
+    assert!(
+        error.contains("declares 36 bytes") && error.contains("holds 20"),
+        "{error}"
+    );
+}
+
+/// A GLB of the triangle animated by one translation channel of `times` key times and
+/// `values` (float VEC3 outputs, as many as `values.len() / 3`).
+fn animated_triangle(times: &[f32], values: &[f32]) -> Vec<u8> {
+    let mut bin = triangle_bin();
+    let times_at = bin.len();
+    bin.extend(bytemuck::cast_slice(times));
+    let values_at = bin.len();
+    bin.extend(bytemuck::cast_slice(values));
+    let json = format!(
+        r#"{{"asset": {{"version": "2.0"}}, "scenes": [{{"nodes": [0]}}],
+        "nodes": [{{"mesh": 0}}],
+        "meshes": [{{"primitives": [{{"attributes": {{"POSITION": 0}}}}]}}],
+        "buffers": [{{"byteLength": BIN_LENGTH}}],
+        "bufferViews": [{{"buffer": 0, "byteLength": 36}},
+            {{"buffer": 0, "byteOffset": {times_at}, "byteLength": {}}},
+            {{"buffer": 0, "byteOffset": {values_at}, "byteLength": {}}}],
+        "accessors": [{{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                "min": [0, 0, 0], "max": [1, 1, 0]}},
+            {{"bufferView": 1, "componentType": 5126, "count": {}, "type": "SCALAR",
+                "min": [0], "max": [9]}},
+            {{"bufferView": 2, "componentType": 5126, "count": {}, "type": "VEC3"}}],
+        "animations": [{{"samplers": [{{"input": 1, "output": 2}}],
+            "channels": [{{"sampler": 0, "target": {{"node": 0, "path": "translation"}}}}]}}]}}"#,
+        times.len() * 4,
+        values.len() * 4,
+        times.len(),
+        values.len() / 3
+    );
+    glb(&json, &bin)
+}
+
+#[test]
+fn gltf_animation_outputs_must_match_their_keys_and_be_finite() {
+    let open = |name: &str, bytes: Vec<u8>| {
+        let file = TempFile::new(name, bytes);
+        canopy::scene::rig::Rig::load(&file.0).map(|rig| rig.clips.len())
+    };
+    assert_eq!(
+        open(
+            "moves.glb",
+            animated_triangle(&[0., 1.], &[0., 0., 0., 1., 0., 0.])
+        )
+        .unwrap(),
+        1
+    );
+    // Three key times, one translation.
+    let error = open(
+        "few-outputs.glb",
+        animated_triangle(&[0., 1., 2.], &[0., 0., 1.]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("animation 0 channel 0") && error.contains("3 key values for 3 key times"),
+        "{error}"
+    );
+    // An infinite key would pose the mesh nowhere.
+    let error = open(
+        "infinite-key.glb",
+        animated_triangle(&[0., 1.], &[0., 0., 0., f32::INFINITY, 0., 0.]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("animation 0 channel 0") && error.contains("not finite"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_static_gltf_of_many_nodes_is_still() {
+    // More nodes than the animated path poses (each would need a matrix of its own).
+    let nodes = 70_000;
+    let json = format!(
+        r#"{{"asset": {{"version": "2.0"}}, "scenes": [{{"nodes": [{}]}}],
+        "nodes": [{}],
+        "meshes": [{{"primitives": [{{"attributes": {{"POSITION": 0}}}}]}}],
+        "buffers": [{{"byteLength": BIN_LENGTH}}],
+        "bufferViews": [{{"buffer": 0, "byteLength": 36}}],
+        "accessors": [{{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+            "min": [0, 0, 0], "max": [1, 1, 0]}}]}}"#,
+        (0..nodes)
+            .map(|n| n.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        vec![r#"{"mesh": 0}"#; nodes].join(",")
+    );
+    let file = TempFile::new("many-nodes.glb", glb(&json, &triangle_bin()));
+    match MeshInput::open(&file.0, &OpenOptions::default()).unwrap() {
+        MeshInput::Still(still) => assert_eq!(still.mesh.triangle_count(), nodes),
+        _ => panic!("a glTF file without animations is still"),
     }
 }

@@ -13,7 +13,7 @@ use crate::accel::StructureKind;
 use crate::render::presets::{MeshLook, Motion, Refinement, Subject};
 use crate::scene::animated::subdivide::Subdivider;
 use crate::scene::animated::subdivision::LoopSubdivision;
-use crate::scene::animated::{MeshInput, VertexSource, skin::Skinner};
+use crate::scene::animated::{MeshInput, OpenOptions, VertexSource, skin::Skinner};
 use crate::scene::rig::{ClipTime, Rig};
 use crate::scene::{MaterialMesh, Mesh};
 use crate::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
@@ -249,7 +249,13 @@ fn frames_per_second(ctx: &Context, subject: &Subject, config: &AnimationConfig)
 
 fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Result<StreamReport> {
     let look = MeshLook::default();
-    let input = MeshInput::open(path, None, (true, false))?;
+    let input = MeshInput::open(
+        path,
+        &OpenOptions {
+            looping: true,
+            ..OpenOptions::default()
+        },
+    )?;
     let MeshInput::Files { files, first, .. } = &input else {
         return Err(Error::Invalid(format!(
             "{}: not a sequence of files",

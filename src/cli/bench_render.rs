@@ -7,6 +7,7 @@ use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::frames::{FrameConfig, measure};
 use canopy::render::presets::{MeshLook, Refinement, Subject};
+use canopy::scene::AssetAccess;
 use canopy::vk::Context;
 use std::path::PathBuf;
 
@@ -102,6 +103,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
                 displace: args.displace,
             },
             camera: None,
+            assets: AssetAccess::ModelFolder,
         };
         let label = path.file_name().map_or_else(
             || path.display().to_string(),

@@ -16,8 +16,9 @@ use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
-use canopy::scene::animated::MeshInput;
+use canopy::scene::AssetAccess;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
+use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::sequence::{FRAMES_IN_FLIGHT, FinishedFrame, Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
@@ -43,6 +44,11 @@ pub struct RenderArgs {
     /// Repeat the animation (or sequence) after its end instead of holding its last pose.
     #[arg(long = "loop", requires = "mesh")]
     pub looping: bool,
+    /// Let a glTF file read buffers outside its own folder (absolute paths, `..`, `file:`
+    /// URIs, links leading out). Without it a model file can make canopy read only what lies
+    /// in the model's folder.
+    #[arg(long, requires = "mesh")]
+    pub allow_outside_assets: bool,
     /// Levels of Loop subdivision of the mesh every frame, on the GPU (0 to 4; each makes 4
     /// triangles of one).
     #[arg(long, default_value_t = 0, value_parser = parse_levels, requires = "mesh")]
@@ -947,6 +953,11 @@ fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> 
                     displace: args.displace,
                 },
                 camera: args.camera.as_deref(),
+                assets: if args.allow_outside_assets {
+                    AssetAccess::Anywhere
+                } else {
+                    AssetAccess::ModelFolder
+                },
             };
             mesh_subject(ctx, path, &options)?
         }
@@ -1179,6 +1190,8 @@ pub(super) struct MeshOptions<'a> {
     pub refinement: Refinement,
     /// The glTF camera looked through.
     pub camera: Option<&'a str>,
+    /// Where a glTF file's external buffers may be read from.
+    pub assets: AssetAccess,
 }
 
 /// The subject of `--mesh`: still, or animated on the GPU (a glTF animation, a sequence of
@@ -1192,8 +1205,12 @@ pub(super) fn mesh_subject(
     let (look, refinement) = (&options.look, options.refinement);
     let input = MeshInput::open(
         path,
-        options.animation,
-        (options.looping, options.camera.is_some()),
+        &OpenOptions {
+            clip: options.animation.map(str::to_string),
+            looping: options.looping,
+            posed: options.camera.is_some(),
+            assets: options.assets,
+        },
     )
     .map_err(failed)?;
     let camera = match (options.camera, &input) {

@@ -23,14 +23,15 @@ use gltf::Semantic;
 use gltf::accessor::{self, DataType, Dimensions};
 use gltf::mesh::Mode;
 
+use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::material::Material;
 use super::mesh::{push_fan, push_strip};
 use super::{MaterialMesh, Mesh, SceneError};
 
-/// Reads the glTF or GLB file at `path` and the buffers it refers to. The mesh is not
-/// [validated](Mesh::validate).
+/// Reads the glTF or GLB file at `path` and the buffers it refers to (from the model's folder
+/// only, see [`AssetAccess`]). The mesh is not [validated](Mesh::validate).
 pub fn load(path: &Path) -> Result<Mesh, SceneError> {
-    Ok(load_with_materials(path)?.mesh)
+    Ok(load_with_materials(path, AssetAccess::ModelFolder)?.mesh)
 }
 
 /// The material canopy renders for a glTF material (see the module docs), or an error saying
@@ -51,94 +52,6 @@ pub fn convert_material(material: &gltf::Material) -> Result<Material, String> {
     };
     converted.validate()?;
     Ok(converted)
-}
-
-/// A GLB file (by its magic) shorter than its header or than the length its header declares
-/// is truncated: say so and where, rather than the reader's "failed to fill whole buffer".
-fn check_glb_length(path: &Path) -> Result<(), SceneError> {
-    let bytes = std::fs::metadata(path)
-        .map_err(|e| SceneError::io(path, e))?
-        .len();
-    let mut header = [0u8; 12];
-    let mut file = std::fs::File::open(path).map_err(|e| SceneError::io(path, e))?;
-    let read = std::io::Read::read(&mut file, &mut header).map_err(|e| SceneError::io(path, e))?;
-    let is_glb = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("glb"));
-    if is_glb && read < header.len() {
-        return Err(SceneError::malformed(
-            path,
-            "header",
-            format!("the file is truncated: {bytes} bytes, a GLB header alone is 12"),
-        ));
-    }
-    if &header[..4] == b"glTF" {
-        let declared = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as u64;
-        if declared > bytes {
-            return Err(SceneError::malformed(
-                path,
-                "header",
-                format!(
-                    "the file is truncated: its header declares {declared} bytes, the file has \
-                     {bytes} (it ends {} bytes early)",
-                    declared - bytes
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// After a buffer failed to load: the first buffer kept in a file beside a `.gltf` that cannot
-/// be read, named with its file (the reader's own error names only the `.gltf`).
-fn missing_buffer(path: &Path, document: &gltf::Document) -> Option<SceneError> {
-    let folder = path.parent().unwrap_or(Path::new("."));
-    document.buffers().find_map(|buffer| match buffer.source() {
-        gltf::buffer::Source::Uri(uri) if !uri.starts_with("data:") => {
-            let file = folder.join(uri);
-            std::fs::metadata(&file).err().map(|e| {
-                SceneError::malformed(
-                    path,
-                    format!("buffer {}", buffer.index()),
-                    format!("its file {} cannot be read: {e}", file.display()),
-                )
-            })
-        }
-        _ => None,
-    })
-}
-
-/// A glTF or GLB file read with its buffers.
-pub(super) struct GltfFile {
-    /// The JSON document.
-    pub document: gltf::Document,
-    /// The buffers' bytes.
-    pub buffers: Vec<gltf::buffer::Data>,
-}
-
-impl GltfFile {
-    /// Reads the file at `path` and the buffers it refers to.
-    pub fn open(path: &Path) -> Result<Self, SceneError> {
-        let document_error = |e: gltf::Error| match e {
-            gltf::Error::Io(e) => SceneError::io(path, e),
-            e => SceneError::malformed(path, "document", e.to_string()),
-        };
-        check_glb_length(path)?;
-        let gltf::Gltf { document, blob } = gltf::Gltf::open(path).map_err(document_error)?;
-        let buffers =
-            gltf::import_buffers(&document, path.parent(), blob).map_err(|e| match e {
-                gltf::Error::Io(e) => {
-                    missing_buffer(path, &document).unwrap_or(SceneError::io(path, e))
-                }
-                e => document_error(e),
-            })?;
-        Ok(Self { document, buffers })
-    }
-
-    /// The bytes of `buffer`, for the crate's accessor readers.
-    pub fn buffer<'s>(&'s self) -> impl Clone + Fn(gltf::Buffer) -> Option<&'s [u8]> {
-        |b: gltf::Buffer| self.buffers.get(b.index()).map(|data| &data.0[..])
-    }
 }
 
 /// One triangle primitive of a node's mesh, as [`walk_primitives`] visits it.
@@ -233,12 +146,18 @@ pub(super) fn walk_primitives(
 }
 
 /// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
-/// module docs). The mesh is not [validated](Mesh::validate).
-pub fn load_with_materials(path: &Path) -> Result<MaterialMesh, SceneError> {
-    let file = GltfFile::open(path)?;
+/// module docs), its external buffers from where `access` allows. The mesh is not
+/// [validated](Mesh::validate).
+pub fn load_with_materials(path: &Path, access: AssetAccess) -> Result<MaterialMesh, SceneError> {
+    let file = GltfFile::open(path, access)?;
+    guarded(path, "document", || static_mesh(path, &file))?
+}
+
+/// The static mesh of a file read already, as [`load_with_materials`] makes it.
+pub(super) fn static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneError> {
     let mut mesh = Mesh::default();
     let mut triangle_materials = Vec::new();
-    let materials = walk_primitives(path, &file, |visited| {
+    let materials = walk_primitives(path, file, |visited| {
         mesh.append(&visited.part.transformed(visited.world));
         if let Some(id) = visited.material {
             triangle_materials.resize(mesh.triangle_count(), id);
@@ -258,7 +177,7 @@ fn read_primitive(
     path: &Path,
     mesh: &gltf::Mesh,
     primitive: &gltf::Primitive,
-    buffers: &[gltf::buffer::Data],
+    buffers: &[Vec<u8>],
 ) -> Result<Option<Mesh>, SceneError> {
     let location = format!("mesh {} primitive {}", mesh.index(), primitive.index());
     let accessor_error = |accessor: &gltf::Accessor, message: String| {
@@ -279,7 +198,7 @@ fn read_primitive(
         );
         return Ok(None);
     }
-    let buffer = |b: gltf::Buffer| buffers.get(b.index()).map(|data| &data.0[..]);
+    let buffer = |b: gltf::Buffer| buffers.get(b.index()).map(|data| &data[..]);
 
     // POSITION and NORMAL must be float VEC3 (quantized attributes are not read).
     let vec3 = |semantic: Semantic| -> Result<Option<Vec<[f32; 3]>>, SceneError> {

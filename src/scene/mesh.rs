@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use glam::{DVec3, Mat3, Mat4, Vec3};
 
 use super::material::Material;
-use super::{gltf_loader, obj, ply};
+use super::{AssetAccess, gltf_loader, obj, ply};
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -459,7 +459,9 @@ impl MaterialMesh {
         let mesh = match extension.as_deref() {
             Some("obj") => obj::load(path)?,
             Some("ply") => ply::load(path)?,
-            Some("gltf" | "glb") => return gltf_loader::load_with_materials(path),
+            Some("gltf" | "glb") => {
+                return gltf_loader::load_with_materials(path, AssetAccess::ModelFolder);
+            }
             _ => {
                 return Err(SceneError::UnknownFormat {
                     path: path.to_path_buf(),

@@ -4,6 +4,7 @@
 pub mod animated;
 pub mod default_scene;
 pub mod gltf_loader;
+mod gltf_source;
 pub mod material;
 pub mod mesh;
 pub mod obj;
@@ -12,5 +13,6 @@ pub mod rig;
 pub mod scans;
 pub mod shapes;
 
+pub use gltf_source::AssetAccess;
 pub use material::{GpuLight, Light, Material, MaterialKind};
 pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};

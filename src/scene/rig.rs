@@ -22,7 +22,8 @@ use gltf::accessor::{DataType, Dimensions};
 use gltf::animation::util::ReadOutputs;
 use gltf::animation::{Interpolation, Property};
 
-use super::gltf_loader::{GltfFile, walk_primitives};
+use super::gltf_loader::walk_primitives;
+use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::{MaterialMesh, Mesh, SceneError};
 
 /// The most joint influences per vertex (`JOINTS_0` and `JOINTS_1`).
@@ -179,8 +180,17 @@ impl Rig {
     /// Reads the glTF or GLB file at `path` with its skins, morph targets, animations and
     /// cameras. The rest mesh is [validated](Mesh::validate) only for what posing needs
     /// (finite positions); errors name the accessor or node at fault.
+    /// External buffers are read from the model's folder only ([`AssetAccess::ModelFolder`]).
     pub fn load(path: &Path) -> Result<Self, SceneError> {
-        let file = GltfFile::open(path)?;
+        Self::from_file(path, &GltfFile::open(path, AssetAccess::ModelFolder)?)
+    }
+
+    /// The rig of a file read already, as [`Self::load`] makes it.
+    pub(super) fn from_file(path: &Path, file: &GltfFile) -> Result<Self, SceneError> {
+        guarded(path, "document", || Self::read(path, file))?
+    }
+
+    fn read(path: &Path, file: &GltfFile) -> Result<Self, SceneError> {
         let document = &file.document;
         let buffer = file.buffer();
         let mut nodes: Vec<RigNode> = document
@@ -218,6 +228,13 @@ impl Rig {
                     Some(matrices) => matrices.map(|m| Mat4::from_cols_array_2d(&m)).collect(),
                     None => vec![Mat4::IDENTITY; joints.len()],
                 };
+            if let Some(k) = inverse_bind.iter().position(|m| !m.is_finite()) {
+                return Err(SceneError::malformed(
+                    path,
+                    format!("skin {}", skin.index()),
+                    format!("inverse bind matrix {k} is not finite"),
+                ));
+            }
             if inverse_bind.len() != joints.len() {
                 return Err(SceneError::malformed(
                     path,
@@ -246,7 +263,7 @@ impl Rig {
         let mut parts = Vec::new();
         let mut influences = 4;
         let mut morph_weight_count = 0usize;
-        let materials = walk_primitives(path, &file, |visited| {
+        let materials = walk_primitives(path, file, |visited| {
             let node = visited.node.index();
             let vertex_count = visited.part.positions.len() as u32;
             let first_vertex = rest.positions.len() as u32;
@@ -464,11 +481,30 @@ impl Rig {
                 } else {
                     1
                 };
-                if times.is_empty() || !values.len().is_multiple_of(times.len() * per_key) {
+                // Values per key: a vector's or quaternion's components, or one weight per
+                // morph target (however many the file has, read as they come).
+                let width = match property {
+                    Property::Translation | Property::Scale => 3,
+                    Property::Rotation => 4,
+                    Property::MorphTargetWeights => values.len() / (times.len() * per_key).max(1),
+                };
+                if times.is_empty() || width == 0 || values.len() != times.len() * per_key * width {
                     return Err(SceneError::malformed(
                         path,
                         where_(),
-                        format!("{} key values for {} key times", values.len(), times.len()),
+                        format!(
+                            "{} key values for {} key times of {property:?} ({} expected)",
+                            values.len(),
+                            times.len(),
+                            times.len() * per_key * width.max(1)
+                        ),
+                    ));
+                }
+                if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+                    return Err(SceneError::malformed(
+                        path,
+                        where_(),
+                        format!("key value {k} is not finite ({})", values[k]),
                     ));
                 }
                 if times.windows(2).any(|w| w[0] >= w[1]) || !times.iter().all(|t| t.is_finite()) {
@@ -478,7 +514,6 @@ impl Rig {
                         "its key times are not finite and strictly increasing",
                     ));
                 }
-                let width = values.len() / (times.len() * per_key);
                 duration = duration.max(*times.last().unwrap_or(&0.0));
                 if property != Property::MorphTargetWeights {
                     nodes[node].animated = true;

@@ -12,8 +12,9 @@ pub mod skin;
 pub mod subdivide;
 pub mod subdivision;
 
+use crate::scene::gltf_source::GltfFile;
 use crate::scene::rig::{ClipTime, Rig};
-use crate::scene::{Material, MaterialMesh, Mesh, SceneError};
+use crate::scene::{AssetAccess, Material, MaterialMesh, Mesh, SceneError, gltf_loader};
 use crate::vk::{Buffer, Context, MemoryKind, Recorder, Result};
 use files::{FileStream, FrameFiles};
 use glam::{Mat4, Vec3};
@@ -216,20 +217,30 @@ pub enum MeshInput {
     },
 }
 
+/// How [`MeshInput::open`] reads and plays a mesh file.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// The glTF animation to play, by name or 0-based index (none: the first, if any).
+    pub clip: Option<String>,
+    /// Whether an animation or sequence repeats after its end (else it holds its last frame).
+    pub looping: bool,
+    /// Whether a glTF file is posed every frame even without animations (for its cameras).
+    pub posed: bool,
+    /// Where a glTF file's external buffers may be read from.
+    pub assets: AssetAccess,
+}
+
 /// The most poses of a clip sampled to find the bounds of its frames.
 const FRAMING_SAMPLES: usize = 256;
 
 impl MeshInput {
-    /// Opens `path`: a printf pattern or a folder is a sequence (every file read once here, so a
-    /// missing or malformed one is an error before any frame is made); a glTF file with
-    /// animations plays clip `clip` (a name or a 0-based index; none: the first), looping or
-    /// holding its end, and so is posed every frame (as is any glTF file when `posed`: its
-    /// cameras are then at hand); anything else is still.
-    pub fn open(
-        path: &Path,
-        clip: Option<&str>,
-        (looping, posed): (bool, bool),
-    ) -> std::result::Result<Self, SceneError> {
+    /// Opens `path` as `options` say: a printf pattern or a folder is a sequence (every file
+    /// read once here, so a missing or malformed one is an error before any frame is made); a
+    /// glTF file with animations plays clip `options.clip` (a name or a 0-based index; none: the
+    /// first), looping or holding its end, and so is posed every frame (as is any glTF file when
+    /// `options.posed`: its cameras are then at hand); anything else is still. A glTF file is
+    /// read once, its external buffers from where `options.assets` allows.
+    pub fn open(path: &Path, options: &OpenOptions) -> std::result::Result<Self, SceneError> {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if path.is_dir() || (name.contains('%') && !path.exists()) {
             let files = FrameFiles::open(path)?;
@@ -238,42 +249,44 @@ impl MeshInput {
             return Ok(Self::Files {
                 files,
                 first,
-                looping,
+                looping: options.looping,
             });
         }
         let gltf = path
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| e.eq_ignore_ascii_case("gltf") || e.eq_ignore_ascii_case("glb"));
-        if gltf {
-            let rig = Rig::load(path)?;
-            if !rig.clips.is_empty() || clip.is_some() || posed {
-                let index = match clip {
-                    None => (!rig.clips.is_empty()).then_some(0),
-                    Some(name) => {
-                        Some(rig.find_clip(name).ok_or_else(|| SceneError::Sequence {
-                            path: path.to_path_buf(),
-                            message: format!(
-                                "no animation named or numbered '{name}'; the file has {}",
-                                rig.clip_list()
-                            ),
-                        })?)
-                    }
-                };
-                let at = ClipTime {
-                    clip: index,
-                    looping,
-                };
-                let posed = Mesh {
-                    positions: rig.posed_positions(&rig.pose(at, 0.0, Mat4::IDENTITY)),
-                    normals: Vec::new(),
-                    triangles: rig.rest.mesh.triangles.clone(),
-                };
-                posed.validate(path)?;
-                return Ok(Self::Rig(Box::new(rig), at));
-            }
+        if !gltf {
+            return Ok(Self::Still(MaterialMesh::load(path)?));
         }
-        Ok(Self::Still(MaterialMesh::load(path)?))
+        let file = GltfFile::open(path, options.assets)?;
+        if file.document.animations().len() == 0 && options.clip.is_none() && !options.posed {
+            let still = gltf_loader::static_mesh(path, &file)?;
+            still.mesh.validate(path)?;
+            return Ok(Self::Still(still));
+        }
+        let rig = Rig::from_file(path, &file)?;
+        let index = match &options.clip {
+            None => (!rig.clips.is_empty()).then_some(0),
+            Some(name) => Some(rig.find_clip(name).ok_or_else(|| SceneError::Sequence {
+                path: path.to_path_buf(),
+                message: format!(
+                    "no animation named or numbered '{name}'; the file has {}",
+                    rig.clip_list()
+                ),
+            })?),
+        };
+        let at = ClipTime {
+            clip: index,
+            looping: options.looping,
+        };
+        let posed = Mesh {
+            positions: rig.posed_positions(&rig.pose(at, 0.0, Mat4::IDENTITY)),
+            normals: Vec::new(),
+            triangles: rig.rest.mesh.triangles.clone(),
+        };
+        posed.validate(path)?;
+        Ok(Self::Rig(Box::new(rig), at))
     }
 
     /// The control mesh's triangles.
