@@ -132,6 +132,12 @@ impl Context {
                     } else {
                         vk::BufferUsageFlags::empty()
                     };
+                // Read as a predicate by the level loops (Recorder::skip_if_zero).
+                let predicate = if kind == MemoryKind::Device && self.caps().conditional_rendering {
+                    vk::BufferUsageFlags::CONDITIONAL_RENDERING_EXT
+                } else {
+                    vk::BufferUsageFlags::empty()
+                };
                 vk::BufferUsageFlags::STORAGE_BUFFER
                     | vk::BufferUsageFlags::TRANSFER_SRC
                     | vk::BufferUsageFlags::TRANSFER_DST
@@ -139,6 +145,7 @@ impl Context {
                     | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
                     | build_input
                     | binding_table
+                    | predicate
             }
         };
         let info = vk::BufferCreateInfo::default()

@@ -115,6 +115,11 @@ pub struct DeviceCaps {
     /// through the driver's structure with its own ray-tracing pipeline
     /// ([`crate::accel::native::NativeTracer`]).
     pub ray_tracing_pipeline: bool,
+    /// The device can skip recorded dispatches whose predicate in a buffer is zero
+    /// (`VK_EXT_conditional_rendering`): the GPU-driven level loops then skip their empty
+    /// rounds instead of dispatching zero workgroups in each. Off on an application's device
+    /// (canopy cannot tell which extensions it enabled).
+    pub conditional_rendering: bool,
 }
 
 /// Bytes of device-local buffers alive now, and the most alive at once since the last reset.
@@ -163,6 +168,8 @@ pub(crate) struct Shared {
     pub pipelines: PipelineCache,
     pub command_pool: Mutex<vk::CommandPool>,
     pub device_memory: MemoryGauge,
+    /// The `VK_EXT_conditional_rendering` commands, where [`DeviceCaps::conditional_rendering`].
+    pub conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     validation_log: Option<*mut Arc<ValidationLog>>,
     log_handle: Arc<ValidationLog>,
@@ -298,9 +305,14 @@ fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, R
     let mut as_features = vk::PhysicalDeviceAccelerationStructureFeaturesKHR::default();
     let mut query_features = vk::PhysicalDeviceRayQueryFeaturesKHR::default();
     let mut pipeline_features = vk::PhysicalDeviceRayTracingPipelineFeaturesKHR::default();
+    let mut conditional_features = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default();
     let mut f2 = vk::PhysicalDeviceFeatures2::default()
         .push_next(&mut sc_features)
         .push_next(&mut float_atomics);
+    let conditional_extension = has_extension(ash::ext::conditional_rendering::NAME);
+    if conditional_extension {
+        f2 = f2.push_next(&mut conditional_features);
+    }
     if as_extensions {
         f2 = f2.push_next(&mut as_features);
         if has_extension(ash::khr::ray_query::NAME) {
@@ -371,6 +383,8 @@ fn read_caps(instance: &ash::Instance, pd: vk::PhysicalDevice) -> (DeviceCaps, R
         float_atomic_add,
         acceleration_structure,
         ray_tracing_pipeline: ray_features.pipeline,
+        conditional_rendering: conditional_extension
+            && conditional_features.conditional_rendering == vk::TRUE,
     };
     (caps, ray_features)
 }
@@ -539,7 +553,12 @@ impl Context {
         let mut query_features = vk::PhysicalDeviceRayQueryFeaturesKHR::default().ray_query(true);
         let mut pipeline_features =
             vk::PhysicalDeviceRayTracingPipelineFeaturesKHR::default().ray_tracing_pipeline(true);
+        let mut conditional_features = vk::PhysicalDeviceConditionalRenderingFeaturesEXT::default()
+            .conditional_rendering(true);
         let mut device_extensions = Vec::new();
+        if caps.conditional_rendering {
+            device_extensions.push(ash::ext::conditional_rendering::NAME.as_ptr());
+        }
         if caps.float_atomic_add {
             device_extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
         }
@@ -565,6 +584,9 @@ impl Context {
         );
         if caps.float_atomic_add {
             device_info = device_info.push_next(&mut float_atomics);
+        }
+        if caps.conditional_rendering {
+            device_info = device_info.push_next(&mut conditional_features);
         }
         if caps.acceleration_structure {
             device_info = device_info.push_next(&mut as_features);
@@ -615,6 +637,7 @@ impl Context {
         // canopy cannot tell which extensions the application enabled.
         caps.acceleration_structure = false;
         caps.ray_tracing_pipeline = false;
+        caps.conditional_rendering = false;
         Self::finish(Parts {
             entry: external.entry,
             instance: external.instance,
@@ -646,6 +669,10 @@ impl Context {
         let command_pool = unsafe { parts.device.create_command_pool(&pool_info, None) }
             .call("vkCreateCommandPool")?;
         let pipelines = PipelineCache::new(&parts.device)?;
+        let conditional_rendering = parts
+            .caps
+            .conditional_rendering
+            .then(|| ash::ext::conditional_rendering::Device::new(&parts.instance, &parts.device));
         Ok(Self {
             shared: Arc::new(Shared {
                 entry: parts.entry,
@@ -659,6 +686,7 @@ impl Context {
                 pipelines,
                 command_pool: Mutex::new(command_pool),
                 device_memory: MemoryGauge::default(),
+                conditional_rendering,
                 debug: parts.debug,
                 validation_log: parts.validation_log,
                 log_handle: parts.log_handle,

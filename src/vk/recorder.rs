@@ -197,6 +197,33 @@ impl<'a> Recorder<'a> {
         self.save_indirect_args(args, offset);
     }
 
+    /// Records `body` so that its dispatches are skipped on the GPU when the `u32` at `offset`
+    /// in `predicate` is zero as the GPU reaches them, where the device can
+    /// ([`DeviceCaps::conditional_rendering`](super::DeviceCaps::conditional_rendering)): a
+    /// GPU-driven loop's rounds past its last non-empty one then cost no dispatch. Elsewhere,
+    /// and while a census counts the work (it reads every indirect dispatch's arguments), the
+    /// dispatches run as recorded, so `body` must be right either way (an empty round
+    /// dispatching zero workgroups). Barriers and copies in `body` always run. The predicate's
+    /// writer must be ordered before with [`Self::barrier_compute_to_indirect`].
+    pub fn skip_if_zero<T>(
+        &mut self,
+        predicate: &Buffer,
+        offset: u64,
+        body: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let conditional = match (&self.ctx.shared.conditional_rendering, &self.census) {
+            (Some(conditional), None) => conditional.clone(),
+            _ => return body(self),
+        };
+        let begin = vk::ConditionalRenderingBeginInfoEXT::default()
+            .buffer(predicate.raw())
+            .offset(offset);
+        unsafe { (conditional.fp().cmd_begin_conditional_rendering_ext)(self.cmd, &begin) };
+        let result = body(self);
+        unsafe { (conditional.fp().cmd_end_conditional_rendering_ext)(self.cmd) };
+        result
+    }
+
     /// With a census: copies the arguments an indirect dispatch read to host memory, after the
     /// compute writes that produced them and before any later write to them.
     fn save_indirect_args(&mut self, args: &Buffer, offset: u64) {
@@ -292,17 +319,20 @@ impl<'a> Recorder<'a> {
         );
     }
 
-    /// Compute writes become visible to later indirect-argument reads and compute work.
+    /// Compute writes become visible to later indirect-argument reads (and predicates of
+    /// [`Self::skip_if_zero`]) and compute work.
     pub fn barrier_compute_to_indirect(&mut self) {
-        self.memory_barrier(
-            Self::COMPUTE_WRITE,
-            (
-                vk::PipelineStageFlags2::DRAW_INDIRECT | vk::PipelineStageFlags2::COMPUTE_SHADER,
-                vk::AccessFlags2::INDIRECT_COMMAND_READ
-                    | vk::AccessFlags2::SHADER_STORAGE_READ
-                    | vk::AccessFlags2::SHADER_STORAGE_WRITE,
-            ),
+        let (mut stages, mut access) = (
+            vk::PipelineStageFlags2::DRAW_INDIRECT | vk::PipelineStageFlags2::COMPUTE_SHADER,
+            vk::AccessFlags2::INDIRECT_COMMAND_READ
+                | vk::AccessFlags2::SHADER_STORAGE_READ
+                | vk::AccessFlags2::SHADER_STORAGE_WRITE,
         );
+        if self.ctx.caps().conditional_rendering {
+            stages |= vk::PipelineStageFlags2::CONDITIONAL_RENDERING_EXT;
+            access |= vk::AccessFlags2::CONDITIONAL_RENDERING_READ_EXT;
+        }
+        self.memory_barrier(Self::COMPUTE_WRITE, (stages, access));
     }
 
     /// Transfer writes (fills, copies, uploads) become visible to compute.

@@ -333,30 +333,13 @@ impl PointKdBuilder {
         rec.begin_stage("pointkd: large nodes");
         let field = |offset: usize| self.state.address() + offset as u64;
         let elements = 3 * self.stride;
+        let tasks_offset = std::mem::offset_of!(PointKdBuildState, tasks);
         for _ in 0..=self.params.max_depth {
-            let tasks = field(std::mem::offset_of!(PointKdBuildState, tasks));
-            self.indirect
-                .record(rec, 0, tasks, self.task_capacity, WORKGROUP_SIZE, 0)?;
-            rec.dispatch_indirect(&self.kernels[SPLIT], &push, self.indirect.buffer(), 0);
-            rec.barrier_compute_to_compute();
-            let partition = std::mem::offset_of!(PointKdBuildState, to_partition);
-            self.indirect
-                .record(rec, 1, field(partition), elements, WORKGROUP_SIZE, 0)?;
-            let slot = crate::prims::indirect::SLOT_BYTES;
-            rec.dispatch_indirect(&self.kernels[FLAGS], &push, self.indirect.buffer(), slot);
-            rec.barrier_compute_to_compute();
-            let count = Count::Device {
-                buffer: &self.state,
-                offset: partition as u64,
-                max: elements,
-            };
-            let (flags, offsets) = (Slice::whole(&self.flags), Slice::whole(&self.offsets));
-            self.scan.record(rec, flags, offsets, count)?;
-            rec.barrier_compute_to_compute();
-            rec.dispatch_indirect(&self.kernels[SCATTER], &push, self.indirect.buffer(), slot);
-            rec.barrier_compute_to_compute();
-            rec.dispatch(&self.kernels[ROUND_END], &push, 1)?;
-            rec.barrier_compute_to_indirect();
+            // A round past the tree's last level of large tasks dispatches nothing: skipped
+            // outright where the device can.
+            rec.skip_if_zero(&self.state, tasks_offset as u64, |rec| {
+                self.record_large_round(rec, &push, elements)
+            })?;
         }
         rec.end_stage();
 
@@ -377,6 +360,44 @@ impl PointKdBuilder {
         rec.barrier_transfer_to_host();
         rec.barrier_compute_to_compute();
         rec.end_stage();
+        Ok(())
+    }
+}
+
+impl PointKdBuilder {
+    /// One round of the large-node stage over the level's tasks: `split.comp` decides every
+    /// task, `flags.comp`, a scan and `scatter.comp` partition the `elements` list positions of
+    /// the split nodes, and `round_end.comp` moves to the next level.
+    fn record_large_round(
+        &self,
+        rec: &mut Recorder,
+        push: &PointKdBuildPush,
+        elements: u32,
+    ) -> Result<()> {
+        let field = |offset: usize| self.state.address() + offset as u64;
+        let tasks = field(std::mem::offset_of!(PointKdBuildState, tasks));
+        self.indirect
+            .record(rec, 0, tasks, self.task_capacity, WORKGROUP_SIZE, 0)?;
+        rec.dispatch_indirect(&self.kernels[SPLIT], push, self.indirect.buffer(), 0);
+        rec.barrier_compute_to_compute();
+        let partition = std::mem::offset_of!(PointKdBuildState, to_partition);
+        self.indirect
+            .record(rec, 1, field(partition), elements, WORKGROUP_SIZE, 0)?;
+        let slot = crate::prims::indirect::SLOT_BYTES;
+        rec.dispatch_indirect(&self.kernels[FLAGS], push, self.indirect.buffer(), slot);
+        rec.barrier_compute_to_compute();
+        let count = Count::Device {
+            buffer: &self.state,
+            offset: partition as u64,
+            max: elements,
+        };
+        let (flags, offsets) = (Slice::whole(&self.flags), Slice::whole(&self.offsets));
+        self.scan.record(rec, flags, offsets, count)?;
+        rec.barrier_compute_to_compute();
+        rec.dispatch_indirect(&self.kernels[SCATTER], push, self.indirect.buffer(), slot);
+        rec.barrier_compute_to_compute();
+        rec.dispatch(&self.kernels[ROUND_END], push, 1)?;
+        rec.barrier_compute_to_indirect();
         Ok(())
     }
 }
