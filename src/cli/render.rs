@@ -73,7 +73,9 @@ pub struct RenderArgs {
     #[arg(long, value_enum, default_value_t = ShadingArg::Auto, requires = "mesh")]
     pub shading: ShadingArg,
     /// Where the frames go: a folder (frame_0000.png, ...), or a pattern whose #### or %04d
-    /// is the frame's number ('shots/shot_####.png'); the folder is created if missing.
+    /// is the frame's number ('shots/shot_####.png'), or for one frame a file ('still.png');
+    /// the folder is created if missing. Several renders may share a folder: see
+    /// docs/troubleshooting.md.
     /// [default: frames, unless --video is given]
     #[arg(long, conflicts_with = "no_write")]
     pub out: Option<PathBuf>,
