@@ -61,7 +61,8 @@ impl ImageFormat {
 
 /// Where each frame is written: a folder's `frame_NNNN.<ext>`, or a pattern's file with the
 /// frame's number in place of its `####` (as many digits as hashes, at least) or of its
-/// `%d` / `%04d`.
+/// `%d` / `%04d`, or one file (`still.png`: a name with an image extension and no frame
+/// number, for a single frame).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputNaming {
     folder: PathBuf,
@@ -69,6 +70,8 @@ pub struct OutputNaming {
     digits: usize,
     suffix: String,
     format: ImageFormat,
+    /// One file, whatever the frame.
+    single: bool,
 }
 
 impl OutputNaming {
@@ -96,7 +99,15 @@ impl OutputNaming {
         } else {
             None
         };
-        let Some((start, digits, end)) = pattern else {
+        // A name with an image extension and no frame number is one frame's file (unless it
+        // is a folder already).
+        let single = pattern.is_none()
+            && !out.is_dir()
+            && name.rsplit_once('.').is_some_and(|(stem, e)| {
+                !stem.is_empty() && ImageFormat::from_extension(e).is_some()
+            });
+        let Some((start, digits, end)) = pattern.or(single.then_some((name.len(), 0, name.len())))
+        else {
             let format = format.unwrap_or(ImageFormat::Png);
             return Ok(Self {
                 folder: out.to_path_buf(),
@@ -104,6 +115,7 @@ impl OutputNaming {
                 digits: 4,
                 suffix: format!(".{}", format.extension()),
                 format,
+                single: false,
             });
         };
         let suffix = &name[end..];
@@ -113,7 +125,7 @@ impl OutputNaming {
                 out.display()
             ));
         }
-        let named = suffix
+        let named = (if single { name } else { suffix })
             .rsplit_once('.')
             .map(|(_, e)| ImageFormat::from_extension(e).ok_or(e));
         let format = match (named, format) {
@@ -141,6 +153,7 @@ impl OutputNaming {
             digits,
             suffix: suffix.to_string(),
             format,
+            single,
         })
     }
 
@@ -154,8 +167,16 @@ impl OutputNaming {
         self.format
     }
 
+    /// Whether every frame goes to one file (a name without a frame number): for one frame.
+    pub fn is_single_file(&self) -> bool {
+        self.single
+    }
+
     /// The file of frame `frame`.
     pub fn path(&self, frame: u32) -> PathBuf {
+        if self.single {
+            return self.folder.join(&self.prefix);
+        }
         let digits = self.digits;
         self.folder
             .join(format!("{}{frame:0digits$}{}", self.prefix, self.suffix))
@@ -275,57 +296,36 @@ impl FrameImage {
 }
 
 /// Writes an RGBA8 image as a PNG at `path`, through a temporary file in the same folder that is
-/// renamed over `path` once complete (and removed on any failure).
+/// renamed over `path` once complete (and removed on any failure); see
+/// [`crate::atomic_file`].
 pub fn write_png_atomically(
     path: &Path,
     width: u32,
     height: u32,
     rgba: &[u8],
 ) -> std::io::Result<()> {
-    let temporary = partial_path(path);
-    let written = write_png(&temporary, (width, height), PngPixels::Eight(rgba));
-    finish_atomically(&temporary, path, written)
+    crate::atomic_file::write_atomically_with(path, |file| {
+        write_png(file, (width, height), PngPixels::Eight(rgba))
+    })
 }
 
-/// Renames `temporary` to `path` once `written`, or removes it.
-fn finish_atomically(
-    temporary: &Path,
-    path: &Path,
-    written: std::io::Result<()>,
-) -> std::io::Result<()> {
-    let renamed = written.and_then(|()| std::fs::rename(temporary, path));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(temporary);
-    }
-    renamed
-}
-
-/// The temporary file `path` is written under before it is renamed to it:
-/// `.NAME.PID.partial` beside it.
-pub fn partial_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or("frame".into(), |n| n.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
-}
-
-/// Writes `image` in `format` at `path` through [`partial_path`], renamed over `path` once
-/// complete and synced (and removed on any failure).
+/// Writes `image` in `format` at `path` through a temporary file beside it, created
+/// exclusively under a random name, renamed over `path` once complete and synced (and removed
+/// on any failure); see [`crate::atomic_file`].
 pub fn write_atomically(
     path: &Path,
     (format, exr): (ImageFormat, &ExrOptions),
     (width, height): (u32, u32),
     image: &FrameImage,
 ) -> std::io::Result<()> {
-    let temporary = partial_path(path);
-    let written = match (format, image) {
+    crate::atomic_file::write_atomically_with(path, |file| match (format, image) {
         (ImageFormat::Png, FrameImage::Rgba8(rgba)) => {
-            write_png(&temporary, (width, height), PngPixels::Eight(rgba))
+            write_png(file, (width, height), PngPixels::Eight(rgba))
         }
         (ImageFormat::Png, FrameImage::Rgba16(rgba)) => {
-            write_png(&temporary, (width, height), PngPixels::Sixteen(rgba))
+            write_png(file, (width, height), PngPixels::Sixteen(rgba))
         }
-        (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(&temporary, width, height, rgba),
+        (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(file, width, height, rgba),
         (
             ImageFormat::Exr,
             FrameImage::Linear {
@@ -333,26 +333,19 @@ pub fn write_atomically(
                 aovs,
                 attributes,
             },
-        ) => write_exr(
-            &temporary,
-            (width, height),
-            (radiance, aovs),
-            attributes,
-            exr,
-        ),
+        ) => write_exr(file, (width, height), (radiance, aovs), attributes, exr),
         _ => Err(std::io::Error::other(format!(
             "a {} frame cannot be written from this image",
             format.extension()
         ))),
-    };
-    finish_atomically(&temporary, path, written)
+    })
 }
 
 /// A single-part OpenEXR file of the linear radiance (`R`, `G`, `B`, and `A` the coverage)
 /// and the AOVs `options` asks for, in the channel names compositors read (`Z`, `N.X`,
 /// `albedo.R`, `P.X`, `object_id`), with `attributes` in its header; zip-compressed.
 fn write_exr(
-    path: &Path,
+    file: &mut std::fs::File,
     (width, height): (u32, u32),
     (radiance, aovs): (&[[f32; 3]], &[PixelAovs]),
     attributes: &[(String, String)],
@@ -414,19 +407,22 @@ fn write_exr(
     );
     Image::from_layer(layer)
         .write()
-        .to_file(path)
-        .map_err(std::io::Error::other)?;
-    std::fs::File::open(path)?.sync_all()
+        .to_buffered(std::io::BufWriter::new(file))
+        .map_err(std::io::Error::other)
 }
 
-fn write_ppm(path: &Path, width: u32, height: u32, rgba: &[u8]) -> std::io::Result<()> {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+fn write_ppm(
+    file: &mut std::fs::File,
+    width: u32,
+    height: u32,
+    rgba: &[u8],
+) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(file);
     write!(file, "P6\n{width} {height}\n255\n")?;
     for pixel in rgba.chunks_exact(4) {
         file.write_all(&pixel[..3])?;
     }
-    file.flush()?;
-    file.get_ref().sync_all()
+    file.flush()
 }
 
 /// RGBA pixels of 8 or 16 bits per channel.
@@ -436,8 +432,12 @@ enum PngPixels<'a> {
 }
 
 /// A PNG of the pixels, tagged (`gAMA`) with the gamma 2.2 the renderer encodes them with.
-fn write_png(path: &Path, (width, height): (u32, u32), pixels: PngPixels) -> std::io::Result<()> {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+fn write_png(
+    file: &mut std::fs::File,
+    (width, height): (u32, u32),
+    pixels: PngPixels,
+) -> std::io::Result<()> {
+    let mut file = std::io::BufWriter::new(file);
     let mut encoder = png::Encoder::new(&mut file, width, height);
     encoder.set_color(png::ColorType::Rgba);
     encoder.set_compression(png::Compression::Fast);
@@ -459,20 +459,26 @@ fn write_png(path: &Path, (width, height): (u32, u32), pixels: PngPixels) -> std
         .write_image_data(bytes)
         .map_err(std::io::Error::other)?;
     writer.finish().map_err(std::io::Error::other)?;
-    file.flush()?;
-    // On disk before the rename makes it a frame.
-    file.get_ref().sync_all()
+    file.flush()
 }
 
 type Job = (u32, FrameImage);
 
+/// What writes one frame's file: the frame, its path and its image.
+pub type FrameWriter =
+    dyn Fn(u32, &Path, &FrameImage) -> std::io::Result<()> + Send + Sync + 'static;
+
 /// Frames of one size written as [`OutputNaming`] says by worker threads, fed through a
-/// bounded queue.
+/// bounded queue. The writers run in parallel, one frame each; a frame that fails (or whose
+/// writer panics) is reported by [`finish`](Self::finish) with its number and path, never
+/// lost silently.
 pub struct ImageSequence {
     naming: OutputNaming,
     queue: Option<mpsc::SyncSender<Job>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     outcomes: mpsc::Receiver<Result<u32, FrameWriteError>>,
+    /// Frames queued, to tell when a worker vanished without a word.
+    submitted: Vec<u32>,
     written: Vec<u32>,
     failure: Option<FrameWriteError>,
 }
@@ -489,24 +495,51 @@ impl ImageSequence {
     /// must exist; OpenEXR frames with `exr`'s channels), one thread per CPU core.
     pub fn named(naming: OutputNaming, exr: ExrOptions, width: u32, height: u32) -> Self {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let format = naming.format();
+        let writer = move |_frame: u32, path: &Path, image: &FrameImage| {
+            write_atomically(path, (format, &exr), (width, height), image)
+        };
+        Self::with_writer(naming, threads, Arc::new(writer))
+    }
+
+    /// `threads` workers that write each frame with `writer` at the path `naming` gives it.
+    pub fn with_writer(naming: OutputNaming, threads: usize, writer: Arc<FrameWriter>) -> Self {
+        let threads = threads.max(1);
         let (queue, jobs) = mpsc::sync_channel::<Job>(threads);
         let (report, outcomes) = mpsc::channel();
         let jobs = Arc::new(Mutex::new(jobs));
         let workers = (0..threads)
             .map(|_| {
                 let (jobs, report, naming) = (jobs.clone(), report.clone(), naming.clone());
-                let exr = exr.clone();
+                let writer = writer.clone();
                 std::thread::spawn(move || {
-                    while let Ok((frame, image)) = jobs.lock().unwrap().recv() {
+                    loop {
+                        // The lock is held only to take a job: the frames encode in parallel.
+                        let job = jobs
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .recv();
+                        let Ok((frame, image)) = job else { return };
                         let path = naming.path(frame);
-                        let format = (naming.format(), &exr);
-                        let outcome = write_atomically(&path, format, (width, height), &image)
-                            .map(|()| frame)
-                            .map_err(|source| FrameWriteError {
-                                frame,
-                                path,
-                                source,
+                        let written =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                writer(frame, &path, &image)
+                            }))
+                            .unwrap_or_else(|panic| {
+                                let what = panic
+                                    .downcast_ref::<&str>()
+                                    .map(|s| s.to_string())
+                                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                                    .unwrap_or_else(|| "no message".into());
+                                Err(std::io::Error::other(format!(
+                                    "the writer panicked: {what}"
+                                )))
                             });
+                        let outcome = written.map(|()| frame).map_err(|source| FrameWriteError {
+                            frame,
+                            path,
+                            source,
+                        });
                         if report.send(outcome).is_err() {
                             return;
                         }
@@ -519,6 +552,7 @@ impl ImageSequence {
             queue: Some(queue),
             workers,
             outcomes,
+            submitted: Vec::new(),
             written: Vec::new(),
             failure: None,
         }
@@ -531,12 +565,16 @@ impl ImageSequence {
 
     fn collect(&mut self) {
         while let Ok(outcome) = self.outcomes.try_recv() {
-            match outcome {
-                Ok(frame) => self.written.push(frame),
-                Err(e) => {
-                    if self.failure.is_none() {
-                        self.failure = Some(e);
-                    }
+            self.record(outcome);
+        }
+    }
+
+    fn record(&mut self, outcome: Result<u32, FrameWriteError>) {
+        match outcome {
+            Ok(frame) => self.written.push(frame),
+            Err(e) => {
+                if self.failure.is_none() {
+                    self.failure = Some(e);
                 }
             }
         }
@@ -556,21 +594,50 @@ impl ImageSequence {
     /// Queues frame `frame`; waits while the queue is full.
     pub fn submit_image(&mut self, frame: u32, pixels: FrameImage) {
         let queue = self.queue.as_ref().expect("open until finish");
-        // A send fails only when every worker has stopped, which they do only once the queue
-        // is closed.
+        self.submitted.push(frame);
+        // A send fails only when every worker has stopped; `finish` then reports the frame.
         let _ = queue.send((frame, pixels));
     }
 
     /// Waits until every queued frame is written or has failed. Returns the frames written,
-    /// in order, and the first failure.
+    /// in order, and the first failure (a frame no writer reported on is one).
     pub fn finish(mut self) -> (Vec<u32>, Option<FrameWriteError>) {
+        drop(self.queue.take());
+        let mut panicked = false;
+        for worker in std::mem::take(&mut self.workers) {
+            panicked |= worker.join().is_err();
+        }
+        self.collect();
+        self.written.sort_unstable();
+        if self.failure.is_none() {
+            let lost = self
+                .submitted
+                .iter()
+                .find(|f| self.written.binary_search(f).is_err());
+            if let Some(&frame) = lost {
+                let why = match panicked {
+                    true => "its writer thread panicked",
+                    false => "no writer took it",
+                };
+                self.failure = Some(FrameWriteError {
+                    frame,
+                    path: self.naming.path(frame),
+                    source: std::io::Error::other(why),
+                });
+            }
+        }
+        (std::mem::take(&mut self.written), self.failure.take())
+    }
+}
+
+impl Drop for ImageSequence {
+    /// Dropped unfinished (an error elsewhere): the queued frames are still written, so that
+    /// none is cut off by the process ending.
+    fn drop(&mut self) {
         drop(self.queue.take());
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
-        self.collect();
-        self.written.sort_unstable();
-        (self.written, self.failure)
     }
 }
 
@@ -627,50 +694,61 @@ pub enum VideoError {
     #[error("ffmpeg: {0}")]
     Io(#[from] std::io::Error),
     /// ffmpeg failed; its last lines.
-    #[error("ffmpeg failed ({status}) making {path}:\n{last_lines}")]
+    #[error("ffmpeg failed ({status}) making {}:\n{last_lines}", path.display())]
     Failed {
         /// The video.
         path: PathBuf,
         /// Its exit status.
-        status: std::process::ExitStatus,
+        status: String,
         /// The last lines it printed.
         last_lines: String,
     },
 }
 
 /// Frames piped to `ffmpeg` as raw RGBA, encoded into one video as they come: memory stays
-/// that of one frame, whatever the length. The video is written under a temporary name and
-/// renamed to its own when ffmpeg has finished it, so a file with its name is a whole video.
+/// that of one frame, whatever the length. The video is written into a temporary file created
+/// exclusively beside it (see [`crate::atomic_file`]; on Linux ffmpeg gets the open file
+/// itself, never a name to follow) and renamed to its own when ffmpeg has finished it, so a
+/// file with its name is a whole video. ffmpeg stopping early (a bad codec for the container,
+/// a full disk) is an error with its last lines, never a signal that ends the process.
 pub struct VideoEncoder {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     /// ffmpeg's stderr, read on a thread so that it never blocks ffmpeg.
     log: Option<std::thread::JoinHandle<String>>,
     path: PathBuf,
-    temporary: PathBuf,
+    /// Removed when dropped unless renamed to `path`.
+    temporary: Option<tempfile::NamedTempFile>,
     frames: u32,
 }
 
 impl VideoEncoder {
     /// Starts ffmpeg encoding `width` x `height` frames at `fps` with `codec` (and `crf`
     /// where it has a quality scale) into `path`; its container follows the extension
-    /// (`.mp4`, `.mov`, `.mkv`).
+    /// (`.mp4`, `.mov`, `.mkv`). ffmpeg is the one on the `PATH`.
     pub fn new(
         path: &Path,
         (width, height): (u32, u32),
         fps: f32,
         (codec, crf): (VideoCodec, u32),
     ) -> Result<Self, VideoError> {
-        let temporary = partial_path(path);
+        let temporary = crate::atomic_file::create_temporary(path).map_err(|e| {
+            VideoError::Io(std::io::Error::new(
+                e.kind(),
+                format!("cannot create a file beside {}: {e}", path.display()),
+            ))
+        })?;
         let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("mp4");
         let mut command = std::process::Command::new("ffmpeg");
+        let output = hand_over(&mut command, temporary.as_file())
+            .unwrap_or_else(|| temporary.path().to_path_buf());
         command
             .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "rawvideo"])
             .args(["-pix_fmt", "rgba", "-s", &format!("{width}x{height}")])
             .args(["-framerate", &fps.to_string(), "-i", "-"])
             .args(codec.ffmpeg_options(crf))
             .args(["-f", ffmpeg_format(extension)])
-            .arg(&temporary)
+            .arg(output)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped());
@@ -690,7 +768,7 @@ impl VideoEncoder {
             child,
             log: Some(log),
             path: path.to_path_buf(),
-            temporary,
+            temporary: Some(temporary),
             frames: 0,
         })
     }
@@ -700,12 +778,27 @@ impl VideoEncoder {
         self.frames
     }
 
-    /// Sends one frame's RGBA8 pixels (waits while ffmpeg is behind).
+    /// Sends one frame's RGBA8 pixels (waits while ffmpeg is behind). ffmpeg having stopped
+    /// is an error with its last lines (the temporary video is then removed).
     pub fn submit(&mut self, rgba: &[u8]) -> Result<(), VideoError> {
         let stdin = self.stdin.as_mut().expect("open until finish");
-        if let Err(e) = stdin.write_all(rgba) {
+        if let Err(e) = write_without_sigpipe(stdin, rgba) {
             // ffmpeg has stopped: its own error says why.
-            return Err(self.failure().unwrap_or(VideoError::Io(e)));
+            return Err(match self.stop() {
+                Ok((status, last_lines)) => VideoError::Failed {
+                    path: self.path.clone(),
+                    status: if status.success() {
+                        format!(
+                            "{status}, but it stopped reading after {} frames",
+                            self.frames
+                        )
+                    } else {
+                        status.to_string()
+                    },
+                    last_lines,
+                },
+                Err(_) => VideoError::Io(e),
+            });
         }
         self.frames += 1;
         Ok(())
@@ -713,36 +806,43 @@ impl VideoEncoder {
 
     /// Closes the stream and waits for ffmpeg to finish the video, then gives it its name.
     pub fn finish(mut self) -> Result<PathBuf, VideoError> {
-        if let Some(failure) = self.failure() {
-            return Err(failure);
+        let (status, last_lines) = self.stop()?;
+        if !status.success() {
+            return Err(VideoError::Failed {
+                path: self.path.clone(),
+                status: status.to_string(),
+                last_lines,
+            });
         }
-        std::fs::rename(&self.temporary, &self.path)?;
-        Ok(self.path.clone())
+        let temporary = self.temporary.take().expect("kept until finish");
+        match crate::atomic_file::persist(temporary, &self.path) {
+            Ok(()) => Ok(self.path.clone()),
+            Err(crate::atomic_file::PersistFailure::Removed) => {
+                Err(VideoError::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the temporary file of {} was removed", self.path.display()),
+                )))
+            }
+            Err(crate::atomic_file::PersistFailure::Other(e)) => Err(VideoError::Io(e)),
+        }
     }
 
-    /// Ends the stream and waits for ffmpeg: its failure, if it failed (the temporary file
-    /// is then removed).
-    fn failure(&mut self) -> Option<VideoError> {
+    /// Ends the stream and waits for ffmpeg: its exit status and last lines. A failed video's
+    /// temporary file is removed.
+    fn stop(&mut self) -> std::io::Result<(std::process::ExitStatus, String)> {
         drop(self.stdin.take());
-        let status = match self.child.wait() {
-            Ok(status) => status,
-            Err(e) => return Some(e.into()),
-        };
+        let status = self.child.wait();
         let log = self
             .log
             .take()
             .map(|l| l.join().unwrap_or_default())
             .unwrap_or_default();
-        if status.success() {
-            return None;
+        if !status.as_ref().is_ok_and(|s| s.success()) {
+            drop(self.temporary.take());
         }
-        let _ = std::fs::remove_file(&self.temporary);
         let lines: Vec<&str> = log.lines().collect();
-        Some(VideoError::Failed {
-            path: self.path.clone(),
-            status,
-            last_lines: lines[lines.len().saturating_sub(8)..].join("\n"),
-        })
+        let last_lines = lines[lines.len().saturating_sub(8)..].join("\n");
+        Ok((status?, last_lines))
     }
 }
 
@@ -753,9 +853,85 @@ impl Drop for VideoEncoder {
         if self.stdin.take().is_some() {
             let _ = self.child.kill();
             let _ = self.child.wait();
-            let _ = std::fs::remove_file(&self.temporary);
         }
+        drop(self.temporary.take());
     }
+}
+
+/// Makes `file` the child's descriptor 3 and returns the name the child opens it by
+/// (`/proc/self/fd/3`), so that ffmpeg writes the very file canopy created and never follows
+/// a name someone could replace; `None` where there is no such name (the path is used).
+#[cfg(target_os = "linux")]
+fn hand_over(command: &mut std::process::Command, file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    if !Path::new("/proc/self/fd").is_dir() {
+        return None;
+    }
+    let fd = file.as_raw_fd();
+    // SAFETY: between fork and exec, only async-signal-safe calls (dup2, fcntl) on a
+    // descriptor that stays open in the parent for the child's start.
+    unsafe {
+        command.pre_exec(move || {
+            if fd == 3 {
+                // dup2 to itself keeps close-on-exec: clear it instead.
+                let flags = libc::fcntl(3, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Some(PathBuf::from("/proc/self/fd/3"))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hand_over(_: &mut std::process::Command, _: &std::fs::File) -> Option<PathBuf> {
+    None
+}
+
+/// `out.write_all(bytes)`, a closed pipe returning `BrokenPipe` even where SIGPIPE ends the
+/// process (the `canopy` command keeps its default for its own output): SIGPIPE is blocked
+/// on this thread for the write, and the one the write raised is taken before it is unblocked.
+#[cfg(target_os = "linux")]
+fn write_without_sigpipe(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    // SAFETY: signal-mask calls on this thread's own mask, with sets initialised by
+    // sigemptyset before use.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pending);
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        let written = out.write_all(bytes);
+        if !was_pending
+            && written
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            while libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now) < 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        written
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn write_without_sigpipe(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    out.write_all(bytes)
 }
 
 /// ffmpeg's muxer for a file extension (the temporary file's own says nothing).
@@ -929,6 +1105,73 @@ mod tests {
         assert_eq!(shard(&frames, (1, 4), ShardMode::Block), vec![3, 4, 5]);
     }
 
+    /// Writers that write with `writer` into a naming of `out/frame_NNNN.png`.
+    fn sequence(threads: usize, writer: Arc<FrameWriter>) -> ImageSequence {
+        let naming = OutputNaming::parse(Path::new("out"), None).unwrap();
+        ImageSequence::with_writer(naming, threads, writer)
+    }
+
+    fn image() -> FrameImage {
+        FrameImage::Rgba8(vec![0; 4])
+    }
+
+    /// The writers encode frames at the same time: a slow write of one frame does not hold
+    /// the others back.
+    #[test]
+    fn writers_run_in_parallel() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (n, m) = (now.clone(), most.clone());
+        let slow = move |_: u32, _: &Path, _: &FrameImage| {
+            let running = n.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(running, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(60));
+            n.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        };
+        let mut writers = sequence(4, Arc::new(slow));
+        let started = std::time::Instant::now();
+        for frame in 0..8 {
+            writers.submit_image(frame, image());
+        }
+        let (written, failure) = writers.finish();
+        assert!(failure.is_none(), "{failure:?}");
+        assert_eq!(written, (0..8).collect::<Vec<_>>());
+        let most = most.load(Ordering::SeqCst);
+        assert!(most >= 2, "at most {most} frame written at a time");
+        // One at a time would take 8 x 60 ms.
+        assert!(
+            started.elapsed().as_millis() < 400,
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    /// A frame whose write fails, or whose writer panics, is the run's failure, named by its
+    /// frame and path; the other frames are still written.
+    #[test]
+    fn a_failed_or_panicking_writer_is_reported_with_its_frame() {
+        for (bad, message) in [(3, "disk on fire"), (5, "the writer panicked: boom")] {
+            let writer = move |frame: u32, _: &Path, _: &FrameImage| match frame {
+                3 if bad == 3 => Err(std::io::Error::other("disk on fire")),
+                5 if bad == 5 => panic!("boom"),
+                _ => Ok(()),
+            };
+            let mut writers = sequence(2, Arc::new(writer));
+            for frame in 0..10 {
+                writers.submit_image(frame, image());
+            }
+            let (written, failure) = writers.finish();
+            let failure = failure.expect("the failure is reported");
+            assert_eq!(failure.frame, bad);
+            assert_eq!(failure.path, Path::new(&format!("out/frame_{bad:04}.png")));
+            let text = failure.to_string();
+            assert!(text.contains(message) && text.contains("frame"), "{text}");
+            let expected: Vec<u32> = (0..10).filter(|&f| f != bad).collect();
+            assert_eq!(written, expected, "the other frames are written");
+        }
+    }
+
     #[test]
     fn outputs_name_frames_by_folder_or_pattern() {
         let folder = OutputNaming::parse(Path::new("out"), None).unwrap();
@@ -954,5 +1197,14 @@ mod tests {
         }
         let conflict = OutputNaming::parse(Path::new("x_##.png"), Some(ImageFormat::Ppm));
         assert!(conflict.unwrap_err().contains("--format asks for ppm"));
+        // A file name without a frame number is one frame's file, not a folder.
+        let single = OutputNaming::parse(Path::new("stills/single.exr"), None).unwrap();
+        assert!(single.is_single_file());
+        assert_eq!(single.format(), ImageFormat::Exr);
+        assert_eq!(single.path(7), Path::new("stills/single.exr"));
+        assert_eq!(single.folder(), Path::new("stills"));
+        let conflict = OutputNaming::parse(Path::new("single.png"), Some(ImageFormat::Exr));
+        assert!(conflict.unwrap_err().contains("--format asks for exr"));
+        assert!(!folder.is_single_file() && !hashes.is_single_file());
     }
 }

@@ -82,6 +82,7 @@
 //! - [`render`]: the headless renderer.
 //! - [`sequence`]: frame sequences, frames in flight.
 //! - `export` (feature `png`): frame sinks (PNG sequences written atomically).
+//! - [`atomic_file`]: files written whole or not at all in folders other processes share.
 //! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
 //!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
 //!
@@ -94,6 +95,7 @@
 #![warn(missing_docs)]
 
 pub mod accel;
+pub mod atomic_file;
 pub mod bench;
 #[cfg(feature = "png")]
 pub mod export;

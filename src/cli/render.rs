@@ -79,7 +79,9 @@ pub struct RenderArgs {
     #[arg(long, value_enum, default_value_t = ShadingArg::Auto, requires = "mesh")]
     pub shading: ShadingArg,
     /// Where the frames go: a folder (frame_0000.png, ...), or a pattern whose #### or %04d
-    /// is the frame's number ('shots/shot_####.png'); the folder is created if missing.
+    /// is the frame's number ('shots/shot_####.png'), or for one frame a file ('still.png');
+    /// the folder is created if missing. Several renders may share a folder: see
+    /// docs/troubleshooting.md.
     /// [default: frames, unless --video is given]
     #[arg(long, conflicts_with = "no_write")]
     pub out: Option<PathBuf>,
@@ -479,6 +481,13 @@ fn count_of(n: usize, noun: &str) -> String {
     }
 }
 
+/// `shot.png` as a pattern: `shot_####.png`.
+fn single_to_pattern(path: &Path) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let extension = path.extension().unwrap_or_default().to_string_lossy();
+    path.with_file_name(format!("{stem}_####.{extension}"))
+}
+
 /// Makes the output folder, or says why it cannot be made.
 fn create_output_folder(out: &std::path::Path) -> Result<(), CliError> {
     if out.exists() && !out.is_dir() {
@@ -549,28 +558,45 @@ fn frames_to_render(
 }
 
 /// Removes the temporary files a killed render left while writing any of `frames`
-/// (`.NAME.PID.partial` beside each frame's file). Other frames' are left: a render of other
-/// shards may be writing them.
+/// (`.NAME.XXXXXX.partial` beside each frame's file) whose writer is gone: a live process
+/// (another shard, or a requeued job beside the one it replaces) holds its own locked, and
+/// those are left. Other frames' are left too.
 fn remove_partial_files(naming: &OutputNaming, frames: &[u32]) {
     let names: std::collections::HashSet<String> = frames
         .iter()
         .filter_map(|&f| Some(naming.path(f).file_name()?.to_str()?.to_string()))
         .collect();
-    let Ok(entries) = std::fs::read_dir(naming.folder()) else {
-        return;
+    for path in canopy::atomic_file::remove_abandoned_temporaries(naming.folder(), &names) {
+        log::info!("removed {}, left by a render that stopped", path.display());
+    }
+}
+
+/// The longest file name canopy writes: `NAME_MAX` (255 bytes) less what a temporary file's
+/// name adds to it (`.NAME.XXXXXX.partial`).
+const MAX_FILE_NAME: usize = 255 - ".".len() - ".XXXXXX".len() - ".partial".len();
+
+/// Checks up front that every component of `path` fits `NAME_MAX`, and its file name
+/// [`MAX_FILE_NAME`] (for `what`, e.g. "--out"), so that a long name is a usage error before
+/// rendering rather than a failed write after.
+fn check_name_length(path: &Path, what: &str) -> Result<(), CliError> {
+    let too_long = |component: &std::ffi::OsStr, limit: usize| {
+        CliError::Usage(format!(
+            "{what} '{}': the name '{}' is {} bytes long; file names here are at most {limit} \
+             bytes",
+            path.display(),
+            component.to_string_lossy(),
+            component.len()
+        ))
     };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let Some(name) = file.to_str() else { continue };
-        let frame_name = name
-            .strip_prefix('.')
-            .and_then(|n| n.strip_suffix(".partial"))
-            .and_then(|n| n.rsplit_once('.'))
-            .filter(|(_, pid)| pid.chars().all(|c| c.is_ascii_digit()))
-            .map(|(frame_name, _)| frame_name);
-        if frame_name.is_some_and(|n| names.contains(n)) {
-            let _ = std::fs::remove_file(entry.path());
+    for component in path.components() {
+        let component = component.as_os_str();
+        if component.len() > 255 {
+            return Err(too_long(component, 255));
         }
+    }
+    match path.file_name() {
+        Some(name) if name.len() > MAX_FILE_NAME => Err(too_long(name, MAX_FILE_NAME)),
+        _ => Ok(()),
     }
 }
 
@@ -638,7 +664,8 @@ impl FrameOutput {
 }
 
 /// Appends frame `output`'s line to the `--stats` file and flushes it, so that a killed
-/// render keeps the lines of its finished frames.
+/// render keeps the lines of its finished frames. Each line is one write under an exclusive
+/// `flock` of the file (a file system without locks still gets one write per line).
 fn write_stats_line(
     file: &mut std::fs::File,
     output: &FrameOutput,
@@ -677,10 +704,16 @@ fn write_stats_line(
         "device_memory_bytes": output.device_memory,
         "file": path.map(|p| p.display().to_string()),
     });
-    // One write per line: renders of several shards may append to one file (O_APPEND keeps
-    // each write whole).
-    file.write_all(format!("{line}\n").as_bytes())?;
-    file.flush()
+    // One write of the whole line under an exclusive lock of the file: renders of several
+    // shards may append to one file, and O_APPEND alone keeps lines whole only on local file
+    // systems (not on NFS, where the lock is what keeps them apart).
+    let line = format!("{line}\n");
+    let locked = file.lock();
+    let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
+    if locked.is_ok() {
+        let _ = file.unlock();
+    }
+    written
 }
 
 /// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
@@ -703,6 +736,22 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                 .map_err(CliError::Usage)?,
         ),
     };
+    if let Some(naming) = &naming {
+        if naming.is_single_file() && args.frames.len() != 1 {
+            return Err(CliError::Usage(format!(
+                "--out '{}' names one file, and {} frames are asked for: give the file name a \
+                 frame number ('{}'), or render one frame (--frames N)",
+                naming.path(0).display(),
+                args.frames.len(),
+                single_to_pattern(&naming.path(0)).display()
+            )));
+        }
+        let last = args.frames.iter().copied().max().unwrap_or(0);
+        check_name_length(&naming.path(last), "--out")?;
+    }
+    if let Some(video) = &args.video {
+        check_name_length(video, "--video")?;
+    }
     let format = naming.as_ref().map(OutputNaming::format);
     if (!args.aovs.is_empty() || args.half) && format != Some(ImageFormat::Exr) {
         return Err(CliError::Usage(
@@ -849,51 +898,57 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
         Ok(if stop { Flow::Stop } else { Flow::Continue })
     };
-    match devices.as_slice() {
-        [options] => {
-            let ctx = super::context(options)?;
-            let subject = build_subject(&ctx, args)?;
-            let config = sequence_config(args, &subject, linear_output)?;
-            let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
-            announce(subject.scene.triangle_count, &ctx.caps().name);
-            started.set(Instant::now());
-            sequence.render(&frames, |finished| {
-                handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?)
-            })?;
-            progress.finish_and_clear();
-            print_caustics(&ctx, &sequence)?;
-        }
-        devices => {
-            render_on_devices(
-                devices,
-                (args, linear_output, wanted),
-                &frames,
-                |event| match event {
-                    DeviceEvent::Ready(names, triangles) => {
-                        announce(triangles, &names);
-                        started.set(Instant::now());
-                        Ok(Flow::Continue)
+    // Every way out of the render below comes back here, so that the writers always finish
+    // the frames queued and the frames written are always said.
+    let rendered =
+        (|| match devices.as_slice() {
+            [options] => {
+                let ctx = super::context(options)?;
+                let subject = build_subject(&ctx, args)?;
+                let config = sequence_config(args, &subject, linear_output)?;
+                let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
+                announce(subject.scene.triangle_count, &ctx.caps().name);
+                started.set(Instant::now());
+                sequence.render(&frames, |finished| {
+                    handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?)
+                })?;
+                print_caustics(&ctx, &sequence)
+            }
+            devices => {
+                render_on_devices(devices, (args, linear_output, wanted), &frames, |event| {
+                    match event {
+                        DeviceEvent::Ready(names, triangles) => {
+                            announce(triangles, &names);
+                            started.set(Instant::now());
+                            Ok(Flow::Continue)
+                        }
+                        DeviceEvent::Frame(output) => handle(output),
                     }
-                    DeviceEvent::Frame(output) => handle(output),
-                },
-            )?;
-            progress.finish_and_clear();
+                })
+            }
+        })();
+    progress.finish_and_clear();
+    let mut outcome = rendered;
+    match video {
+        // A failed render abandons the video (its temporary file is removed).
+        Some(video) if outcome.is_ok() => {
+            let frames = video.frames();
+            match video.finish() {
+                Ok(path) => println!(
+                    "wrote {} ({})",
+                    path.display(),
+                    count_of(frames as usize, "frame")
+                ),
+                Err(e) => outcome = Err(video_error(e)),
+            }
         }
+        _ => {}
     }
-    if let Some(video) = video {
-        let frames = video.frames();
-        let path = video.finish().map_err(video_error)?;
-        println!(
-            "wrote {} ({})",
-            path.display(),
-            count_of(frames as usize, "frame")
-        );
-    }
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     if let Some(writers) = writers {
         let folder = writers.naming().folder().display().to_string();
         let (written, failure) = writers.finish();
-        let interrupted = INTERRUPTED.load(Ordering::SeqCst);
-        if failure.is_some() || interrupted {
+        if failure.is_some() || interrupted || outcome.is_err() {
             eprintln!(
                 "frames written to {folder}: {} ({} of {})",
                 frame_ranges(&written),
@@ -902,12 +957,16 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             );
         }
         if let Some(failure) = failure {
-            return Err(CliError::Io(failure.to_string()));
+            let failure = CliError::Io(failure.to_string());
+            match outcome {
+                // Both: the render's own error is the exit's, the frame's is said too.
+                Err(_) => eprintln!("error: {failure}"),
+                Ok(()) => outcome = Err(failure),
+            }
         }
-        if interrupted {
-            return Err(CliError::Interrupted);
-        }
-    } else if INTERRUPTED.load(Ordering::SeqCst) {
+    }
+    outcome?;
+    if interrupted {
         return Err(CliError::Interrupted);
     }
     let wall = started.get().elapsed().as_secs_f64();

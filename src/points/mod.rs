@@ -205,7 +205,7 @@ pub fn normal_columns(analysis: &CloudAnalysis) -> Vec<(&'static str, Vec<f32>)>
 }
 
 /// Writes `points` as a binary little-endian PLY (`x y z` and then each of `columns`, floats),
-/// atomically (a partial file never has the final name).
+/// atomically (a partial file never has the final name; see [`crate::atomic_file`]).
 pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std::io::Result<()> {
     if let Some((name, values)) = columns.iter().find(|(_, v)| v.len() != points.len()) {
         return Err(std::io::Error::new(
@@ -217,9 +217,8 @@ pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std:
             ),
         ));
     }
-    let partial = path.with_extension("ply.partial");
-    {
-        let mut file = std::io::BufWriter::new(std::fs::File::create(&partial)?);
+    crate::atomic_file::write_atomically_with(path, |file| {
+        let mut file = std::io::BufWriter::new(file);
         write!(
             file,
             "ply\nformat binary_little_endian 1.0\ncomment canopy points\nelement vertex {}\n\
@@ -236,7 +235,6 @@ pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std:
                 file.write_all(&x.to_le_bytes())?;
             }
         }
-        file.flush()?;
-    }
-    std::fs::rename(&partial, path)
+        file.flush()
+    })
 }
