@@ -1141,3 +1141,81 @@ fn fuzz_sequences() {
 fn fuzz_conf() {
     fuzz(Format::Conf);
 }
+
+// ---------------------------------------------------------------------------------------
+// Regressions: defects the harness found, each checked as a case and by its error.
+
+/// Runs `files` as a case of `format` (no panic, hang or excess allocation) and returns the
+/// folder's load error, if any, from `load`.
+fn regression(
+    format: Format,
+    files: &[(&str, Vec<u8>)],
+    load: impl Fn(&Path) -> Result<(), SceneError>,
+) -> Option<String> {
+    let files: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|(n, b)| (n.to_string(), b.clone()))
+        .collect();
+    let folder = TempFolder::new(&format!("regression-{}", files[0].0));
+    run_case(format, &folder.0, &files, false).unwrap_or_else(|f| panic!("{f}"));
+    load(&folder.0).err().map(|e| e.to_string())
+}
+
+/// A PLY element without properties has nothing to read per instance: a count of 10^18 was
+/// looped over for ever.
+#[test]
+fn ply_element_without_properties_and_a_huge_count_is_passed_at_once() {
+    let ply = "ply\nformat binary_little_endian 1.0\nelement vertex 3\nproperty uchar x\n\
+               property uchar y\nproperty uchar z\nelement nothing 1000000000000000000\n\
+               element face 1\nproperty list uchar uchar vertex_indices\nend_header\n";
+    let mut bytes = ply.as_bytes().to_vec();
+    bytes.extend([0, 0, 0, 1, 0, 0, 0, 1, 0, 3, 0, 1, 2]);
+    let error = regression(Format::PlyBinary, &[("case.ply", bytes)], |folder| {
+        let mesh = Mesh::load(&folder.join("case.ply"))?;
+        assert_eq!(mesh.triangles, [[0, 1, 2]]);
+        Ok(())
+    });
+    assert_eq!(error, None);
+}
+
+/// Two files of one frame number (`frame_1.obj`, `frame_01.obj`) were reported as a missing
+/// frame 2 (and two of number u64::MAX overflowed).
+#[test]
+fn a_sequence_with_two_files_of_one_number_names_them() {
+    let frame = TINY_OBJ.as_bytes().to_vec();
+    for (a, b) in [
+        ("frame_1.obj", "frame_01.obj"),
+        (
+            "frame_18446744073709551615.obj",
+            "frame_018446744073709551615.obj",
+        ),
+    ] {
+        let error = regression(
+            Format::Sequence,
+            &[(a, frame.clone()), (b, frame.clone())],
+            |folder| FrameFiles::open(folder).map(drop),
+        )
+        .expect("an error");
+        assert!(error.contains("has two files"), "{error}");
+    }
+}
+
+/// A `.conf` listing one scan many times merged it as many times: 200 lines of a short file
+/// made 200 copies of a 3000-point scan, past the allocation bound.
+#[test]
+fn a_conf_listing_a_scan_twice_is_refused() {
+    let conf = "bmesh s.ply 0 0 0 0 0 0 1\n".repeat(200);
+    let error = regression(
+        Format::Conf,
+        &[
+            ("scans.conf", conf.into_bytes()),
+            ("s.ply", scan_excerpt(3000, 0)),
+        ],
+        |folder| load_aligned_scans(&folder.join("scans.conf")).map(drop),
+    )
+    .expect("an error");
+    assert!(
+        error.contains("line 2") && error.contains("listed twice"),
+        "{error}"
+    );
+}
