@@ -293,7 +293,63 @@ fn near_plane_huge_triangles_and_views_without_triangles() {
         &run.grid,
     )
     .unwrap();
-    assert!(!run.grid.triangle_ids.contains(&0) && !run.grid.triangle_ids.contains(&1));
+    // The non-finite triangle is culled; the degenerate one is kept, like any other in view
+    // (see `degenerate_triangles_in_view_are_referenced`).
+    assert!(!run.grid.triangle_ids.contains(&1));
+}
+
+/// Degenerate triangles in view (two or three corners on one point, or on one line) are
+/// projected by their corners like any other: the GPU build references them and so does the
+/// reference. A scanned mesh with a few once failed the check ("referenced but out of view")
+/// on a GPU whose cross product of the grid's old zero-normal cull was fused: `cross(d, d)`
+/// of a triangle whose last two corners are equal came out as a product's rounding error
+/// instead of 0, so the GPU kept what the reference culled. A grid referencing them as that
+/// GPU did (made by the reference with each degenerate triangle's last corner nudged by one
+/// ulp) checks too.
+#[test]
+fn degenerate_triangles_in_view_are_referenced() {
+    let ctx = context();
+    let params = GridParams::default();
+    let mut rng = Rng::new(57);
+    let mut mesh = random_mesh(&mut rng, 200, 1.0, 0.2);
+    let proper = mesh.triangle_count();
+    for i in 0..40 {
+        let p: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-1.0, 1.0));
+        let q: [f32; 3] = std::array::from_fn(|a| p[a] + rng.f32_in(-0.3, 0.3));
+        let mid: [f32; 3] = std::array::from_fn(|a| p[a] + 0.5 * (q[a] - p[a]));
+        let corners = match i % 5 {
+            0 => [q, p, p],
+            1 => [p, p, q],
+            2 => [p, q, p],
+            3 => [p, p, p],
+            _ => [p, mid, q],
+        };
+        let first = mesh.positions.len() as u32;
+        mesh.positions.extend(corners);
+        mesh.triangles.push([first, first + 1, first + 2]);
+    }
+    let view = orbit_view(&mesh, 64, 48);
+    let run = check(&ctx, &mesh, &view, params, "degenerate triangles");
+    let referenced = |grid: &CpuGrid| {
+        grid.triangle_ids
+            .iter()
+            .filter(|&&t| t as usize >= proper)
+            .count()
+    };
+    assert!(
+        referenced(&run.grid) > 0,
+        "no degenerate triangle referenced"
+    );
+    let reference = cpu::build(&mesh.positions, &mesh.triangles, &view, &params);
+    assert!(referenced(&reference) > 0);
+    let mut nudged = mesh.clone();
+    for t in &mesh.triangles[proper..] {
+        let x = &mut nudged.positions[t[2] as usize][0];
+        *x = x.next_up();
+    }
+    let fused = cpu::build(&nudged.positions, &nudged.triangles, &view, &params);
+    cpu::check(&mesh.positions, &mesh.triangles, &view, &params, &fused)
+        .unwrap_or_else(|e| panic!("a grid as a fused cross product made it: {e}"));
 }
 
 #[test]

@@ -4,8 +4,11 @@
 // the inverse basis); the polygon left after clipping at the near plane gives its image bounds,
 // widened by a small margin for rounding so no pixel whose ray hits it is left out (no cracks
 // at tile borders), clamped to the image and turned into the inclusive range of tiles holding
-// those pixels' centres. Triangles behind the near plane, off screen, degenerate or not finite
-// are culled: no references. Each writes its tile range and nearest depth, and its reference
+// those pixels' centres. Triangles behind the near plane, off screen or not finite are culled:
+// no references. Degenerate (zero-area) triangles are kept like the others, as every builder
+// keeps them (src/geom/mod.rs): no ray hits one, and a cull by a zero normal would depend on
+// how the device rounds it (a fused cross(d, d) is a product's rounding error, not 0), which
+// the CPU reference could not follow. Each writes its tile range and nearest depth, and its reference
 // count for the scan (invocation `count` writes the scan's closing 0); the frame's depth range
 // of triangles in view and the references needed are reduced per subgroup and added with one
 // atomic per subgroup.
@@ -64,7 +67,6 @@ void main() {
             view[k] = vec3(x, y, z);
             finite = finite && !any(isinf(corners[k])) && !any(isnan(corners[k]));
         }
-        vec3 normal = cross(corners[1] - corners[0], corners[2] - corners[0]);
         vec2 lo = vec2(INF);
         vec2 hi = vec2(-INF);
         for (uint k = 0; k < 3; ++k) {
@@ -84,7 +86,7 @@ void main() {
                 depth = pc.near;
             }
         }
-        bool visible = finite && normal != vec3(0.0) && depth < INF;
+        bool visible = finite && depth < INF;
         vec2 size = vec2(pc.width, pc.height);
         // Normalised x grows right and y up; pixel rows grow down.
         vec2 xs = pixel_range((lo.x + 1.0) * 0.5 * size.x, (hi.x + 1.0) * 0.5 * size.x, pc.width);

@@ -7,6 +7,15 @@
 //! - [`morton`]: the Morton frame and codes of Morton-ordered builds;
 //! - [`input`]: the buffers a build reads ([`TriangleInput`], [`PointInput`]);
 //! - [`view`]: the pinhole view camera rays and screen-space structures share ([`PinholeView`]).
+//!
+//! # Degenerate triangles
+//!
+//! One rule for every structure: a triangle of zero area (two or three corners on one point,
+//! or all three on one line) is never hit, as [`ray::intersect_triangle`] (and its GLSL twin)
+//! returns no hit when the determinant is 0; every GPU builder keeps it with its flat box (the
+//! screen grid: its projected corners), and so does every CPU reference and checker. None
+//! culls by area or normal, which would hang on whether a device fuses the cross product's
+//! multiply and subtract (a fused `cross(d, d)` is a product's rounding error, not 0).
 
 pub mod aabb;
 pub mod input;

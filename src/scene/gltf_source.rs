@@ -10,9 +10,9 @@
 //!   buffer with a stride of 4 to 252 bytes;
 //! - every accessor's elements, and a sparse accessor's indices and values, lie inside their
 //!   views, with a stride no smaller than an element;
-//! - an accessor without a view (zeros, or a sparse accessor's base) has at most one element per
-//!   byte of input, so the largest allocation it causes is 64 bytes (a float 4x4 matrix) per
-//!   byte of input.
+//! - an accessor without a view (zeros, or a sparse accessor's base) claims at most as many bytes
+//!   of elements as the whole input holds (a morph target's sparse offsets, 12 bytes a vertex,
+//!   are always fewer than the positions they move).
 //!
 //! External buffers are read only as regular files (never a device, pipe or socket, which could
 //! be endless or block forever), at most their declared length, and by default only from the
@@ -69,13 +69,18 @@ impl GltfFile {
 }
 
 /// Runs `read` (a use of the `gltf` crate on a checked document), turning a panic inside it into
-/// an error at `location`: the crate's checks are canopy's first line, this is the last.
+/// an error at `location`: canopy's checks are the first line, this is the last. Such a panic
+/// is an answer, not a crash: it is not reported by the panic hook (no message, no backtrace).
 pub(super) fn guarded<T>(
     path: &Path,
     location: &str,
     read: impl FnOnce() -> T,
 ) -> Result<T, SceneError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).map_err(|panic| {
+    quiet_panics_while_guarded();
+    GUARDED.with(|guarded| guarded.set(guarded.get() + 1));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    GUARDED.with(|guarded| guarded.set(guarded.get() - 1));
+    outcome.map_err(|panic| {
         let reason = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -87,6 +92,25 @@ pub(super) fn guarded<T>(
             format!("the glTF reader rejected the file ({reason})"),
         )
     })
+}
+
+thread_local! {
+    /// How many [`guarded`] calls this thread is inside.
+    static GUARDED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Installs, once per process, a panic hook that stays silent for panics inside [`guarded`] and
+/// hands every other panic to the hook that was there before.
+fn quiet_panics_while_guarded() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if GUARDED.with(|guarded| guarded.get()) == 0 {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// Reads the regular file at `path`, at most `limit` bytes of it when given. A device, pipe or
@@ -316,8 +340,8 @@ fn check_views(
     Ok(())
 }
 
-/// Every accessor's data lies inside its view (see the module docs), and one without a view has
-/// at most one element per byte of input (`input_bytes`: the file and its buffers).
+/// Every accessor's data lies inside its view (see the module docs), and one without a view
+/// claims at most `input_bytes` bytes of elements (the file and its buffers).
 fn check_accessors(
     path: &Path,
     document: &gltf::Document,
@@ -345,10 +369,10 @@ fn check_accessors(
                     .saturating_add(accessor.offset() as u64 + element);
                 check_inside(view.length() as u64, end, "its elements").map_err(&error)?;
             }
-            None if count > input_bytes => {
+            None if count.saturating_mul(element) > input_bytes => {
                 return Err(error(format!(
-                    "the accessor has no bufferView and claims {count} elements, more than the \
-                     {input_bytes} bytes of the whole input"
+                    "the accessor has no bufferView and claims {count} elements of {element} \
+                     bytes, more than the {input_bytes} bytes of the whole input"
                 )));
             }
             None => {}

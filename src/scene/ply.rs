@@ -403,6 +403,10 @@ impl<R: BufRead> BodyReader<'_, R> {
         let mut corners = Vec::new();
         for element in elements {
             let role = Role::of(element, self.path)?;
+            if element.properties.is_empty() {
+                // Its instances hold nothing to read: a count of 10^18 must not loop.
+                continue;
+            }
             let wanted_list = match role {
                 Role::Faces(p) | Role::Strips(p) => Some(p),
                 Role::Vertex { .. } | Role::Skip => None,

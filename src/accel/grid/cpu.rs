@@ -84,7 +84,9 @@ fn pixel_range(lo: f32, hi: f32, size: u32, margin: f32) -> Option<(u32, u32)> {
 }
 
 /// Triangle `corners` projected through `view` (`project.comp`): its tile range and nearest
-/// depth, or `None` when culled (behind the near plane, off screen, degenerate, not finite).
+/// depth, or `None` when culled (behind the near plane, off screen, not finite). A degenerate
+/// (zero-area) triangle is projected like any other, by its corners: the rule of
+/// [`crate::geom`] (never hit, kept by every builder).
 pub fn project(
     corners: [[f32; 3]; 3],
     view: &PinholeView,
@@ -112,12 +114,6 @@ fn project_with_margin(
             dot(offset, view.forward),
         ]
     });
-    let (e1, e2) = (sub(corners[1], corners[0]), sub(corners[2], corners[0]));
-    let normal = [
-        e1[1] * e2[2] - e1[2] * e2[1],
-        e1[2] * e2[0] - e1[0] * e2[2],
-        e1[0] * e2[1] - e1[1] * e2[0],
-    ];
     let (mut lo, mut hi) = ([f32::INFINITY; 2], [f32::NEG_INFINITY; 2]);
     let mut depth = f32::INFINITY;
     let mut include = |p: [f32; 2]| {
@@ -140,7 +136,7 @@ fn project_with_margin(
             depth = near;
         }
     }
-    if !finite || normal == [0.0; 3] || depth == f32::INFINITY {
+    if !finite || depth == f32::INFINITY {
         return None;
     }
     let (width, height) = (view.width as f32, view.height as f32);

@@ -55,7 +55,8 @@ fn number_in(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
 impl FrameFiles {
     /// The sequence `spec` names: a printf pattern (`%d`, `%4d`, `%04d` in the file name), or
     /// a folder holding one run of numbered `.obj` or `.ply` files (`frame_0000.obj`, ...).
-    /// The numbers must run without gaps; a missing one is an error naming its file.
+    /// The numbers must run without gaps; a missing one is an error naming its file, as are
+    /// two files of one number (`frame_1.obj` and `frame_01.obj`).
     pub fn open(spec: &Path) -> std::result::Result<Self, SceneError> {
         let sequence_error = |message: String| SceneError::Sequence {
             path: spec.to_path_buf(),
@@ -97,7 +98,20 @@ impl FrameFiles {
             )));
         };
         let (first, last) = (first.0, last.0);
-        if let Some(gap) = numbered.windows(2).find(|w| w[1].0 != w[0].0 + 1) {
+        if let Some(twice) = numbered.windows(2).find(|w| w[1].0 == w[0].0) {
+            return Err(SceneError::Sequence {
+                path: twice[1].1.clone(),
+                message: format!(
+                    "frame {} has two files: this and {}",
+                    twice[0].0,
+                    twice[0].1.display()
+                ),
+            });
+        }
+        if let Some(gap) = numbered
+            .windows(2)
+            .find(|w| Some(w[1].0) != w[0].0.checked_add(1))
+        {
             let number = gap[0].0 + 1;
             // The missing file, named as its neighbour is (same width of digits).
             let neighbour = gap[0].1.file_name().and_then(|n| n.to_str()).unwrap_or("");
