@@ -94,7 +94,9 @@ impl PointNormals {
 pub struct CloudAnalysis {
     /// Unit normals (zero where a point has fewer than three distinct neighbours).
     pub normals: Vec<[f32; 3]>,
-    /// `k / r_k²` per point, in the cloud's units (0 for a point with no other point near).
+    /// `k / r_k²` per point, in the cloud's units (0 for a point with no other point near;
+    /// infinite only where the value is beyond single precision, in a cloud about 1e-19
+    /// across).
     pub densities: Vec<f32>,
     /// The neighbour indices, `k` per point (`u32::MAX` past the last found). Copies of one
     /// position share the neighbours of its first copy, which are other positions.
