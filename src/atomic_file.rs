@@ -138,12 +138,12 @@ pub fn is_temporary_of(name: &str, target: &str) -> bool {
         .is_some_and(|rest| rest.len() > 1 && rest.starts_with('.'))
 }
 
-/// Removes from `folder` the temporary files of the files named `targets` whose writer is
-/// gone: those no process holds locked. Only regular files are considered (a symbolic link at
+/// Removes from `folder` the temporary files of the files whose names `is_target` accepts and
+/// whose writer is gone: those no process holds locked. Only regular files are considered (a symbolic link at
 /// such a name is neither followed nor removed). Returns the paths removed.
 pub fn remove_abandoned_temporaries(
     folder: &Path,
-    targets: &std::collections::HashSet<String>,
+    is_target: impl Fn(&str) -> bool,
 ) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(entries) = std::fs::read_dir(folder) else {
@@ -163,7 +163,7 @@ pub fn remove_abandoned_temporaries(
             continue;
         };
         // The random part holds no dot, so the target is what comes before the last one.
-        if !targets.contains(target) {
+        if !is_target(target) {
             continue;
         }
         let path = entry.path();
@@ -298,8 +298,7 @@ mod tests {
         // The links are left, and nothing else.
         assert_eq!(names(&out).len(), 4, "{:?}", names(&out));
         // A cleanup neither follows nor removes them.
-        let targets = ["frame_0005.png".to_string()].into_iter().collect();
-        assert!(remove_abandoned_temporaries(&out, &targets).is_empty());
+        assert!(remove_abandoned_temporaries(&out, |n| n == "frame_0005.png").is_empty());
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         let _ = std::fs::remove_dir_all(&folder);
     }
@@ -334,11 +333,8 @@ mod tests {
         let dead_path = dead.into_temp_path().keep().unwrap();
         let other = folder.join(".frame_0003.png.4242.partial");
         std::fs::write(&other, b"half").unwrap();
-        let targets = ["frame_0001.png", "frame_0002.png"]
-            .into_iter()
-            .map(String::from)
-            .collect();
-        let mut removed = remove_abandoned_temporaries(&folder, &targets);
+        let targets = ["frame_0001.png", "frame_0002.png"];
+        let mut removed = remove_abandoned_temporaries(&folder, |n| targets.contains(&n));
         removed.sort();
         let mut expected = vec![abandoned, dead_path];
         expected.sort();

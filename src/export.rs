@@ -94,11 +94,24 @@ impl OutputNaming {
                         out.display()
                     )
                 })?;
-            let digits = rest[..end].trim_start_matches('0').parse().unwrap_or(1);
+            let width = rest[..end].trim_start_matches('0');
+            let digits = match width {
+                "" => 1,
+                width => width.parse().unwrap_or(usize::MAX),
+            };
             Some((start, digits, start + 1 + end + 1))
         } else {
             None
         };
+        if let Some((_, digits, _)) = pattern
+            && digits > MAX_FRAME_DIGITS
+        {
+            return Err(format!(
+                "'{}': a frame number of {digits} digits; at most {MAX_FRAME_DIGITS} (any frame \
+                 number fits in {MAX_FRAME_DIGITS})",
+                out.display()
+            ));
+        }
         // A name with an image extension and no frame number is one frame's file (unless it
         // is a folder already).
         let single = pattern.is_none()
@@ -172,6 +185,22 @@ impl OutputNaming {
         self.single
     }
 
+    /// The frame whose file is named `name` (a name in [`Self::folder`]), if it is one.
+    pub fn frame_of(&self, name: &str) -> Option<u32> {
+        let number = name
+            .strip_prefix(self.prefix.as_str())?
+            .strip_suffix(self.suffix.as_str())?;
+        if number.is_empty()
+            || number.len() > MAX_FRAME_DIGITS
+            || !number.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let frame: u32 = number.parse().ok()?;
+        let digits = self.digits;
+        (format!("{frame:0digits$}") == number).then_some(frame)
+    }
+
     /// The file of frame `frame`.
     pub fn path(&self, frame: u32) -> PathBuf {
         if self.single {
@@ -182,6 +211,9 @@ impl OutputNaming {
             .join(format!("{}{frame:0digits$}{}", self.prefix, self.suffix))
     }
 }
+
+/// The most digits a frame number's pattern may ask for: every `u32` frame fits in 10.
+pub const MAX_FRAME_DIGITS: usize = 10;
 
 /// A compositing channel group of an OpenEXR frame, from [`PixelAovs`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -773,6 +805,16 @@ impl VideoEncoder {
         })
     }
 
+    /// The ffmpeg process's id.
+    pub fn process_id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The temporary file the video is written into until [`Self::finish`] renames it.
+    pub fn temporary_path(&self) -> Option<&Path> {
+        self.temporary.as_ref().map(|t| t.path())
+    }
+
     /// Frames sent so far.
     pub fn frames(&self) -> u32 {
         self.frames
@@ -973,9 +1015,10 @@ pub fn frame_ranges(frames: &[u32]) -> String {
 
 /// The frames a list names, ascending and each once: `3` (one frame), `a..b` (b excluded),
 /// `a..=b`, either with `:step` (`0..240:2`), or a comma-separated list of those
-/// (`1,5,9..12`).
-pub fn parse_frames(text: &str) -> Result<Vec<u32>, String> {
-    let mut frames = Vec::new();
+/// (`1,5,9..12`). The set is a description, never a list of every frame: `0..4294967295` is
+/// parsed, counted, sharded and iterated at once, in memory of the order of the list's items.
+pub fn parse_frames(text: &str) -> Result<FrameSet, String> {
+    let mut runs = Vec::new();
     for item in text.split(',') {
         let item = item.trim();
         let (range, step) = match item.split_once(':') {
@@ -1006,16 +1049,231 @@ pub fn parse_frames(text: &str) -> Result<Vec<u32>, String> {
             return Err(format!("'{item}': a step needs a range (a..b:step)"));
         } else {
             let frame = number(range)?;
-            (frame, frame + 1)
+            let end = frame
+                .checked_add(1)
+                .ok_or_else(|| format!("'{item}': the frame is too large"))?;
+            (frame, end)
         };
         if first >= end {
             return Err(format!("'{item}': no frames"));
         }
-        frames.extend((first..end).step_by(step as usize));
+        // The last frame of the run, so that its end is exact.
+        let last = first as u64 + (end as u64 - 1 - first as u64) / step as u64 * step as u64;
+        runs.push((first as u64, last + 1, step as u64));
     }
-    frames.sort_unstable();
-    frames.dedup();
-    Ok(frames)
+    FrameSet::of_runs(&runs).map_err(|e| format!("'{text}': {e}"))
+}
+
+/// The longest period [`FrameSet`] combines overlapping stepped ranges into.
+const MAX_FRAME_PERIOD: u64 = 1 << 20;
+
+/// A stretch `[start, end)` of frames in which the frames are `start + offset` for each of
+/// `offsets` (ascending, below `period`), repeated every `period` frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct FrameSegment {
+    start: u64,
+    end: u64,
+    period: u64,
+    offsets: Vec<u64>,
+    /// Frames in the segments before this one.
+    before: u64,
+}
+
+impl FrameSegment {
+    fn len(&self) -> u64 {
+        let span = self.end - self.start;
+        let partial = self
+            .offsets
+            .iter()
+            .filter(|&&o| o < span % self.period)
+            .count();
+        span / self.period * self.offsets.len() as u64 + partial as u64
+    }
+
+    /// The frame of rank `rank` within the segment.
+    fn nth(&self, rank: u64) -> u64 {
+        let per = self.offsets.len() as u64;
+        self.start + rank / per * self.period + self.offsets[(rank % per) as usize]
+    }
+
+    /// The rank of `frame` within the segment, if it is one of its frames.
+    fn rank(&self, frame: u64) -> Option<u64> {
+        if !(self.start..self.end).contains(&frame) {
+            return None;
+        }
+        let at = frame - self.start;
+        let index = self.offsets.binary_search(&(at % self.period)).ok()?;
+        Some(at / self.period * self.offsets.len() as u64 + index as u64)
+    }
+}
+
+/// A set of frame numbers ([`parse_frames`]), ascending: ranges with steps and single frames,
+/// or a shard of those ([`shard`]). It is counted, iterated, indexed and asked whether it
+/// holds a frame without ever listing its frames, so any range costs the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameSet {
+    segments: std::sync::Arc<Vec<FrameSegment>>,
+    /// The frames of the ranges, before any shard.
+    total: u64,
+    /// The ranks (among all the ranges' frames) this set holds: `first + i * stride` for
+    /// `i < len`.
+    first: u64,
+    stride: u64,
+    len: u64,
+}
+
+impl FrameSet {
+    /// The union of `runs` (`(first, end, step)`: `first`, `first + step`, ... below `end`).
+    fn of_runs(runs: &[(u64, u64, u64)]) -> Result<Self, String> {
+        let mut bounds: Vec<u64> = runs.iter().flat_map(|r| [r.0, r.1]).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by_key(|&r| runs[r].0);
+        let mut segments: Vec<FrameSegment> = Vec::new();
+        let (mut next, mut active): (usize, Vec<usize>) = (0, Vec::new());
+        let mut total = 0;
+        for pair in bounds.windows(2) {
+            let (start, end) = (pair[0], pair[1]);
+            while next < order.len() && runs[order[next]].0 <= start {
+                active.push(order[next]);
+                next += 1;
+            }
+            active.retain(|&r| runs[r].1 > start);
+            if active.is_empty() {
+                continue;
+            }
+            let mut period = 1u64;
+            for &r in &active {
+                let step = runs[r].2;
+                period = period / gcd(period, step) * step;
+                if period > MAX_FRAME_PERIOD {
+                    break;
+                }
+            }
+            // Steps too unlike to combine into one period: the stretch itself is the period
+            // when it is short enough.
+            let period = if period <= MAX_FRAME_PERIOD {
+                period
+            } else if end - start <= MAX_FRAME_PERIOD {
+                end - start
+            } else {
+                return Err(format!(
+                    "ranges of steps that combine into a period of more than {MAX_FRAME_PERIOD}                      frames overlap over {} frames; list them in fewer overlapping ranges",
+                    end - start
+                ));
+            };
+            let mut offsets: Vec<u64> = Vec::new();
+            for &r in &active {
+                let (first, step) = (runs[r].0, runs[r].2);
+                // The run's first frame at or after `start`.
+                let from = first + (start - first).div_ceil(step) * step;
+                let mut offset = from - start;
+                while offset < period {
+                    offsets.push(offset);
+                    offset += step;
+                }
+            }
+            offsets.sort_unstable();
+            offsets.dedup();
+            let segment = FrameSegment {
+                start,
+                end,
+                period,
+                offsets,
+                before: total,
+            };
+            let len = segment.len();
+            if len > 0 {
+                total += len;
+                segments.push(segment);
+            }
+        }
+        Ok(Self {
+            segments: std::sync::Arc::new(segments),
+            total,
+            first: 0,
+            stride: 1,
+            len: total,
+        })
+    }
+
+    /// The frames of the set.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the set holds no frame.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `index`-th frame (0-based, ascending).
+    pub fn get(&self, index: u64) -> Option<u32> {
+        if index >= self.len {
+            return None;
+        }
+        let rank = self.first + index * self.stride;
+        let at = self.segments.partition_point(|s| s.before <= rank) - 1;
+        let segment = &self.segments[at];
+        Some(segment.nth(rank - segment.before) as u32)
+    }
+
+    /// Whether the set holds `frame`.
+    pub fn contains(&self, frame: u32) -> bool {
+        let frame = frame as u64;
+        let at = self.segments.partition_point(|s| s.start <= frame);
+        let Some(rank) = at
+            .checked_sub(1)
+            .and_then(|at| Some(self.segments[at].before + self.segments[at].rank(frame)?))
+        else {
+            return false;
+        };
+        rank >= self.first
+            && (rank - self.first).is_multiple_of(self.stride)
+            && (rank - self.first) / self.stride < self.len
+    }
+
+    /// The frames, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + Send + '_ {
+        (0..self.len).map_while(|i| self.get(i))
+    }
+
+    /// The frames, ascending, owning the set (for a render that pulls them one at a time).
+    pub fn into_iter_owned(self) -> impl Iterator<Item = u32> + Send + 'static {
+        (0..self.len).map_while(move |i| self.get(i))
+    }
+
+    /// The frames at `index`, `index + count`, ... of this set.
+    fn every(&self, index: u64, count: u64) -> Self {
+        Self {
+            first: self.first + index * self.stride,
+            stride: self.stride * count,
+            len: self.len.saturating_sub(index).div_ceil(count),
+            ..self.clone()
+        }
+    }
+
+    /// The frames `from..to` (indices) of this set.
+    fn part(&self, from: u64, to: u64) -> Self {
+        Self {
+            first: self.first + from * self.stride,
+            len: to - from,
+            ..self.clone()
+        }
+    }
+
+    /// The ranges' frames before any shard.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// How `--shard` splits frames among machines.
@@ -1030,15 +1288,16 @@ pub enum ShardMode {
 }
 
 /// Shard `index` of `count` of `frames` (see [`ShardMode`]); every frame is in exactly one
-/// shard. `index` must be below `count`.
-pub fn shard(frames: &[u32], (index, count): (u32, u32), mode: ShardMode) -> Vec<u32> {
-    let (index, count) = (index as usize, count.max(1) as usize);
+/// shard. `index` must be below `count`. Nothing is listed: the shard is a description too.
+pub fn shard(frames: &FrameSet, (index, count): (u32, u32), mode: ShardMode) -> FrameSet {
+    let (index, count) = (index as u64, count.max(1) as u64);
     match mode {
-        ShardMode::Interleaved => frames.iter().skip(index).step_by(count).copied().collect(),
+        ShardMode::Interleaved => frames.every(index, count),
         ShardMode::Block => {
-            let start = frames.len() * index / count;
-            let end = frames.len() * (index + 1) / count;
-            frames[start..end].to_vec()
+            let len = frames.len() as u128;
+            let start = (len * index as u128 / count as u128) as u64;
+            let end = (len * (index as u128 + 1) / count as u128) as u64;
+            frames.part(start, end)
         }
     }
 }
@@ -1047,17 +1306,39 @@ pub fn shard(frames: &[u32], (index, count): (u32, u32), mode: ShardMode) -> Vec
 mod tests {
     use super::*;
 
+    fn list(frames: &FrameSet) -> Vec<u32> {
+        frames.iter().collect()
+    }
+
+    fn frames(text: &str) -> Vec<u32> {
+        list(&parse_frames(text).unwrap())
+    }
+
     #[test]
     fn frame_lists_ranges_steps_and_single_frames() {
-        assert_eq!(parse_frames("3").unwrap(), vec![3]);
-        assert_eq!(parse_frames("2..5").unwrap(), vec![2, 3, 4]);
-        assert_eq!(parse_frames("2..=5").unwrap(), vec![2, 3, 4, 5]);
-        assert_eq!(parse_frames("0..10:3").unwrap(), vec![0, 3, 6, 9]);
-        assert_eq!(parse_frames("0..=9:3").unwrap(), vec![0, 3, 6, 9]);
-        assert_eq!(
-            parse_frames("1, 5,9..12,4,5").unwrap(),
-            vec![1, 4, 5, 9, 10, 11]
-        );
+        assert_eq!(frames("3"), vec![3]);
+        assert_eq!(frames("2..5"), vec![2, 3, 4]);
+        assert_eq!(frames("2..=5"), vec![2, 3, 4, 5]);
+        assert_eq!(frames("0..10:3"), vec![0, 3, 6, 9]);
+        assert_eq!(frames("0..=9:3"), vec![0, 3, 6, 9]);
+        assert_eq!(frames("1, 5,9..12,4,5"), vec![1, 4, 5, 9, 10, 11]);
+        // Overlapping stepped ranges, each frame once.
+        let mixed = "0..40:3,1..30:4,10..=20,17,35..50:6";
+        let mut expected: Vec<u32> = (0..40)
+            .step_by(3)
+            .chain((1..30).step_by(4))
+            .chain(10..=20)
+            .chain([17])
+            .chain((35..50).step_by(6))
+            .collect();
+        expected.sort_unstable();
+        expected.dedup();
+        let set = parse_frames(mixed).unwrap();
+        assert_eq!(list(&set), expected);
+        assert_eq!(set.len(), expected.len() as u64);
+        for f in 0..60 {
+            assert_eq!(set.contains(f), expected.contains(&f), "{f}");
+        }
         for bad in [
             "",
             "5..5",
@@ -1067,6 +1348,7 @@ mod tests {
             "3:2",
             "1,,2",
             "0..=4294967295",
+            "4294967295",
         ] {
             assert!(parse_frames(bad).is_err(), "{bad:?} parsed");
         }
@@ -1074,35 +1356,40 @@ mod tests {
 
     #[test]
     fn shards_hold_every_frame_exactly_once() {
-        let lists = [
-            (0..12).collect::<Vec<u32>>(),
-            (0..240).collect(),
-            parse_frames("3,7,20..31:2").unwrap(),
-            vec![5],
-        ];
-        for frames in &lists {
+        for text in ["0..12", "0..240", "3,7,20..31:2", "5"] {
+            let frames = parse_frames(text).unwrap();
             for count in 1..=7 {
                 for mode in [ShardMode::Interleaved, ShardMode::Block] {
                     let mut all: Vec<u32> = (0..count)
-                        .flat_map(|index| shard(frames, (index, count), mode))
+                        .flat_map(|index| list(&shard(&frames, (index, count), mode)))
                         .collect();
                     all.sort_unstable();
-                    assert_eq!(&all, frames, "{count} shards, {mode:?}");
-                    let sizes: Vec<usize> = (0..count)
-                        .map(|index| shard(frames, (index, count), mode).len())
+                    assert_eq!(all, list(&frames), "{count} shards, {mode:?}");
+                    let sizes: Vec<u64> = (0..count)
+                        .map(|index| shard(&frames, (index, count), mode).len())
                         .collect();
                     let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
                     assert!(hi.unwrap() - lo.unwrap() <= 1, "{sizes:?}");
+                    for index in 0..count {
+                        let part = shard(&frames, (index, count), mode);
+                        assert_eq!(part.len(), list(&part).len() as u64);
+                        for f in list(&frames) {
+                            assert_eq!(part.contains(f), list(&part).contains(&f));
+                        }
+                    }
                 }
             }
         }
         // Interleaved: frame f of 0..n in shard f mod N; block: contiguous.
-        let frames: Vec<u32> = (0..12).collect();
+        let frames = parse_frames("0..12").unwrap();
         assert_eq!(
-            shard(&frames, (1, 4), ShardMode::Interleaved),
+            list(&shard(&frames, (1, 4), ShardMode::Interleaved)),
             vec![1, 5, 9]
         );
-        assert_eq!(shard(&frames, (1, 4), ShardMode::Block), vec![3, 4, 5]);
+        assert_eq!(
+            list(&shard(&frames, (1, 4), ShardMode::Block)),
+            vec![3, 4, 5]
+        );
     }
 
     /// Writers that write with `writer` into a naming of `out/frame_NNNN.png`.
@@ -1191,6 +1478,9 @@ mod tests {
             ("x_####.tiff", "not .tiff"),
             ("x_%4s.png", "%d or %0Nd"),
             ("x_##_##.png", "one frame number"),
+            ("x_%70000d.png", "at most 10"),
+            ("x_%0999999999999999999999d.png", "at most 10"),
+            ("x_###########.png", "at most 10"),
         ] {
             let error = OutputNaming::parse(Path::new(bad), None).unwrap_err();
             assert!(error.contains(message), "{bad}: {error}");

@@ -23,12 +23,26 @@ struct Args {
     #[arg(long, global = true, value_enum, default_value_t = ValidationArg::Auto)]
     validation: ValidationArg,
 
+    /// How long canopy waits for one submission of GPU work before it reports the GPU as
+    /// hung: seconds, or 0 or none for no limit. Raise it for slow devices (a software
+    /// renderer, huge frames). Default: $CANOPY_FENCE_TIMEOUT, else 120.
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = parse_fence_timeout)]
+    fence_timeout: Option<FenceTimeout>,
+
     /// More log output: -v info, -vv debug, -vvv trace (RUST_LOG overrides).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--fence-timeout`: seconds, or no limit (`None`).
+#[derive(Clone, Copy, Debug)]
+struct FenceTimeout(Option<std::time::Duration>);
+
+fn parse_fence_timeout(text: &str) -> Result<FenceTimeout, String> {
+    canopy::vk::parse_fence_timeout(text).map(FenceTimeout)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -100,6 +114,12 @@ fn main() -> ExitCode {
         .init();
     // A bug inside canopy reports as one line, not a backtrace.
     std::panic::set_hook(Box::new(|info| eprintln!("error: internal error: {info}")));
+    // SIGINT and SIGTERM end canopy with 130, at once unless a command is in a step that
+    // stops gracefully (rendering frames).
+    cli::interrupt::install();
+    if let Some(FenceTimeout(timeout)) = args.fence_timeout {
+        cli::set_fence_timeout(timeout);
+    }
 
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -92,6 +92,96 @@ fn a_closed_surface_is_oriented_outwards() {
     assert_eq!(normals, result.normals);
 }
 
+/// `points` scaled by `scale` and moved by `offset`.
+fn placed(points: &[[f32; 3]], scale: f64, offset: [f64; 3]) -> Vec<[f32; 3]> {
+    points
+        .iter()
+        .map(|p| std::array::from_fn(|a| (p[a] as f64 * scale + offset[a]) as f32))
+        .collect()
+}
+
+#[test]
+fn normals_do_not_depend_on_the_clouds_place_or_units() {
+    let ctx = context();
+    let mut rng = Rng::new(7);
+    // A sphere, and a wavy sheet.
+    let sheet: Vec<[f32; 3]> = (0..3000)
+        .map(|_| {
+            let (x, z) = (rng.f32_in(-1.0, 1.0), rng.f32_in(-1.0, 1.0));
+            [x, 0.1 * (3.0 * x).sin(), z]
+        })
+        .collect();
+    for (cloud, label) in [(sphere(3000, [0.0; 3]), "sphere"), (sheet, "sheet")] {
+        let unit = analyse(&ctx, &cloud, 12).unwrap();
+        // At 1e20 and 1e-22, single-precision squares overflow and underflow: the GPU's
+        // neighbours and covariances held garbage before the cloud was normalised.
+        for (scale, offset) in [
+            (1e6, [3e6, -2e6, 1e6]),
+            (1e-4, [2e-4, 1e-4, -3e-4]),
+            (1e20, [3e20, 0.0, 0.0]),
+            (1e-22, [0.0; 3]),
+        ] {
+            let moved = placed(&cloud, scale, offset);
+            let result = analyse(&ctx, &moved, 12).unwrap();
+            for i in 0..cloud.len() {
+                let (a, b) = (unit.normals[i], result.normals[i]);
+                let cos: f32 = (0..3).map(|c| a[c] * b[c]).sum();
+                assert!(
+                    cos > 0.999,
+                    "{label} at scale {scale}: point {i}: normal {b:?}, at unit scale {a:?}"
+                );
+                let expected = unit.densities[i] as f64 / (scale * scale);
+                let got = result.densities[i] as f64;
+                if expected > f32::MAX as f64 {
+                    // Beyond single precision's range: the densities' column says so.
+                    assert_eq!(got, f64::INFINITY);
+                    continue;
+                }
+                assert!(
+                    (got - expected).abs() <= 1e-2 * expected,
+                    "{label} at scale {scale}: point {i}: density {got}, expected {expected}"
+                );
+            }
+        }
+    }
+    assert_valid(&ctx);
+}
+
+#[test]
+fn duplicate_points_get_finite_densities_and_the_normal_of_their_place() {
+    let ctx = context();
+    let centre = [0.0; 3];
+    let mut points = sphere(2000, centre);
+    // Twenty copies of point 5: more than k, so that its neighbours were only its copies.
+    points.extend(std::iter::repeat_n(points[5], 20));
+    let result = analyse(&ctx, &points, 8).unwrap();
+    assert_eq!(result.distinct, 2000);
+    assert!(
+        result.densities.iter().all(|d| d.is_finite() && *d > 0.0),
+        "{:?}",
+        result
+            .densities
+            .iter()
+            .find(|d| !d.is_finite() || **d <= 0.0)
+    );
+    for (i, p) in points.iter().enumerate() {
+        let n = result.normals[i];
+        let outward: f32 = (0..3).map(|a| (p[a] - centre[a]) * n[a]).sum();
+        assert!(outward > 0.9, "point {i} at {p:?}: normal {n:?}");
+    }
+    for copy in 2000..points.len() {
+        assert_eq!(result.normals[copy], result.normals[5]);
+        assert_eq!(result.densities[copy], result.densities[5]);
+        let ids = &result.neighbours[copy * 8..][..8];
+        assert!(
+            ids.iter()
+                .all(|&j| points[j as usize] != points[5] || j == 5),
+            "{ids:?}"
+        );
+    }
+    assert_valid(&ctx);
+}
+
 #[test]
 fn the_ply_reads_back() {
     let points = sphere(200, [0.0; 3]);
@@ -119,11 +209,15 @@ fn bad_clouds_are_named() {
     );
     let err = analyse(&ctx, &[[0.0, f32::NAN, 0.0], [1.0; 3]], 8).unwrap_err();
     assert!(err.to_string().contains("point 0"), "{err}");
-    // One point, and all points equal: no normal, infinite density, nothing fails.
+    // One point, and all points equal: no normal, no other point near (density 0), nothing
+    // fails.
     let one = analyse(&ctx, &[[1.0, 2.0, 3.0]], 4).unwrap();
     assert_eq!(one.normals, vec![[0.0; 3]]);
+    assert_eq!(one.densities, vec![0.0]);
     let same = analyse(&ctx, &[[1.0; 3]; 50], 8).unwrap();
-    assert!(same.densities.iter().all(|d| d.is_infinite()));
+    assert!(same.densities.iter().all(|&d| d == 0.0));
+    assert!(same.normals.iter().all(|&n| n == [0.0; 3]));
+    assert_eq!(same.distinct, 1);
     assert_valid(&ctx);
 }
 

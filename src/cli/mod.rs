@@ -8,6 +8,7 @@ pub mod bench_render;
 pub mod bench_report;
 pub mod build;
 pub mod info;
+pub mod interrupt;
 pub mod points;
 pub mod render;
 pub mod selfcheck;
@@ -84,9 +85,21 @@ impl From<canopy::bench::Error> for CliError {
     }
 }
 
+/// `--fence-timeout`, when given (`None` inside: no limit).
+static FENCE_TIMEOUT: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+
+/// Sets the fence timeout of every context [`context`] makes (`None`: no limit).
+pub fn set_fence_timeout(timeout: Option<std::time::Duration>) {
+    let _ = FENCE_TIMEOUT.set(timeout);
+}
+
 /// The context the command line works on.
 pub fn context(options: &ContextOptions) -> Result<Context, CliError> {
-    Ok(Context::new(options)?)
+    let ctx = Context::new(options)?;
+    if let Some(&timeout) = FENCE_TIMEOUT.get() {
+        ctx.set_fence_timeout(timeout);
+    }
+    Ok(ctx)
 }
 
 /// The Morton code width `--morton-bits` asks for (30 when not given), refused when none of

@@ -174,7 +174,7 @@ fn normals(ctx: &Context, args: &NormalsArgs) -> Result<(), CliError> {
         points.len() - without,
         result.orientation.flipped,
         without,
-        points.len() as u64 - result.orientation.forest_edges(),
+        result.distinct as u64 - result.orientation.forest_edges(),
         result.orientation.rounds(),
         mean,
         output.display()

@@ -5,12 +5,13 @@
 //! on worker threads while the GPU renders the next frame.
 
 use super::CliError;
+use super::interrupt;
 use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
-    Aov, ExrOptions, FrameImage, ImageFormat, ImageSequence, OutputNaming, PngOptions, ShardMode,
-    VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
+    Aov, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence, OutputNaming, PngOptions,
+    ShardMode, VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
@@ -114,9 +115,10 @@ pub struct RenderArgs {
     #[arg(long)]
     pub transparent: bool,
     /// Frames to render: 3, a..b (b excluded), a..=b, with :step (0..240:2), or a list of
-    /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n.
+    /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n. Any range is
+    /// fine (0..4294967295 starts at once): the frames are never listed up front.
     #[arg(long, default_value = "0..24", value_parser = canopy::export::parse_frames)]
-    pub frames: std::vec::Vec<u32>,
+    pub frames: FrameSet,
     /// Render only shard I of N of the frames (0-based): with a Slurm array,
     /// $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; with a Kubernetes Indexed Job,
     /// $JOB_COMPLETION_INDEX/N.
@@ -434,6 +436,11 @@ fn parse_fov(text: &str) -> Result<f32, String> {
     }
 }
 
+/// `x,y,z`, as `--camera-eye` takes it.
+fn point_text(p: Vec3) -> String {
+    format!("{},{},{}", p.x, p.y, p.z)
+}
+
 fn parse_point(text: &str) -> Result<Vec3, String> {
     let parts: Vec<&str> = text.split(',').collect();
     let values: Result<Vec<f32>, _> = parts.iter().map(|p| p.trim().parse::<f32>()).collect();
@@ -513,36 +520,70 @@ fn video_error(e: VideoError) -> CliError {
     }
 }
 
+/// The frames a render goes through: a shard of `--frames`, less the frames written already
+/// that `--skip-existing` skips. Neither is a list of every frame.
+struct FramePlan {
+    frames: FrameSet,
+    /// Frames of `frames` not rendered, ascending.
+    skipped: Vec<u32>,
+}
+
+impl FramePlan {
+    /// The frames rendered.
+    fn len(&self) -> u64 {
+        self.frames.len() - self.skipped.len() as u64
+    }
+
+    /// The frames rendered, ascending.
+    fn iter(&self) -> impl Iterator<Item = u32> + Send + '_ {
+        self.frames
+            .iter()
+            .filter(|f| self.skipped.binary_search(f).is_err())
+    }
+}
+
 /// The frames this process renders: `--frames`, this `--shard` of them, less the frames
 /// already written with `--skip-existing` (and an error, with neither it nor `--overwrite`,
 /// when some are). Makes the output folder and removes what an earlier run killed while
-/// writing these frames left (their temporary files).
+/// writing these frames left (their temporary files). The frames written already are found
+/// in the output folder's listing, so the cost is the folder's, whatever the range.
 fn frames_to_render(
     args: &RenderArgs,
     naming: Option<&OutputNaming>,
-) -> Result<Vec<u32>, CliError> {
-    let mut frames = shard(
+) -> Result<FramePlan, CliError> {
+    let frames = shard(
         &args.frames,
         args.shard.unwrap_or((0, 1)),
         args.shard_mode.into(),
     );
+    let mut plan = FramePlan {
+        frames,
+        skipped: Vec::new(),
+    };
     let Some(naming) = naming else {
-        return Ok(frames);
+        return Ok(plan);
     };
     create_output_folder(naming.folder())?;
-    let existing: Vec<u32> = frames
-        .iter()
-        .copied()
-        .filter(|&f| naming.path(f).exists())
+    let listing = std::fs::read_dir(naming.folder()).map_err(|e| {
+        CliError::Io(format!(
+            "the output folder {} cannot be read: {e}",
+            naming.folder().display()
+        ))
+    })?;
+    let mut existing: Vec<u32> = listing
+        .flatten()
+        .filter_map(|entry| frame_named(naming, &plan, entry.file_name().to_str()?))
         .collect();
+    existing.sort_unstable();
+    existing.dedup();
     if !existing.is_empty() {
         if args.skip_existing {
-            frames.retain(|f| existing.binary_search(f).is_err());
             println!(
                 "skipping {} written already: {}",
                 count_of(existing.len(), "frame"),
                 frame_ranges(&existing)
             );
+            plan.skipped = existing;
         } else if !args.overwrite {
             return Err(CliError::Usage(format!(
                 "{} of the frames to render exist already (frames {}, first {}); render only \
@@ -553,20 +594,29 @@ fn frames_to_render(
             )));
         }
     }
-    remove_partial_files(naming, &frames);
-    Ok(frames)
+    remove_partial_files(naming, &plan);
+    Ok(plan)
+}
+
+/// The frame of `plan` whose file is named `name` in the output folder, if any (with a single
+/// output file, the plan's one frame).
+fn frame_named(naming: &OutputNaming, plan: &FramePlan, name: &str) -> Option<u32> {
+    if naming.is_single_file() {
+        let single = naming.path(0);
+        return (single.file_name()? == name)
+            .then(|| plan.frames.iter().next())
+            .flatten();
+    }
+    naming.frame_of(name).filter(|&f| plan.frames.contains(f))
 }
 
 /// Removes the temporary files a killed render left while writing any of `frames`
 /// (`.NAME.XXXXXX.partial` beside each frame's file) whose writer is gone: a live process
 /// (another shard, or a requeued job beside the one it replaces) holds its own locked, and
 /// those are left. Other frames' are left too.
-fn remove_partial_files(naming: &OutputNaming, frames: &[u32]) {
-    let names: std::collections::HashSet<String> = frames
-        .iter()
-        .filter_map(|&f| Some(naming.path(f).file_name()?.to_str()?.to_string()))
-        .collect();
-    for path in canopy::atomic_file::remove_abandoned_temporaries(naming.folder(), &names) {
+fn remove_partial_files(naming: &OutputNaming, frames: &FramePlan) {
+    let ours = |name: &str| frame_named(naming, frames, name).is_some();
+    for path in canopy::atomic_file::remove_abandoned_temporaries(naming.folder(), ours) {
         log::info!("removed {}, left by a render that stopped", path.display());
     }
 }
@@ -716,9 +766,6 @@ fn write_stats_line(
     written
 }
 
-/// Set by SIGINT or SIGTERM: the render stops after the frames already being written.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
 /// Runs `canopy render` on the device `options` name, or on every device of `--devices`.
 pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
@@ -746,7 +793,10 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                 single_to_pattern(&naming.path(0)).display()
             )));
         }
-        let last = args.frames.iter().copied().max().unwrap_or(0);
+        let last = args
+            .frames
+            .get(args.frames.len().saturating_sub(1))
+            .unwrap_or(0);
         check_name_length(&naming.path(last), "--out")?;
     }
     if let Some(video) = &args.video {
@@ -771,9 +821,18 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                 .into(),
         ));
     }
+    if let (Some(eye), Some(target)) = (args.camera_eye, args.camera_target)
+        && eye == target
+    {
+        return Err(CliError::Usage(format!(
+            "--camera-eye and --camera-target are both {}: the camera needs a direction to \
+             look in",
+            point_text(eye)
+        )));
+    }
     let devices = device_options(options, args.devices.as_deref())?;
     let frames = frames_to_render(args, naming.as_ref())?;
-    if frames.is_empty() {
+    if frames.len() == 0 {
         println!("nothing to render: every frame asked for is written already");
         return Ok(());
     }
@@ -812,14 +871,20 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         ),
         None => None,
     };
-    // A second signal while stopping ends the process at once (frames are still never left
-    // half-written under their own names).
-    let _ = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
+    if let Some(video) = &video {
+        // An interrupt before the frames are rendered ends canopy at once: ffmpeg and its
+        // unfinished file go with it.
+        interrupt::on_abort(interrupt::Cleanup::Kill(video.process_id()));
+        if let Some(temporary) = video.temporary_path() {
+            interrupt::on_abort(interrupt::Cleanup::Remove(temporary.to_path_buf()));
         }
-    });
-    let progress = indicatif::ProgressBar::new(frames.len() as u64).with_style(
+    }
+    // While frames are rendered, SIGINT or SIGTERM stops the render after the frames already
+    // being written; a second signal while stopping ends the process at once (frames are
+    // still never left half-written under their own names). Before (loading the mesh,
+    // building the structures) an interrupt ends canopy at once.
+    let mut _graceful = None;
+    let progress = indicatif::ProgressBar::new(frames.len()).with_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
     );
@@ -838,7 +903,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         println!(
             "rendering {} of {triangles} triangles at {width}x{height}, {} bounces, on {devices} to \
              {destination}",
-            count_of(frames.len(), "frame"),
+            count_of(frames.len() as usize, "frame"),
             args.bounces,
         );
     };
@@ -847,7 +912,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     let mut dropped_rays = 0u64;
     // Frames for the video wait here until those before them have arrived.
     let mut video_queue: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
-    let mut next_video = 0;
+    let mut video_order = frames.iter().peekable();
     let mut handle = |output: FrameOutput| -> Result<Flow, CliError> {
         if args.profile {
             print_frame_profile(output.frame, &output.stages, &output.bounces);
@@ -862,9 +927,9 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         }
         if let (Some(video), Some(rgba)) = (video.as_mut(), output.video) {
             video_queue.insert(output.frame, rgba);
-            while let Some(rgba) = frames.get(next_video).and_then(|f| video_queue.remove(f)) {
+            while let Some(rgba) = video_order.peek().and_then(|f| video_queue.remove(f)) {
                 video.submit(&rgba).map_err(video_error)?;
-                next_video += 1;
+                video_order.next();
             }
         }
         if let (Some(writers), Some(image)) = (writers.as_mut(), output.image) {
@@ -880,7 +945,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         if log_lines {
             let elapsed = started.get().elapsed().as_secs_f64();
             let rate = gpu_ms.len() as f64 / elapsed;
-            let left = frames.len() - gpu_ms.len();
+            let left = frames.len() as usize - gpu_ms.len();
             let target = match &naming {
                 None => "not written".to_string(),
                 Some(naming) => format!("to {}", naming.path(output.frame).display()),
@@ -894,8 +959,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             );
         }
         // An interrupt, or a frame the writers could not write, stops the render.
-        let stop =
-            INTERRUPTED.load(Ordering::SeqCst) || writers.as_mut().is_some_and(|w| w.failed());
+        let stop = interrupt::interrupted() || writers.as_mut().is_some_and(|w| w.failed());
         Ok(if stop { Flow::Stop } else { Flow::Continue })
     };
     // Every way out of the render below comes back here, so that the writers always finish
@@ -908,10 +972,13 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                 let config = sequence_config(args, &subject, linear_output)?;
                 let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
                 announce(subject.scene.triangle_count, &ctx.caps().name);
+                _graceful = Some(interrupt::graceful());
                 started.set(Instant::now());
-                sequence.render(&frames, |finished| {
-                    handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?)
-                })?;
+                let mut pending = frames.iter();
+                sequence.render_pulled(
+                    || pending.next(),
+                    |finished| handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?),
+                )?;
                 print_caustics(&ctx, &sequence)
             }
             devices => {
@@ -919,6 +986,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                     match event {
                         DeviceEvent::Ready(names, triangles) => {
                             announce(triangles, &names);
+                            _graceful = Some(interrupt::graceful());
                             started.set(Instant::now());
                             Ok(Flow::Continue)
                         }
@@ -944,7 +1012,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         }
         _ => {}
     }
-    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    let interrupted = interrupt::interrupted();
     if let Some(writers) = writers {
         let folder = writers.naming().folder().display().to_string();
         let (written, failure) = writers.finish();
@@ -1027,6 +1095,15 @@ fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> 
         target: args.camera_target,
         fov_degrees: args.fov,
     };
+    let (width, height) = args.size;
+    let camera = subject.camera(0.0, width as f32 / height as f32);
+    if camera.position == camera.target {
+        return Err(CliError::Usage(format!(
+            "the camera's eye {} is the point it looks at: give --camera-eye and \
+             --camera-target different points",
+            point_text(camera.position)
+        )));
+    }
     Ok(subject)
 }
 
@@ -1146,10 +1223,10 @@ enum DeviceEvent {
 fn render_on_devices(
     devices: &[ContextOptions],
     (args, linear_output, wanted): (&RenderArgs, bool, Wanted),
-    frames: &[u32],
+    frames: &FramePlan,
     mut sink: impl FnMut(DeviceEvent) -> Result<Flow, CliError>,
 ) -> Result<(), CliError> {
-    let taken = std::sync::atomic::AtomicUsize::new(0);
+    let taken = std::sync::Mutex::new(frames.iter());
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let (send, receive): (ReadySender, _) = std::sync::mpsc::sync_channel(devices.len());
@@ -1180,7 +1257,7 @@ fn render_on_devices(
                         if stop.load(Ordering::SeqCst) {
                             return None;
                         }
-                        frames.get(taken.fetch_add(1, Ordering::SeqCst)).copied()
+                        taken.lock().ok()?.next()
                     };
                     sequence.render_pulled(pull, |finished| {
                         let output = FrameOutput::of(finished, (&ctx, &subject), wanted)?;

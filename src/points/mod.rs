@@ -94,10 +94,16 @@ impl PointNormals {
 pub struct CloudAnalysis {
     /// Unit normals (zero where a point has fewer than three distinct neighbours).
     pub normals: Vec<[f32; 3]>,
-    /// `k / r_k²` per point.
+    /// `k / r_k²` per point, in the cloud's units (0 for a point with no other point near;
+    /// infinite only where the value is beyond single precision, in a cloud about 1e-19
+    /// across).
     pub densities: Vec<f32>,
-    /// The neighbour indices, `k` per point.
+    /// The neighbour indices, `k` per point (`u32::MAX` past the last found). Copies of one
+    /// position share the neighbours of its first copy, which are other positions.
     pub neighbours: Vec<u32>,
+    /// The cloud's distinct positions: each is analysed once, and its copies take its normal
+    /// and density.
+    pub distinct: usize,
     /// What the orientation did.
     pub orientation: OrientStats,
     /// GPU time per stage ([`ANALYSIS_STAGES`]).
@@ -116,7 +122,15 @@ pub const ANALYSIS_STAGES: [&str; 6] = [
 
 /// Analyses `points` on the GPU in one submission: the tree, the starting radii (Alg. 7),
 /// every point's `k` nearest neighbours, normals and densities, and the orientation.
-pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalysis> {
+///
+/// The result does not depend on the cloud's place or units: the GPU works on the cloud
+/// centred on its bounding box and scaled to it (so coordinates around 1e6, or a cloud a
+/// micrometre across, give the normals a unit-sized cloud gives), and the densities are
+/// computed in the cloud's own units from its positions, in double precision. Points at one
+/// position (duplicates) are analysed once, from their distinct neighbours: every copy gets
+/// that normal and a finite density, where copies used to see only each other.
+pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysis> {
+    let points = cloud;
     if points.is_empty() {
         return Err(Error::InvalidInput("an empty point cloud".into()));
     }
@@ -130,8 +144,10 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         k_estimate: k,
         ..PointKdParams::default()
     };
+    let (distinct, copy_of) = distinct_positions(cloud);
+    let points = &distinct[..];
     let n = points.len() as u32;
-    let positions = ctx.create_buffer_with("cloud positions", points)?;
+    let positions = ctx.create_buffer_with("cloud positions", &normalised(points))?;
     let mut structure = PointKdStructure::new(ctx, params, n)?;
     let slots = n as u64 * k as u64;
     let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
@@ -180,13 +196,102 @@ pub fn analyse(ctx: &Context, points: &[[f32; 3]], k: u32) -> Result<CloudAnalys
         .filter_map(|&s| Some((s.to_string(), profiler.stage_ms(s).ok()??)))
         .collect();
     let packed: Vec<[f32; 4]> = ctx.download(&results, 0, n as usize)?;
+    let ids: Vec<u32> = ctx.download(&ids, 0, slots as usize)?;
+    let k = k as usize;
+    // k / r_k², from the positions as given (the GPU's is in the normalised units).
+    let densities: Vec<f32> = (0..points.len())
+        .map(|i| {
+            let found = &ids[i * k..][..k];
+            let m = found.iter().take_while(|&&j| j != u32::MAX).count();
+            let r2: f64 = match m.checked_sub(1).map(|last| points[found[last] as usize]) {
+                Some(far) => (0..3)
+                    .map(|a| (far[a] as f64 - points[i][a] as f64).powi(2))
+                    .sum(),
+                None => 0.0,
+            };
+            if r2 > 0.0 {
+                (m as f64 / r2) as f32
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let normals: Vec<[f32; 3]> = packed.iter().map(|r| [r[0], r[1], r[2]]).collect();
+    let orientation = orienter.stats(ctx)?;
+    let Some(copy_of) = copy_of else {
+        return Ok(CloudAnalysis {
+            normals,
+            densities,
+            neighbours: ids,
+            distinct: points.len(),
+            orientation,
+            stages,
+        });
+    };
+    // Each copy as its distinct position; neighbours named by their first copies.
+    let first: Vec<u32> = {
+        let mut first = vec![u32::MAX; points.len()];
+        for (i, &d) in copy_of.iter().enumerate().rev() {
+            first[d as usize] = i as u32;
+        }
+        first
+    };
     Ok(CloudAnalysis {
-        normals: packed.iter().map(|r| [r[0], r[1], r[2]]).collect(),
-        densities: packed.iter().map(|r| r[3]).collect(),
-        neighbours: ctx.download(&ids, 0, slots as usize)?,
-        orientation: orienter.stats(ctx)?,
+        normals: copy_of.iter().map(|&d| normals[d as usize]).collect(),
+        densities: copy_of.iter().map(|&d| densities[d as usize]).collect(),
+        neighbours: copy_of
+            .iter()
+            .flat_map(|&d| {
+                ids[d as usize * k..][..k]
+                    .iter()
+                    .map(|&j| if j == u32::MAX { j } else { first[j as usize] })
+            })
+            .collect(),
+        distinct: points.len(),
+        orientation,
         stages,
     })
+}
+
+/// The distinct positions of `points` in the order they first appear, and for each point the
+/// index of its position among them (`None` when all are distinct).
+fn distinct_positions(points: &[[f32; 3]]) -> (Vec<[f32; 3]>, Option<Vec<u32>>) {
+    // -0.0 and 0.0 are one position.
+    let key = |p: &[f32; 3]| p.map(|x| (x + 0.0).to_bits());
+    let mut index = std::collections::HashMap::with_capacity(points.len());
+    let mut distinct = Vec::with_capacity(points.len());
+    let copy_of: Vec<u32> = points
+        .iter()
+        .map(|p| {
+            *index.entry(key(p)).or_insert_with(|| {
+                distinct.push(*p);
+                distinct.len() as u32 - 1
+            })
+        })
+        .collect();
+    let copies = (distinct.len() < points.len()).then_some(copy_of);
+    (distinct, copies)
+}
+
+/// `points` moved and scaled so that their bounding box is centred on the origin with its
+/// longest side 2 (neighbours, covariances and eigenvectors are then computed in single
+/// precision at the same relative accuracy whatever the cloud's place and units).
+fn normalised(points: &[[f32; 3]]) -> Vec<[f32; 3]> {
+    let mut lo = [f64::INFINITY; 3];
+    let mut hi = [f64::NEG_INFINITY; 3];
+    for p in points {
+        for a in 0..3 {
+            lo[a] = lo[a].min(p[a] as f64);
+            hi[a] = hi[a].max(p[a] as f64);
+        }
+    }
+    let centre: [f64; 3] = std::array::from_fn(|a| 0.5 * (lo[a] + hi[a]));
+    let half = (0..3).map(|a| 0.5 * (hi[a] - lo[a])).fold(0.0, f64::max);
+    let scale = if half > 0.0 { 1.0 / half } else { 1.0 };
+    points
+        .iter()
+        .map(|p| std::array::from_fn(|a| ((p[a] as f64 - centre[a]) * scale) as f32))
+        .collect()
 }
 
 /// Per-point float properties to write beside the positions: each a PLY property name and a

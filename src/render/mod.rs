@@ -68,7 +68,8 @@ pub struct Camera {
     pub position: Vec3,
     /// Point looked at.
     pub target: Vec3,
-    /// Up direction (need not be orthogonal to the view).
+    /// Up direction (need not be orthogonal to the view; where it is parallel to the view,
+    /// or zero, [`Camera::basis`] takes another, see there).
     pub up: Vec3,
     /// Vertical field of view in degrees.
     pub fov_y_degrees: f32,
@@ -77,13 +78,42 @@ pub struct Camera {
 impl Camera {
     /// The ray directions' basis for a `width` x `height` image: the direction through
     /// normalised image coordinates (x, y) in [-1, 1]² (y up) is `forward + x right + y up`.
+    ///
+    /// The basis is always finite and orthogonal. A view along the up direction (a camera
+    /// looking straight down or up) takes as its up the world axis least aligned with the
+    /// view (z before x before y on a tie; looking down -y the image's top is +z), and says
+    /// so once in the log; an eye at its target looks along -z.
     pub fn basis(&self, width: u32, height: u32) -> (Vec3, Vec3, Vec3) {
-        let forward = (self.target - self.position).normalize();
-        let right = forward.cross(self.up).normalize();
-        let up = right.cross(forward);
+        let (forward, right, up) = self.frame();
         let half_height = (self.fov_y_degrees.to_radians() * 0.5).tan();
         let half_width = half_height * width as f32 / height as f32;
         (forward, right * half_width, up * half_height)
+    }
+
+    /// The camera's orthonormal frame: forward, right and up unit vectors ([`Self::basis`]).
+    pub fn frame(&self) -> (Vec3, Vec3, Vec3) {
+        let forward = (self.target - self.position).normalize_or(Vec3::NEG_Z);
+        let up = self.up.normalize_or_zero();
+        let right = match forward.cross(up) {
+            right if right.length_squared() > 1e-10 => right.normalize(),
+            _ => {
+                // Up along the view: the axis least aligned with it instead.
+                let axis = [Vec3::Z, Vec3::X, Vec3::Y]
+                    .into_iter()
+                    .min_by(|a, b| forward.dot(*a).abs().total_cmp(&forward.dot(*b).abs()))
+                    .unwrap_or(Vec3::Z);
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    log::info!(
+                        "the camera looks along its up direction {}: the image's up is {axis} \
+                         instead",
+                        self.up
+                    )
+                });
+                forward.cross(axis).normalize()
+            }
+        };
+        (forward, right, right.cross(forward))
     }
 
     /// The view of a `width` x `height` image through this camera.

@@ -26,6 +26,7 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
 /// Reads OBJ text from `reader`; `path` names the source in errors. The mesh is not
 /// [validated](Mesh::validate).
 pub fn read(mut reader: impl BufRead, path: &Path) -> Result<Mesh, SceneError> {
+    skip_byte_order_mark(&mut reader).map_err(|e| SceneError::io(path, e))?;
     let mut parser = Parser::new(path);
     let mut statement = Vec::new();
     let mut next_line = 1;
@@ -48,6 +49,15 @@ pub fn read(mut reader: impl BufRead, path: &Path) -> Result<Mesh, SceneError> {
         }
         parser.statement(&String::from_utf8_lossy(&statement))?;
     }
+}
+
+/// Skips a UTF-8 byte-order mark at the start of `reader` (editors on Windows write one), so
+/// that the first line reads as it looks.
+pub(crate) fn skip_byte_order_mark(reader: &mut impl BufRead) -> std::io::Result<()> {
+    if reader.fill_buf()?.starts_with(b"\xef\xbb\xbf") {
+        reader.consume(3);
+    }
+    Ok(())
 }
 
 /// The longest statement read: far above any real OBJ line, and a bound on what one read of a

@@ -24,6 +24,7 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
 /// Reads PLY data from `reader`; `path` names the source in errors. The mesh is not
 /// [validated](Mesh::validate).
 pub fn read(mut reader: impl BufRead, path: &Path) -> Result<Mesh, SceneError> {
+    super::obj::skip_byte_order_mark(&mut reader).map_err(|e| SceneError::io(path, e))?;
     let header = Header::read(&mut reader, path)?;
     let body = match header.encoding {
         Encoding::Ascii => Body::Ascii {

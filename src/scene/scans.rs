@@ -44,6 +44,8 @@ pub fn load_aligned_scans(path: &Path) -> Result<AlignedScans, SceneError> {
     })?;
     let folder = path.parent().unwrap_or(Path::new("."));
     let mut scans = AlignedScans::default();
+    // A UTF-8 byte-order mark would hide the first line's keyword.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     for (number, line) in text.lines().enumerate() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.first() != Some(&"bmesh") {

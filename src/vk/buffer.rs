@@ -71,8 +71,22 @@ impl std::fmt::Debug for Buffer {
     }
 }
 
+impl Buffer {
+    /// Whether its context's GPU work timed out ([`Context::timed_out`]): objects tied to it
+    /// are then leaked, not destroyed.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.shared
+            .timed_out
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
 impl Drop for Buffer {
     fn drop(&mut self) {
+        if self.timed_out() {
+            // GPU work that timed out may still use it (Context::timed_out): leaked.
+            return;
+        }
         if let Some(allocation) = self.allocation.take() {
             let _ = self.shared.allocator.lock().unwrap().free(allocation);
             if self.device_local {

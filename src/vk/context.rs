@@ -170,6 +170,11 @@ pub(crate) struct Shared {
     pub device_memory: MemoryGauge,
     /// The `VK_EXT_conditional_rendering` commands, where [`DeviceCaps::conditional_rendering`].
     pub conditional_rendering: Option<ash::ext::conditional_rendering::Device>,
+    /// How long a submission is waited for, in nanoseconds (`u64::MAX`: no limit).
+    pub fence_timeout: AtomicU64,
+    /// Set when a wait timed out: the GPU may still run work that uses any of the context's
+    /// objects, so none is destroyed from then on (they are leaked).
+    pub timed_out: std::sync::atomic::AtomicBool,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     validation_log: Option<*mut Arc<ValidationLog>>,
     log_handle: Arc<ValidationLog>,
@@ -673,6 +678,13 @@ impl Context {
             .caps
             .conditional_rendering
             .then(|| ash::ext::conditional_rendering::Device::new(&parts.instance, &parts.device));
+        let fence_timeout = match std::env::var("CANOPY_FENCE_TIMEOUT") {
+            Ok(text) if !text.is_empty() => super::recorder::parse_fence_timeout(&text)
+                .map_err(|e| Error::InvalidInput(format!("CANOPY_FENCE_TIMEOUT: {e}")))?,
+            _ => Some(super::recorder::SUBMIT_TIMEOUT),
+        };
+        let fence_timeout =
+            fence_timeout.map_or(u64::MAX, |t| t.as_nanos().min(u64::MAX as u128 - 1) as u64);
         Ok(Self {
             shared: Arc::new(Shared {
                 entry: parts.entry,
@@ -687,12 +699,39 @@ impl Context {
                 command_pool: Mutex::new(command_pool),
                 device_memory: MemoryGauge::default(),
                 conditional_rendering,
+                fence_timeout: AtomicU64::new(fence_timeout),
+                timed_out: Default::default(),
                 debug: parts.debug,
                 validation_log: parts.validation_log,
                 log_handle: parts.log_handle,
                 owned: parts.owned,
             }),
         })
+    }
+
+    /// How long a submission's wait may last before it is reported as
+    /// [`Error::GpuTimeout`] (`None`: no limit). A new context takes `CANOPY_FENCE_TIMEOUT`
+    /// (seconds; `0` or `none` for no limit), else [`super::SUBMIT_TIMEOUT`] (120 s).
+    pub fn set_fence_timeout(&self, timeout: Option<std::time::Duration>) {
+        let nanos = timeout.map_or(u64::MAX, |t| t.as_nanos().min(u64::MAX as u128 - 1) as u64);
+        self.shared.fence_timeout.store(nanos, Ordering::Relaxed);
+    }
+
+    /// The wait limit [`Self::set_fence_timeout`] set (`None`: no limit).
+    pub fn fence_timeout(&self) -> Option<std::time::Duration> {
+        match self.shared.fence_timeout.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            nanos => Some(std::time::Duration::from_nanos(nanos)),
+        }
+    }
+
+    /// Whether a wait timed out ([`Error::GpuTimeout`]). The GPU may then still run work
+    /// that uses any of this context's objects, so from then on none is destroyed: buffers,
+    /// query pools, pipelines and the device itself are leaked (freed by the process's end),
+    /// which is sound where destroying them under running work is not. Make a new context
+    /// to go on.
+    pub fn timed_out(&self) -> bool {
+        self.shared.timed_out.load(Ordering::SeqCst)
     }
 
     /// Device-local memory in canopy's buffers now and at its peak.
@@ -838,6 +877,12 @@ fn pick_device(instance: &ash::Instance, options: &ContextOptions) -> Result<vk:
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        if self.timed_out.load(Ordering::SeqCst) {
+            // The GPU may still run the work that timed out: destroying the device under it
+            // is undefined, so it is left to the process's end.
+            log::warn!("the Vulkan device is not destroyed: GPU work timed out and may still run");
+            return;
+        }
         unsafe {
             if self.owned {
                 let _ = self.device.device_wait_idle();

@@ -49,6 +49,17 @@ pub enum Error {
         /// Its result code.
         result: vk::Result,
     },
+    /// Submitted GPU work did not finish within the context's fence timeout
+    /// ([`crate::vk::Context::set_fence_timeout`]). The work may still be running: the
+    /// context then destroys nothing ([`crate::vk::Context::timed_out`]).
+    #[error(
+        "the GPU did not finish within {seconds} s (vkWaitForFences timed out); raise \
+         --fence-timeout (or CANOPY_FENCE_TIMEOUT) for slow devices, 0 for no limit"
+    )]
+    GpuTimeout {
+        /// The timeout, in seconds.
+        seconds: f64,
+    },
     /// The caller passed input canopy cannot work on.
     #[error("invalid input: {0}")]
     InvalidInput(String),

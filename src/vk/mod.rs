@@ -23,5 +23,7 @@ pub use error::{Error, Result};
 pub use features::{FeatureSupport, RequiredFeatures};
 pub use pipeline::{Kernel, PUSH_CONSTANT_BYTES, Pipeline};
 pub use profiler::Profiler;
-pub use recorder::{Instruments, Recorder, SUBMIT_TIMEOUT, Submission, grid_for};
+pub use recorder::{
+    Instruments, Recorder, SUBMIT_TIMEOUT, Submission, grid_for, parse_fence_timeout,
+};
 pub use slice::{Count, Slice};

@@ -118,6 +118,8 @@ impl Profiler {
 
 impl Drop for Profiler {
     fn drop(&mut self) {
-        unsafe { self.ctx.device().destroy_query_pool(self.pool, None) };
+        if !self.ctx.timed_out() {
+            unsafe { self.ctx.device().destroy_query_pool(self.pool, None) };
+        }
     }
 }

@@ -8,10 +8,28 @@ use super::error::{Error, Result, VkContext};
 use super::pipeline::{PUSH_CONSTANT_BYTES, Pipeline};
 use super::profiler::Profiler;
 use ash::vk;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// How long a blocking submission may run before canopy reports the GPU as hung.
+/// How long a blocking submission may run before canopy reports the GPU as hung, unless
+/// [`Context::set_fence_timeout`] or `CANOPY_FENCE_TIMEOUT` says otherwise.
 pub const SUBMIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A fence timeout as `--fence-timeout` and `CANOPY_FENCE_TIMEOUT` take it: seconds (`2.5`),
+/// or `0` or `none` for no limit (`None`).
+pub fn parse_fence_timeout(text: &str) -> std::result::Result<Option<Duration>, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(0.0) => Ok(None),
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        _ => Err(format!(
+            "'{text}': expected seconds (a positive number), or 0 or none for no limit"
+        )),
+    }
+}
 
 /// Folds `groups` workgroups into a grid of at most `max_per_dim` per dimension: `[groups, 1,
 /// 1]` when it fits, else `x = max_per_dim` and as many rows `y` (then layers `z`) as needed.
@@ -530,8 +548,9 @@ pub struct Submission {
 
 impl Submission {
     /// Waits until the GPU has finished this work, reporting a GPU that does not finish within
-    /// [`SUBMIT_TIMEOUT`] as an error (the command buffer is then kept: the GPU may still use
-    /// it).
+    /// the context's fence timeout ([`Context::set_fence_timeout`], [`SUBMIT_TIMEOUT`] by
+    /// default) as [`Error::GpuTimeout`]: the command buffer, and every object of the
+    /// context from then on, is then kept (leaked), as the GPU may still use it.
     pub fn wait(mut self) -> Result<()> {
         self.finish()
     }
@@ -542,14 +561,21 @@ impl Submission {
         }
         self.pending = false;
         let device = self.ctx.device();
-        let waited = match unsafe {
-            device.wait_for_fences(&[self.fence], true, SUBMIT_TIMEOUT.as_nanos() as u64)
-        } {
+        let timeout = self.ctx.shared.fence_timeout.load(Ordering::Relaxed);
+        let waited = match unsafe { device.wait_for_fences(&[self.fence], true, timeout) } {
             Ok(()) => Ok(()),
-            Err(vk::Result::TIMEOUT) => Err(Error::Vulkan {
-                call: "vkWaitForFences (GPU work did not finish in time)",
-                result: vk::Result::TIMEOUT,
-            }),
+            Err(vk::Result::TIMEOUT) => {
+                // The work may still run: nothing it uses may be destroyed, so the context
+                // leaks its objects from now on (see Context::timed_out).
+                self.ctx.shared.timed_out.store(true, Ordering::SeqCst);
+                log::error!(
+                    "GPU work did not finish within the fence timeout: the context's Vulkan \
+                     objects are kept (leaked) from now on, as the GPU may still use them"
+                );
+                Err(Error::GpuTimeout {
+                    seconds: Duration::from_nanos(timeout).as_secs_f64(),
+                })
+            }
             Err(result) => Err(Error::Vulkan {
                 call: "vkWaitForFences",
                 result,

@@ -259,6 +259,8 @@ impl NativeBlasBuilder {
 impl Drop for NativeBlasBuilder {
     fn drop(&mut self) {
         // The buffers, which keep the device alive, are freed after this as the fields drop.
-        unsafe { self.loader.destroy_acceleration_structure(self.accel, None) };
+        if !self.storage.timed_out() {
+            unsafe { self.loader.destroy_acceleration_structure(self.accel, None) };
+        }
     }
 }

@@ -460,6 +460,9 @@ impl NativeTracer {
 impl Drop for NativeTracer {
     fn drop(&mut self) {
         // The buffers, which keep the device alive, are freed after this as the fields drop.
+        if self.binding_table.timed_out() {
+            return;
+        }
         unsafe {
             self.loader.destroy_acceleration_structure(self.top, None);
             self.device.destroy_pipeline(self.pipeline, None);
