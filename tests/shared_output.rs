@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::files::{TempFolder, read_png};
+use common::files::{TempFolder, names, read_png};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -34,16 +34,6 @@ fn render(folder: &TempFolder, frames: &str) -> Command {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The names in `folder` (any depth 1), sorted.
-fn names(folder: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(folder)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Every `frame_*.png` in `folder` is a whole PNG of [`SIZE`], and no temporary file is left
