@@ -78,7 +78,8 @@ pub fn sync_folder(folder: &Path) -> io::Result<()> {
 }
 
 /// Renames the complete temporary file `temporary` over `path` and syncs the folder. Gives
-/// the temporary file back when it was removed before the rename (the writer then writes it again).
+/// the temporary file back when it was removed before the rename (the writer then writes it
+/// again).
 pub fn persist(temporary: tempfile::NamedTempFile, path: &Path) -> Result<(), PersistFailure> {
     match temporary.persist(path) {
         // The lock goes with the handle, dropped here, after the rename.
