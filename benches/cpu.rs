@@ -22,7 +22,7 @@ fn data(path: &str) -> PathBuf {
 fn loaders(c: &mut Criterion) {
     let mut group = c.benchmark_group("load");
     for (name, path) in [
-        ("obj hand_00", "meshes/hand_00.obj"),
+        ("obj capsule", "meshes/capsule.obj"),
         ("obj bunny_small", "meshes/bunny_small.obj"),
         ("ply bun090 points", "points/bun090.ply"),
     ] {

@@ -3,7 +3,7 @@
 //! through.
 //!
 //! `cargo run --release --example batch -- [MESH] [OUT_FOLDER]` (defaults:
-//! `tests/data/meshes/suzanne.obj`, `target/batch`).
+//! `tests/data/meshes/torus.obj`, `target/batch`).
 
 use canopy::accel::{BuildParams, HostMesh, Structure, StructureKind, submit_until_complete};
 use canopy::export::write_png_atomically;
@@ -16,10 +16,7 @@ use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
-    let mesh = PathBuf::from(
-        args.next()
-            .unwrap_or("tests/data/meshes/suzanne.obj".into()),
-    );
+    let mesh = PathBuf::from(args.next().unwrap_or("tests/data/meshes/torus.obj".into()));
     let out = PathBuf::from(args.next().unwrap_or("target/batch".into()));
     std::fs::create_dir_all(&out)?;
 

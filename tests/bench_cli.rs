@@ -142,12 +142,12 @@ fn bench_kdtree_of_a_mesh_writes_the_counters_of_every_structure() {
 #[test]
 fn bench_render_of_a_mesh_writes_the_work_of_a_frame() {
     let path = json_file("bench_render.json");
-    let suzanne = data("meshes/suzanne.obj");
+    let torus = data("meshes/torus.obj");
     stdout(&canopy(&[
         "bench",
         "render",
         "--mesh",
-        &suzanne,
+        &torus,
         "--size",
         "32x24",
         "--repeats",
@@ -182,7 +182,7 @@ fn an_octree_of_a_point_cloud_is_built_and_the_lbvh_refused() {
 
 #[test]
 fn bvh_quality_chooses_the_tree_and_is_refused_where_no_bvh_is_built() {
-    let mesh = data("meshes/fandisk.obj");
+    let mesh = data("meshes/gear.obj");
     let [fast, high, best] = ["fast", "high", "best"].map(|quality| {
         let out = stdout(&canopy(&[
             "build",
@@ -193,7 +193,7 @@ fn bvh_quality_chooses_the_tree_and_is_refused_where_no_bvh_is_built() {
             &mesh,
         ]));
         assert!(
-            out.contains(&format!("lbvh, {quality} binary BVH over fandisk.obj")),
+            out.contains(&format!("lbvh, {quality} binary BVH over gear.obj")),
             "{out}"
         );
         let sah = out.split("SAH cost ").nth(1).expect("an SAH cost");
@@ -238,7 +238,7 @@ fn camera_rays(out: &str) -> (f64, f64) {
 
 #[test]
 fn bvh_layout_chooses_how_rays_read_the_tree_and_is_refused_where_no_bvh_is_built() {
-    let mesh = data("meshes/fandisk.obj");
+    let mesh = data("meshes/gear.obj");
     let [binary, wide] = ["binary", "wide"].map(|layout| {
         let out = stdout(&canopy(&[
             "build",
@@ -249,7 +249,7 @@ fn bvh_layout_chooses_how_rays_read_the_tree_and_is_refused_where_no_bvh_is_buil
             &mesh,
         ]));
         assert!(
-            out.contains(&format!("lbvh, fast {layout} BVH over fandisk.obj")),
+            out.contains(&format!("lbvh, fast {layout} BVH over gear.obj")),
             "{out}"
         );
         assert!(out.contains(", wide ") == (layout == "wide"), "{out}");
@@ -351,7 +351,7 @@ fn bench_prims_keeps_within_max_log2() {
 /// Options the command would ignore are refused (exit 2) rather than silently dropped.
 #[test]
 fn options_that_would_be_ignored_are_refused() {
-    let mesh = data("meshes/suzanne.obj");
+    let mesh = data("meshes/torus.obj");
     for args in [
         &["render", "--mesh", &mesh, "--triangles", "5000"][..],
         &["render", "--no-write", "--out", "elsewhere"],

@@ -74,10 +74,10 @@ fn pixels_off(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-fn suzanne() -> Mesh {
+fn torus() -> Mesh {
     Mesh::load(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/meshes/suzanne.obj"
+        "/tests/data/meshes/torus.obj"
     )))
     .unwrap()
 }
@@ -196,14 +196,14 @@ fn a_mesh_is_stood_up_and_shaded_as_asked() {
     assert!(normals.iter().all(|n| *n == [1.0, 0.0, 0.0]), "{normals:?}");
 }
 
-/// Suzanne moved to x = 1e4 and 1e6 and scaled by 1e-30 and 1e30 renders as it does where it
+/// The torus moved to x = 1e4 and 1e6 and scaled by 1e-30 and 1e30 renders as it does where it
 /// was modelled: each file is framed the same way, in units of its size. (At 1e6 its vertices
 /// are rounded to 1/16: there it is compared with its own rounded shape moved back to the
 /// origin.) `canopy build` of the scaled files reports finite costs.
 #[test]
 fn a_mesh_renders_the_same_far_from_the_origin_and_at_any_scale() {
     let folder = TempFolder::new("scales");
-    let original = suzanne();
+    let original = torus();
     let render = |mesh: &Mesh, name: &str| {
         let file = folder.0.join(format!("{name}.obj"));
         write_obj(mesh, &file);

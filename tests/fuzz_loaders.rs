@@ -452,14 +452,14 @@ fn obj_seeds() -> Vec<Seed> {
     ];
     for (name, n) in [
         ("bunny_small", 40),
-        ("hand_00", 30),
+        ("capsule", 30),
         ("spot", 30),
-        ("fandisk", 30),
+        ("gear", 30),
     ] {
         let file = data(&format!("meshes/{name}.obj"));
         seeds.push(Seed::one(name, "case.obj", obj_excerpt(&file, n)));
     }
-    seeds.push(Seed::one("suzanne", "case.obj", data("meshes/suzanne.obj")));
+    seeds.push(Seed::one("torus", "case.obj", data("meshes/torus.obj")));
     seeds
 }
 

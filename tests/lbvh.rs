@@ -282,7 +282,7 @@ fn real_meshes() {
     let ctx = context();
     // A scanned-and-posed character of several parts at different scales, and a CAD part of
     // flat faces and sharp edges.
-    for name in ["hand_00.obj", "fandisk.obj"] {
+    for name in ["capsule.obj", "gear.obj"] {
         let mesh = test_mesh(name);
         let n = mesh.triangle_count();
         let [fast, high, best] = check_tree(&ctx, &mesh, MortonBits::Bits30, name);
@@ -324,7 +324,7 @@ fn real_meshes() {
 #[test]
 fn better_trees_cost_at_most_twice_the_dispatches_and_the_bytes() {
     let ctx = context();
-    for name in ["hand_00.obj", "fandisk.obj", "bunny_small.obj"] {
+    for name in ["capsule.obj", "gear.obj", "bunny_small.obj"] {
         let mesh = test_mesh(name);
         let device = DeviceMesh::new(&ctx, &mesh);
         let n = device.count;

@@ -77,11 +77,11 @@ fn every_test_mesh_has_the_readme_triangle_count() {
     // (file, triangles as in the README, normals in the file, extent of the bounds)
     let models: [(&str, usize, bool, [f32; 3]); 5] = [
         ("bunny_small.obj", 3_674, false, [9.907, 9.658, 7.540]),
-        ("fandisk.obj", 12_946, false, [4.828, 5.245, 2.680]),
-        // Its `fo` faces (Poser centre-of-mass markers) are not counted: see `obsolete_fo_*`.
-        ("hand_00.obj", 15_855, true, [0.8151, 0.6426, 0.4284]),
+        // Its `fo` faces (a marker object) are not counted: see `obsolete_fo_*`.
+        ("capsule.obj", 6_048, true, [0.6, 1.6, 0.6]),
+        ("gear.obj", 3_840, false, [4.5984, 4.5984, 0.6]),
         ("spot.obj", 5_856, false, [0.9431, 1.6904, 1.7179]),
-        ("suzanne.obj", 968, true, [2.734, 1.969, 1.703]),
+        ("torus.obj", 968, true, [2.7, 2.6725, 0.6929]),
     ];
     let mut listed: Vec<&str> = models.iter().map(|m| m.0).collect();
     listed.sort();
@@ -101,14 +101,14 @@ fn every_test_mesh_has_the_readme_triangle_count() {
 
 #[test]
 fn obsolete_fo_faces_are_skipped() {
-    // hand_00.obj also holds 720 `fo` polygons (1,280 triangles) for two marker objects; the
+    // capsule.obj also holds 720 `fo` quads (a marker object, CRLF lines like the rest); the
     // README counts only its `f` faces, and so does the reader.
-    let path = test_data("meshes/hand_00.obj");
+    let path = test_data("meshes/capsule.obj");
     let text = std::fs::read_to_string(&path).unwrap();
     let fo = text.lines().filter(|l| l.starts_with("fo ")).count();
     assert_eq!(fo, 720);
     let mesh = Mesh::load(&path).unwrap();
-    assert_eq!(mesh.triangle_count(), 15_855);
+    assert_eq!(mesh.triangle_count(), 6_048);
 }
 
 #[test]

@@ -215,8 +215,8 @@ fn the_screen_grid_renders_the_lbvh_s_frames() {
     // Camera rays through the screen grid, every other ray through the LBVH of the same
     // frame: closest hits are exact, so the frames are the same, for the default scene and
     // for a mesh.
-    let suzanne = common::test_data("meshes/suzanne.obj");
-    for scene in [None, Some(suzanne.to_str().unwrap())] {
+    let torus = common::test_data("meshes/torus.obj");
+    for scene in [None, Some(torus.to_str().unwrap())] {
         let frames: Vec<Vec<u8>> = ["lbvh", "grid"]
             .iter()
             .map(|structure| {
@@ -300,7 +300,7 @@ fn animated_meshes_render_from_the_command_line() {
             "no camera named or numbered 'front'",
         ),
         (
-            &["--mesh", &data("meshes/suzanne.obj"), "--camera", "0"],
+            &["--mesh", &data("meshes/torus.obj"), "--camera", "0"],
             "not a glTF file",
         ),
         (
@@ -477,7 +477,7 @@ fn a_slurm_array_renders_every_frame_once() {
         "the local Slurm cluster did not start (run tools/setup.sh, as root): {}",
         stderr(&started)
     );
-    let mesh = common::test_data("meshes/suzanne.obj");
+    let mesh = common::test_data("meshes/torus.obj");
     let whole = TempFolder::new("slurm-whole");
     succeeds(
         Command::new(env!("CARGO_BIN_EXE_canopy"))

@@ -102,7 +102,7 @@ fn adversarial_and_real_meshes() {
         (points, "zero-extent triangles far off".into()),
         (cubes, "cube grid".into()),
     ];
-    for name in ["bunny_small.obj", "fandisk.obj", "hand_00.obj"] {
+    for name in ["bunny_small.obj", "gear.obj", "capsule.obj"] {
         let path = test_data(&format!("meshes/{name}"));
         meshes.push((Mesh::load(&path).unwrap(), name.into()));
     }
@@ -138,7 +138,7 @@ fn collapse_of_a_large_mesh_in_a_folded_grid() {
 #[test]
 fn the_collapse_is_one_dispatch() {
     let ctx = context();
-    let mesh = Mesh::load(&test_data("meshes/fandisk.obj")).unwrap();
+    let mesh = Mesh::load(&test_data("meshes/gear.obj")).unwrap();
     let device = DeviceMesh::new(&ctx, &mesh);
     let [binary, wide] = [BvhLayout::Binary, BvhLayout::Wide].map(|layout| {
         let mut structure =
