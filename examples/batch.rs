@@ -5,7 +5,9 @@
 //! `cargo run --release --example batch -- [MESH] [OUT_FOLDER]` (defaults:
 //! `tests/data/meshes/torus.obj`, `target/batch`).
 
-use canopy::accel::{BuildParams, HostMesh, Structure, StructureKind, submit_until_complete};
+use canopy::accel::{
+    BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
+};
 use canopy::export::write_png_atomically;
 use canopy::render::presets::{MeshLook, Subject};
 use canopy::scene::MaterialMesh;
@@ -48,7 +50,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .view(defaults.width, defaults.height);
     for kind in StructureKind::ALL {
         // Build it once (growing its lists if the mesh needs more) and check it.
-        let size = (scene.triangle_count, scene.vertex_count);
+        let size = StructureSize {
+            triangles: scene.triangle_count,
+            vertices: scene.vertex_count,
+        };
         let mut structure = kind.create(&ctx, &BuildParams::default(), size, 1)?;
         structure.set_view(&ctx, &view)?;
         let input = scene.input();

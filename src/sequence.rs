@@ -10,7 +10,7 @@
 //! frame in flight behind it, whose build ran with the old lists. No frame reaches the sink
 //! with an incomplete tree.
 
-use crate::accel::{BuildParams, RayStructure, StructureKind};
+use crate::accel::{BuildParams, RayStructure, StructureKind, StructureSize};
 use crate::render::photons::PhotonParams;
 use crate::render::presets::{self, Subject};
 use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
@@ -103,7 +103,10 @@ impl<'a> FrameSequence<'a> {
         config: SequenceConfig,
     ) -> Result<Self, Error> {
         let scene = &subject.scene;
-        let size = (scene.triangle_count, scene.vertex_count);
+        let size = StructureSize {
+            triangles: scene.triangle_count,
+            vertices: scene.vertex_count,
+        };
         let structure = config
             .structure
             .create(ctx, &config.build, size, FRAMES_IN_FLIGHT)?

@@ -7,7 +7,9 @@
 
 mod common;
 
-use canopy::accel::{BuildParams, HostMesh, Structure, StructureKind, submit_until_complete};
+use canopy::accel::{
+    BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
+};
 use canopy::geom::ray::Query;
 use canopy::render::Camera;
 use canopy::scene::Mesh;
@@ -102,9 +104,11 @@ fn every_structure_accepts_degenerate_and_duplicate_triangles() {
     }
     let camera = Camera::orbit(Vec3::ZERO, 3.5, 30.0, 20.0, 45.0);
     for kind in StructureKind::ALL {
-        let mut structure = kind
-            .create(&ctx, &BuildParams::default(), (triangles, vertices), 1)
-            .unwrap();
+        let size = StructureSize {
+            triangles,
+            vertices,
+        };
+        let mut structure = kind.create(&ctx, &BuildParams::default(), size, 1).unwrap();
         structure.set_view(&ctx, &camera.view(96, 64)).unwrap();
         submit_until_complete(&ctx, &mut structure, |rec, s| {
             s.record_build(rec, &input, vertices, 0)

@@ -7,7 +7,7 @@
 mod common;
 
 use canopy::accel::pointkd::knn::KnnFound;
-use canopy::accel::{BuildParams, StructureKind, submit_until_complete};
+use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
 use canopy::render::cpu::CpuScene;
 use canopy::render::photons::cpu::{Photon, estimate, trace_photons};
 use canopy::render::photons::{PhotonMap, PhotonParams, PhotonStats};
@@ -99,7 +99,10 @@ impl Stage {
     ) -> (PhotonMap, Vec<Photon>, PhotonStats) {
         let scene = self.gpu(ctx);
         let map = PhotonMap::new(ctx, params).unwrap();
-        let size = (scene.triangle_count, scene.vertex_count);
+        let size = StructureSize {
+            triangles: scene.triangle_count,
+            vertices: scene.vertex_count,
+        };
         let mut structure = through
             .create(ctx, &BuildParams::default(), size, 1)
             .unwrap()
@@ -142,7 +145,10 @@ fn render(
         renderer.enable_caustics(ctx, params).unwrap();
     }
     let image = renderer.readback(ctx).unwrap();
-    let size = (scene.triangle_count, scene.vertex_count);
+    let size = StructureSize {
+        triangles: scene.triangle_count,
+        vertices: scene.vertex_count,
+    };
     let mut structure = StructureKind::Lbvh
         .create(ctx, &BuildParams::default(), size, 1)
         .unwrap()

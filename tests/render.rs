@@ -5,7 +5,7 @@
 
 mod common;
 
-use canopy::accel::{BuildParams, StructureKind, submit_until_complete};
+use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
@@ -132,7 +132,10 @@ impl TestScene {
         }
         let image = renderer.readback(ctx).unwrap();
         // Built on the GPU through the same calls `canopy render` makes.
-        let size = (n, scene.vertex_count);
+        let size = StructureSize {
+            triangles: n,
+            vertices: scene.vertex_count,
+        };
         let mut structure = through
             .create(ctx, &BuildParams::default(), size, 1)
             .unwrap()

@@ -1,7 +1,9 @@
 //! Acceleration structures, one folder per structure holding its format, GPU builder,
 //! traversal and CPU oracle ([`bvh`], [`kdtree`], [`octree`]), with the binary radix tree the
-//! LBVH and the octree share ([`radix_tree`]). [`StructureKind`] lists the structures and
-//! [`StructureKind::create`] makes one behind the traits every structure implements
+//! LBVH and the octree share ([`radix_tree`]). [`StructureKind`] lists the structures,
+//! [`STRUCTURES`] holds the facts of each ([`StructureFacts`]: its name, what it is built
+//! over, how it is made, its CPU reference), and [`StructureKind::create`] makes one behind
+//! the traits every structure implements
 //! ([`Structure`], [`RayStructure`], [`PointStructure`], [`Traversable`]). [`native`] is the
 //! driver's own builder, run over the same buffers as a yardstick.
 //!
@@ -15,6 +17,7 @@
 
 pub mod bih;
 pub mod bvh;
+mod facts;
 pub mod grid;
 pub mod kdtree;
 pub mod native;
@@ -23,13 +26,18 @@ pub mod pointkd;
 pub mod radix_tree;
 mod structure;
 
+pub use facts::{
+    CpuReference, CreateFn, Primitives, ReferenceFn, ReferenceTree, STRUCTURES, StructureFacts,
+    StructureSize, UploadedTree,
+};
 pub use structure::{
     AnyStructure, BuildParams, CameraBatch, CameraCaster, FetchBytes, HostMesh, PointStructure,
     RayStructure, Structure, Traversable, TraversalBatch, TreeShape, submit_until_complete,
 };
 
 /// The acceleration structures canopy builds on the GPU: the one list that the command line,
-/// the benchmarks and the tests go through. A new structure is one more variant here.
+/// the benchmarks and the tests go through. A new structure is one more variant here, in the
+/// order of its entry in [`STRUCTURES`] (the table of what each is), and its folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StructureKind {
@@ -41,36 +49,27 @@ pub enum StructureKind {
     Octree,
     /// Binned-SAH bounding interval hierarchy over triangles (seed 004): [`bih`].
     Bih,
-    /// VVH point kd-tree over vertices with k-nearest-neighbour queries (Zhou et al. 2008
-    /// §5): [`pointkd`].
-    PointKd,
     /// Screen-space tile x depth-slab grid for a pinhole view's camera rays (seed 001), with
     /// an LBVH for every other ray: [`grid`].
     Grid,
+    /// VVH point kd-tree over vertices with k-nearest-neighbour queries (Zhou et al. 2008
+    /// §5): [`pointkd`].
+    PointKd,
 }
 
 impl StructureKind {
-    /// Every structure, in the order reports list them.
-    pub const ALL: [StructureKind; 6] = [
-        StructureKind::Lbvh,
-        StructureKind::KdTree,
-        StructureKind::Octree,
-        StructureKind::Bih,
-        StructureKind::Grid,
-        StructureKind::PointKd,
-    ];
+    /// Every structure, in the order reports list them (that of [`STRUCTURES`]).
+    pub const ALL: [StructureKind; facts::KINDS.len()] = facts::KINDS;
+
+    /// What canopy knows of this structure: its entry in [`STRUCTURES`].
+    pub fn facts(self) -> &'static StructureFacts {
+        &STRUCTURES[self as usize]
+    }
 
     /// The name commands take and reports print: `lbvh`, `kdtree`, `octree`, `bih`, `grid`,
     /// `pointkd`.
     pub fn name(self) -> &'static str {
-        match self {
-            StructureKind::Lbvh => "lbvh",
-            StructureKind::KdTree => "kdtree",
-            StructureKind::Octree => "octree",
-            StructureKind::Bih => "bih",
-            StructureKind::Grid => "grid",
-            StructureKind::PointKd => "pointkd",
-        }
+        self.facts().name
     }
 
     /// Whether rays can be traced through it ([`crate::trace::Tracer`]); the octree and the
@@ -81,20 +80,35 @@ impl StructureKind {
 
     /// Whether it is built for a pinhole view ([`RayStructure::set_view`]): the screen grid.
     pub fn needs_view(self) -> bool {
-        self == StructureKind::Grid
+        self.facts().needs_view
     }
 
     /// Whether its build sorts Morton codes (whose width [`crate::geom::MortonBits`] sets).
     pub fn uses_morton_codes(self) -> bool {
-        matches!(
-            self,
-            StructureKind::Lbvh | StructureKind::Octree | StructureKind::Grid
-        )
+        self.facts().uses_morton_codes
+    }
+
+    /// Whether it builds a BVH whose quality and layout the LBVH's parameters set: the LBVH,
+    /// and the screen grid's for its other rays.
+    pub fn builds_bvh(self) -> bool {
+        self.facts().builds_bvh
     }
 
     /// Whether it is built over triangles (else over vertices).
     pub fn over_triangles(self) -> bool {
-        !matches!(self, StructureKind::Octree | StructureKind::PointKd)
+        self.facts().over == Primitives::Triangles
+    }
+
+    /// A structure of this kind, its builder's memory sized for meshes of up to `size`, with
+    /// `slots` builds in flight.
+    pub fn create(
+        self,
+        ctx: &crate::vk::Context,
+        params: &BuildParams,
+        size: StructureSize,
+        slots: usize,
+    ) -> crate::vk::Result<AnyStructure> {
+        (self.facts().create)(ctx, params, size, slots)
     }
 }
 

@@ -1,7 +1,8 @@
 //! What every structure offers the floors above it, in the spirit of Mesa's table of build
 //! operations: one set of traits, implemented in each structure's own folder, so that the
 //! frame sequence, the benchmarks, `canopy build` and the tests drive any structure through
-//! the same calls and adding one touches a single `match` ([`StructureKind::create`]).
+//! the same calls; what differs between them is their entry in the table of facts
+//! ([`super::STRUCTURES`], which [`StructureKind::create`] reads).
 //!
 //! - [`Structure`]: what every structure has: its kind, growing its lists after a build that
 //!   outgrew them, its device bytes, and a description of the tree it built ([`TreeShape`],
@@ -17,14 +18,10 @@
 
 use super::StructureKind;
 use super::bih::BihParams;
-use super::bih::build::BihStructure;
-use super::bvh::lbvh::{LbvhParams, LbvhStructure};
+use super::bvh::lbvh::LbvhParams;
 use super::grid::GridParams;
-use super::grid::build::GridStructure;
-use super::kdtree::build::{KdBuildParams, KdTreeStructure};
-use super::octree::OctreeStructure;
+use super::kdtree::build::KdBuildParams;
 use super::pointkd::PointKdParams;
-use super::pointkd::build::PointKdStructure;
 use crate::geom::ray::{Hit, Query, Ray, RayWork};
 use crate::geom::{PinholeView, PointInput, TriangleInput};
 use crate::prims::{Groups, WORKGROUP_SIZE};
@@ -222,50 +219,6 @@ impl Structure for AnyStructure {
         mesh: HostMesh,
     ) -> Result<std::result::Result<TreeShape, String>> {
         self.structure().describe(ctx, slot, mesh)
-    }
-}
-
-impl StructureKind {
-    /// A structure of this kind, its builder's memory sized for meshes of up to `triangles`
-    /// triangles over `vertices` vertices, with `slots` builds in flight.
-    pub fn create(
-        self,
-        ctx: &Context,
-        params: &BuildParams,
-        (triangles, vertices): (u32, u32),
-        slots: usize,
-    ) -> Result<AnyStructure> {
-        Ok(match self {
-            StructureKind::Lbvh => {
-                AnyStructure::Rays(Box::new(LbvhStructure::new(ctx, params.lbvh, triangles)?))
-            }
-            StructureKind::KdTree => AnyStructure::Rays(Box::new(KdTreeStructure::new(
-                ctx,
-                params.kdtree,
-                triangles,
-                slots,
-            )?)),
-            StructureKind::Bih => {
-                AnyStructure::Rays(Box::new(BihStructure::new(ctx, params.bih, triangles)?))
-            }
-            StructureKind::PointKd => AnyStructure::Points(Box::new(PointKdStructure::new(
-                ctx,
-                params.pointkd,
-                vertices,
-            )?)),
-            StructureKind::Grid => AnyStructure::Rays(Box::new(GridStructure::new(
-                ctx,
-                params.grid,
-                params.lbvh,
-                triangles,
-                slots,
-            )?)),
-            StructureKind::Octree => AnyStructure::Points(Box::new(OctreeStructure::new(
-                ctx,
-                params.lbvh.morton_bits,
-                vertices,
-            )?)),
-        })
     }
 }
 

@@ -8,7 +8,9 @@ use super::Result;
 use super::harness::{Timing, count_work, time_runs};
 use super::traversal::{NativeTrace, RayBatch, TraversalReport};
 use crate::accel::native::{NativeBlasBuilder, NativeTracer};
-use crate::accel::{BuildParams, RayStructure, StructureKind, submit_until_complete};
+use crate::accel::{
+    BuildParams, RayStructure, StructureKind, StructureSize, submit_until_complete,
+};
 use crate::geom::ray::Query;
 use crate::render::presets::{self, Subject};
 use crate::render::{RenderParams, Renderer, traced_rays};
@@ -134,7 +136,10 @@ pub fn measure(
     let scene = &subject.scene;
     let base = ctx.device_memory().live;
     ctx.reset_peak_memory();
-    let size = (scene.triangle_count, scene.vertex_count);
+    let size = StructureSize {
+        triangles: scene.triangle_count,
+        vertices: scene.vertex_count,
+    };
     let mut accel = structure.create(ctx, &config.build, size, 1)?.into_rays()?;
     let input = scene.input();
     let params = RenderParams {

@@ -13,7 +13,7 @@ use crate::prims::scan::{Scan, ScanKind};
 use crate::prims::segmented_reduce::SegmentedReduce;
 use crate::rng::Rng;
 use crate::shaders;
-use crate::vk::{Context, MemoryKind, Recorder, WorkCounts};
+use crate::vk::{Buffer, Context, MemoryKind, Recorder, WorkCounts};
 use crate::vk::{Count, Slice};
 
 /// What is measured.
@@ -280,89 +280,145 @@ pub fn run(
     let copy_bytes = (4u64 << config.scan_target_log2.unwrap_or(0).max(config.max_log2))
         .min(caps.device_local_bytes / 4);
     let yardsticks = yardsticks(ctx, copy_bytes, repeats)?;
-    let mut targets = Vec::new();
     let sizes: Vec<u32> = (config.min_log2..=config.max_log2)
         .step_by(config.step.max(1) as usize)
         .map(|l| 1u32 << l)
         .collect();
-    let mut rows = Rows {
+    let mut bench = PrimsBench {
         ctx,
-        repeats,
-        on_row,
-        rows: Vec::new(),
+        config,
+        sizes,
+        max_n,
+        words: ctx.create_buffer_with("bench words", &random_words(max_n as usize, 1))?,
+        out: ctx.create_buffer("bench output", 4 * max_n as u64, MemoryKind::Device)?,
+        rows: Rows {
+            ctx,
+            repeats,
+            on_row,
+            rows: Vec::new(),
+        },
+        targets: Vec::new(),
     };
-
-    let words = ctx.create_buffer_with("bench words", &random_words(max_n as usize, 1))?;
-    let out = ctx.create_buffer("bench output", 4 * max_n as u64, MemoryKind::Device)?;
-    let whole = Slice::<u32>::whole(&words);
-    let out_slice = Slice::<u32>::whole(&out);
-
     if wanted("reduce") {
+        bench.reduce()?;
+    }
+    if wanted("scan") {
+        bench.scan(yardsticks.compute_copy_bytes_per_s)?;
+    }
+    if wanted("compact") {
+        bench.compact()?;
+    }
+    if wanted("segmented") {
+        bench.segmented_reduce()?;
+    }
+    if wanted("sort") {
+        bench.radix_sort()?;
+    }
+    if wanted("multisplit") {
+        bench.multisplit()?;
+    }
+    Ok(PrimsReport {
+        yardsticks,
+        rows: bench.rows.rows,
+        targets: bench.targets,
+    })
+}
+
+/// One run of the primitives' benchmark: the sizes swept, the random words and the output
+/// every primitive shares, and the rows and targets measured so far. Each method measures
+/// one primitive.
+struct PrimsBench<'a, F: FnMut(&PrimRow)> {
+    ctx: &'a Context,
+    config: &'a PrimsConfig,
+    sizes: Vec<u32>,
+    max_n: u32,
+    words: Buffer,
+    out: Buffer,
+    rows: Rows<'a, F>,
+    targets: Vec<Target>,
+}
+
+impl<F: FnMut(&PrimRow)> PrimsBench<'_, F> {
+    /// Reductions: u32 add, f32 min and the union of boxes.
+    fn reduce(&mut self) -> Result<()> {
+        let (ctx, max_n) = (self.ctx, self.max_n);
+        let (whole, out_slice) = (Slice::<u32>::whole(&self.words), Slice::whole(&self.out));
         for (label, op, ty) in [
             ("reduce u32 add", ReduceOp::Add, ScalarType::U32),
             ("reduce f32 min", ReduceOp::Min, ScalarType::F32),
         ] {
             let reduce = Reduce::new(ctx, op, ty, max_n)?;
-            rows.sweep(&sizes, label, 4.0, |rec, n| {
+            self.rows.sweep(&self.sizes, label, 4.0, |rec, n| {
                 reduce.record(rec, whole, out_slice, Count::Host(n))
             })?;
         }
         let boxes = ctx.create_buffer("bench boxes", 32 * max_n as u64, MemoryKind::Device)?;
         let reduce = Reduce::aabb_union(ctx, max_n)?;
-        rows.sweep(&sizes, "reduce aabb union", 32.0, |rec, n| {
-            reduce.record(
-                rec,
-                Slice::<Aabb>::whole(&boxes),
-                Slice::<Aabb>::whole(&out),
-                Count::Host(n),
-            )
-        })?;
+        self.rows
+            .sweep(&self.sizes, "reduce aabb union", 32.0, |rec, n| {
+                reduce.record(
+                    rec,
+                    Slice::<Aabb>::whole(&boxes),
+                    Slice::<Aabb>::whole(&self.out),
+                    Count::Host(n),
+                )
+            })
     }
 
-    if wanted("scan") {
+    /// The exclusive scan at every size, and at the target size (`--scan-target`) against
+    /// the copy bandwidth `copy_bytes_per_s`.
+    fn scan(&mut self, copy_bytes_per_s: f64) -> Result<()> {
+        let (ctx, max_n) = (self.ctx, self.max_n);
+        let (whole, out_slice) = (Slice::<u32>::whole(&self.words), Slice::whole(&self.out));
         let scan = Scan::new(ctx, ScanKind::Exclusive, max_n)?;
-        rows.sweep(&sizes, "scan exclusive u32", 8.0, |rec, n| {
-            scan.record(rec, whole, out_slice, Count::Host(n))
-        })?;
-        let target_log2 = config.scan_target_log2;
+        self.rows
+            .sweep(&self.sizes, "scan exclusive u32", 8.0, |rec, n| {
+                scan.record(rec, whole, out_slice, Count::Host(n))
+            })?;
+        let target_log2 = self.config.scan_target_log2;
         let n = target_log2.map_or(0, |log2| 1u32 << log2);
         let bytes = 4 * n as u64;
-        if let Some(target_log2) = target_log2
-            && bytes * 2 < caps.device_local_bytes
-        {
-            let input = ctx.create_buffer("bench scan target input", bytes, MemoryKind::Device)?;
-            let output =
-                ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
-            ctx.submit_and_wait(|rec| {
-                rec.fill(&input, 0, bytes, 1);
-                Ok(())
-            })?;
-            let scan = Scan::new(ctx, ScanKind::Exclusive, n)?;
-            let row = rows.measure(
-                "scan exclusive u32 (target)",
-                n,
-                8.0,
-                true,
-                |_| Ok(()),
-                |rec| {
-                    scan.record(
-                        rec,
-                        Slice::whole(&input),
-                        Slice::whole(&output),
-                        Count::Host(n),
-                    )
-                },
-            )?;
-            let achieved = 2.0 * bytes as f64 / (row.time.median_ms * 1e-3);
-            targets.push(Target {
-                what: format!("scan 2^{target_log2} u32, fraction of the copy bandwidth"),
-                measured: achieved / yardsticks.compute_copy_bytes_per_s,
-                target: 0.6,
-            });
+        let Some(target_log2) = target_log2 else {
+            return Ok(());
+        };
+        if bytes * 2 >= ctx.caps().device_local_bytes {
+            return Ok(());
         }
+        let input = ctx.create_buffer("bench scan target input", bytes, MemoryKind::Device)?;
+        let output = ctx.create_buffer("bench scan target output", bytes, MemoryKind::Device)?;
+        ctx.submit_and_wait(|rec| {
+            rec.fill(&input, 0, bytes, 1);
+            Ok(())
+        })?;
+        let scan = Scan::new(ctx, ScanKind::Exclusive, n)?;
+        let row = self.rows.measure(
+            "scan exclusive u32 (target)",
+            n,
+            8.0,
+            true,
+            |_| Ok(()),
+            |rec| {
+                scan.record(
+                    rec,
+                    Slice::whole(&input),
+                    Slice::whole(&output),
+                    Count::Host(n),
+                )
+            },
+        )?;
+        let achieved = 2.0 * bytes as f64 / (row.time.median_ms * 1e-3);
+        self.targets.push(Target {
+            what: format!("scan 2^{target_log2} u32, fraction of the copy bandwidth"),
+            measured: achieved / copy_bytes_per_s,
+            target: 0.6,
+        });
+        Ok(())
     }
 
-    if wanted("compact") {
+    /// Stream compaction of u32 words, half of them kept.
+    fn compact(&mut self) -> Result<()> {
+        let (ctx, max_n) = (self.ctx, self.max_n);
+        let (whole, out_slice) = (Slice::<u32>::whole(&self.words), Slice::whole(&self.out));
         let flags: Vec<u32> = random_words(max_n as usize, 2)
             .iter()
             .map(|w| w & 1)
@@ -370,127 +426,163 @@ pub fn run(
         let flags = ctx.create_buffer_with("bench flags", &flags)?;
         let counter = ctx.create_buffer("bench kept", 16, MemoryKind::Device)?;
         let compact = Compact::new(ctx, max_n)?;
-        rows.sweep(&sizes, "compact u32 (half kept)", 10.0, |rec, n| {
-            compact.record(
-                rec,
-                Some(whole),
-                Slice::whole(&flags),
-                out_slice,
-                Slice::whole(&counter),
-                Count::Host(n),
-            )
-        })?;
+        self.rows
+            .sweep(&self.sizes, "compact u32 (half kept)", 10.0, |rec, n| {
+                compact.record(
+                    rec,
+                    Some(whole),
+                    Slice::whole(&flags),
+                    out_slice,
+                    Slice::whole(&counter),
+                    Count::Host(n),
+                )
+            })
     }
 
-    if wanted("segmented") {
+    /// The segmented reduction of u32 words into 4096 segments.
+    fn segmented_reduce(&mut self) -> Result<()> {
+        let (ctx, max_n) = (self.ctx, self.max_n);
+        let (whole, out_slice) = (Slice::<u32>::whole(&self.words), Slice::whole(&self.out));
         let segments = 1u32 << 12;
         let ids: Vec<u32> = (0..max_n)
             .map(|i| (i as u64 * segments as u64 / max_n as u64) as u32)
             .collect();
         let ids = ctx.create_buffer_with("bench segment ids", &ids)?;
         let segmented = SegmentedReduce::new(ctx, ReduceOp::Add, ScalarType::U32, max_n)?;
-        rows.sweep(&sizes, "segmented reduce u32 add", 8.0, |rec, n| {
-            segmented.record(
-                rec,
-                whole,
-                Slice::whole(&ids),
-                out_slice,
-                segments,
-                Count::Host(n),
-            )
-        })?;
+        self.rows
+            .sweep(&self.sizes, "segmented reduce u32 add", 8.0, |rec, n| {
+                segmented.record(
+                    rec,
+                    whole,
+                    Slice::whole(&ids),
+                    out_slice,
+                    segments,
+                    Count::Host(n),
+                )
+            })
     }
 
-    if wanted("sort") {
-        let target_n = config.sort_target_log2.map(|log2| 1u32 << log2);
-        let sort_max = max_n.max(target_n.unwrap_or(0));
-        let mut sort_sizes = sizes.clone();
+    /// The radix sort of key-value pairs: full u32 and u64 keys, and the 30- and 63-bit
+    /// Morton codes of the LBVH and octree, at every size and the target size
+    /// (`--sort-target`).
+    fn radix_sort(&mut self) -> Result<()> {
+        let target_n = self.config.sort_target_log2.map(|log2| 1u32 << log2);
+        let mut sizes = self.sizes.clone();
         if let Some(n) = target_n
-            && !sort_sizes.contains(&n)
+            && !sizes.contains(&n)
         {
-            sort_sizes.push(n);
+            sizes.push(n);
         }
-        // Full u32 and u64 keys, and the 30- and 63-bit Morton codes of the LBVH and octree.
         for (key_type, bits) in [
             (KeyType::U32, 32),
             (KeyType::U32, 30),
             (KeyType::U64, 64),
             (KeyType::U64, 63),
         ] {
-            let words_per_key = if key_type == KeyType::U32 { 1 } else { 2 };
-            let pristine = ctx.create_buffer_with(
-                "bench sort pristine keys",
-                &random_words(sort_max as usize * words_per_key, 3),
-            )?;
-            let keys = ctx.create_buffer("bench sort keys", pristine.size(), MemoryKind::Device)?;
-            let values =
-                ctx.create_buffer("bench sort values", 4 * sort_max as u64, MemoryKind::Device)?;
-            let sort = RadixSort::new(ctx, key_type, bits, sort_max)?;
-            for &n in &sort_sizes {
-                let key_bytes = 4 * words_per_key as u64 * n as u64;
-                let target = Some(n) == target_n;
-                // Each run sorts the same random keys: restore them outside the timestamps.
-                let restore = |rec: &mut Recorder| {
-                    rec.barrier_compute_to_transfer();
-                    rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
-                    rec.barrier_transfer_to_compute();
-                    Ok(())
-                };
-                let run_sort = |sort: &RadixSort, rec: &mut Recorder| {
-                    sort.record(
-                        rec,
-                        Slice::whole(&keys),
-                        Slice::whole(&values),
-                        Count::Host(n),
-                    )
-                };
-                let label = format!(
-                    "radix sort {bits}-bit key+u32 ({}x{} bits)",
-                    sort.passes(),
-                    sort.digit_bits()
-                );
-                let row =
-                    rows.measure(&label, n, 0.0, target, restore, |rec| run_sort(&sort, rec))?;
-                if target && bits == 32 {
-                    targets.push(Target {
-                        what: format!("sort 2^{} u32 pairs, G pairs/s", n.ilog2()),
-                        measured: row.rate() * 1e-9,
-                        target: 10.0,
-                    });
-                }
-                if target {
-                    let tile_sweep =
-                        config
-                            .sort_keys_per_invocation
-                            .iter()
-                            .map(|&keys| SortTuning {
-                                keys_per_invocation: Some(keys),
-                                ..Default::default()
-                            });
-                    let digit_sweep =
-                        config
-                            .sort_digit_bits
-                            .iter()
-                            .map(|&max_digit_bits| SortTuning {
-                                max_digit_bits,
-                                ..Default::default()
-                            });
-                    for tuning in tile_sweep.chain(digit_sweep) {
-                        let tuned = RadixSort::tuned(ctx, key_type, bits, n, tuning)?;
-                        let label = format!(
-                            "  {}x{} bits, tile {}",
-                            tuned.passes(),
-                            tuned.digit_bits(),
-                            tuned.tile_size()
-                        );
-                        rows.measure(&label, n, 0.0, true, restore, |rec| run_sort(&tuned, rec))?;
-                    }
-                }
-            }
+            self.radix_sort_keys(key_type, bits, &sizes, target_n)?;
         }
+        Ok(())
     }
 
-    if wanted("multisplit") {
+    /// The radix sort of one key type at `sizes`; at `target_n`, its target and the tunings
+    /// of [`Self::radix_sort_tunings`].
+    fn radix_sort_keys(
+        &mut self,
+        key_type: KeyType,
+        bits: u32,
+        sizes: &[u32],
+        target_n: Option<u32>,
+    ) -> Result<()> {
+        let ctx = self.ctx;
+        let sort_max = self.max_n.max(target_n.unwrap_or(0));
+        let words_per_key = if key_type == KeyType::U32 { 1 } else { 2 };
+        let pristine = ctx.create_buffer_with(
+            "bench sort pristine keys",
+            &random_words(sort_max as usize * words_per_key, 3),
+        )?;
+        let keys = ctx.create_buffer("bench sort keys", pristine.size(), MemoryKind::Device)?;
+        let values =
+            ctx.create_buffer("bench sort values", 4 * sort_max as u64, MemoryKind::Device)?;
+        let sort = RadixSort::new(ctx, key_type, bits, sort_max)?;
+        for &n in sizes {
+            let key_bytes = 4 * words_per_key as u64 * n as u64;
+            let target = Some(n) == target_n;
+            // Each run sorts the same random keys: restore them outside the timestamps.
+            let restore = |rec: &mut Recorder| {
+                rec.barrier_compute_to_transfer();
+                rec.copy_buffer(&pristine, 0, &keys, 0, key_bytes);
+                rec.barrier_transfer_to_compute();
+                Ok(())
+            };
+            let label = format!(
+                "radix sort {bits}-bit key+u32 ({}x{} bits)",
+                sort.passes(),
+                sort.digit_bits()
+            );
+            let row = self.rows.measure(&label, n, 0.0, target, restore, |rec| {
+                record_sort(&sort, rec, &keys, &values, n)
+            })?;
+            if target && bits == 32 {
+                let measured = row.rate() * 1e-9;
+                self.targets.push(Target {
+                    what: format!("sort 2^{} u32 pairs, G pairs/s", n.ilog2()),
+                    measured,
+                    target: 10.0,
+                });
+            }
+            if target {
+                self.radix_sort_tunings(key_type, bits, n, restore, &keys, &values)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The radix sort of `n` keys under each tuning asked for (`--sort-keys-per-invocation`,
+    /// `--sort-digit-bits`), `restore` restoring the keys before every run.
+    fn radix_sort_tunings(
+        &mut self,
+        key_type: KeyType,
+        bits: u32,
+        n: u32,
+        mut restore: impl FnMut(&mut Recorder) -> crate::vk::Result<()>,
+        keys: &Buffer,
+        values: &Buffer,
+    ) -> Result<()> {
+        let config = self.config;
+        let tile_sweep = config
+            .sort_keys_per_invocation
+            .iter()
+            .map(|&keys| SortTuning {
+                keys_per_invocation: Some(keys),
+                ..Default::default()
+            });
+        let digit_sweep = config
+            .sort_digit_bits
+            .iter()
+            .map(|&max_digit_bits| SortTuning {
+                max_digit_bits,
+                ..Default::default()
+            });
+        for tuning in tile_sweep.chain(digit_sweep) {
+            let tuned = RadixSort::tuned(self.ctx, key_type, bits, n, tuning)?;
+            let label = format!(
+                "  {}x{} bits, tile {}",
+                tuned.passes(),
+                tuned.digit_bits(),
+                tuned.tile_size()
+            );
+            self.rows
+                .measure(&label, n, 0.0, true, &mut restore, |rec| {
+                    record_sort(&tuned, rec, keys, values, n)
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The multisplit of u32 bin ids into 262144 bins.
+    fn multisplit(&mut self) -> Result<()> {
+        let (ctx, max_n) = (self.ctx, self.max_n);
+        let out_slice = Slice::<u32>::whole(&self.out);
         let bins = 128 * 128 * 16;
         let ids: Vec<u32> = random_words(max_n as usize, 4)
             .iter()
@@ -504,27 +596,40 @@ pub fn run(
             MemoryKind::Device,
         )?;
         let split = Multisplit::new(ctx, bins, max_n)?;
-        for &n in &sizes {
+        for &n in &self.sizes {
             let restore = |rec: &mut Recorder| {
                 rec.barrier_compute_to_transfer();
                 rec.copy_buffer(&pristine, 0, &ids, 0, 4 * n as u64);
                 rec.barrier_transfer_to_compute();
                 Ok(())
             };
-            rows.measure("multisplit 262144 bins", n, 0.0, false, restore, |rec| {
-                split.record(
-                    rec,
-                    Slice::whole(&ids),
-                    out_slice,
-                    Slice::whole(&starts),
-                    Count::Host(n),
-                )
-            })?;
+            self.rows
+                .measure("multisplit 262144 bins", n, 0.0, false, restore, |rec| {
+                    split.record(
+                        rec,
+                        Slice::whole(&ids),
+                        out_slice,
+                        Slice::whole(&starts),
+                        Count::Host(n),
+                    )
+                })?;
         }
+        Ok(())
     }
-    Ok(PrimsReport {
-        yardsticks,
-        rows: rows.rows,
-        targets,
-    })
+}
+
+/// Records `sort` over the first `n` of `keys` and `values`.
+fn record_sort(
+    sort: &RadixSort,
+    rec: &mut Recorder,
+    keys: &Buffer,
+    values: &Buffer,
+    n: u32,
+) -> crate::vk::Result<()> {
+    sort.record(
+        rec,
+        Slice::whole(keys),
+        Slice::whole(values),
+        Count::Host(n),
+    )
 }

@@ -14,19 +14,12 @@ use super::harness::{Timing, count_work, time_runs};
 use super::meshes::BenchMesh;
 use super::traversal::{NativeTrace, RaySets, TraversalReport, camera_view};
 use super::{Error, Result};
-use crate::accel::bih::cpu::{build_bih, check_bih};
-use crate::accel::bih::trace::BihTreeGpu;
-use crate::accel::bvh::cpu::MortonLeaves;
-use crate::accel::bvh::cpu::tree_stats;
 use crate::accel::bvh::lbvh::{BvhLayout, BvhQuality};
 use crate::accel::bvh::ploc::ClimbTraffic;
-use crate::accel::bvh::sah;
-use crate::accel::kdtree::KdTreeGpu;
-use crate::accel::kdtree::cpu::{build_sah_kdtree, kdtree_stats};
 use crate::accel::native::{NativeBlasBuilder, NativeTracer};
 use crate::accel::{
-    AnyStructure, BuildParams, HostMesh, Structure, StructureKind, Traversable, TreeShape,
-    submit_until_complete,
+    AnyStructure, BuildParams, CpuReference, HostMesh, Structure, StructureKind, StructureSize,
+    TreeShape, submit_until_complete,
 };
 use crate::trace::Tracer;
 use crate::vk::{Context, WorkCounts};
@@ -173,7 +166,10 @@ fn build_first(
     mesh: &BenchMesh,
     config: &BuildConfig,
 ) -> Result<AnyStructure> {
-    let size = (mesh.triangle_count(), mesh.vertex_count());
+    let size = StructureSize {
+        triangles: mesh.triangle_count(),
+        vertices: mesh.vertex_count(),
+    };
     let mut built = kind.create(ctx, &config.build, size, 1)?;
     let side = if config.ray_side > 0 {
         config.ray_side
@@ -186,12 +182,6 @@ fn build_first(
         built.record_build(rec, &input, vertices, 0)
     })?;
     Ok(built)
-}
-
-/// A CPU reference tree that rays can be traced through once uploaded.
-enum CpuTree {
-    KdTree(crate::accel::kdtree::KdTree),
-    Bih(crate::accel::bih::BihTree),
 }
 
 /// Measures the structures of one mesh; the mesh's rays are made once and traced through
@@ -222,7 +212,7 @@ impl<'a> MeshBench<'a> {
     /// Builds `kind` over the mesh and measures it.
     pub fn measure(&mut self, kind: StructureKind) -> Result<StructureReport> {
         let (ctx, mesh, config) = (self.ctx, self.mesh, &self.config);
-        let builds_bvh = matches!(kind, StructureKind::Lbvh | StructureKind::Grid);
+        let builds_bvh = kind.builds_bvh();
         let bvh_quality = builds_bvh.then_some(config.build.lbvh.quality);
         let bvh_layout = builds_bvh.then_some(config.build.lbvh.layout);
         let primitives = if kind.over_triangles() {
@@ -345,69 +335,40 @@ impl<'a> MeshBench<'a> {
         kind: StructureKind,
         gpu: &TreeShape,
     ) -> Result<Option<ReferenceReport>> {
-        let (ctx, mesh) = (self.ctx, self.mesh);
-        let (positions, triangles) = (&mesh.host.positions, &mesh.host.triangles);
-        let started = Instant::now();
-        let mut climb_traffic = None;
-        let mut treelet_traffic = None;
-        let (builder, tree, cpu_tree) = match kind {
-            StructureKind::Lbvh => {
-                let bvh = sah::build_sah_bvh(positions, triangles);
-                let stats = tree_stats(&bvh.nodes, triangles.len());
-                let lbvh = self.config.build.lbvh;
-                let leaves = MortonLeaves::of(positions, triangles, lbvh.morton_bits);
-                let bits = lbvh.morton_bits.key_bits();
-                let built = lbvh.quality.build_on_cpu(&leaves, bits);
-                climb_traffic = Some(built.climb_traffic);
-                if lbvh.quality.treelet_params().passes > 0 {
-                    treelet_traffic = Some(built.treelet_traffic);
-                }
-                ("CPU full-sweep SAH BVH", stats.shape(), None)
-            }
-            StructureKind::KdTree => {
-                let costs = self.config.build.kdtree.costs;
-                let tree = build_sah_kdtree(positions, triangles, &costs);
-                let stats = kdtree_stats(&tree, &costs);
-                let shape = stats.shape(&costs);
-                ("CPU full-SAH kd-tree", shape, Some(CpuTree::KdTree(tree)))
-            }
-            StructureKind::Bih => {
-                let params = self.config.build.bih;
-                let tree = build_bih(positions, triangles, &params);
-                let stats = check_bih(positions, triangles, &tree, &params)
-                    .map_err(|e| Error::InvalidTree(format!("CPU BIH of {}: {e}", mesh.label)))?;
-                let shape = stats.shape(&params);
-                ("CPU binned-SAH BIH", shape, Some(CpuTree::Bih(tree)))
-            }
-            StructureKind::Octree | StructureKind::Grid | StructureKind::PointKd => {
-                return Ok(None);
-            }
+        let Some(build_reference) = kind.facts().reference else {
+            return Ok(None);
         };
+        let (ctx, mesh) = (self.ctx, self.mesh);
+        let host = HostMesh {
+            positions: &mesh.host.positions,
+            triangles: &mesh.host.triangles,
+        };
+        let started = Instant::now();
+        let reference = build_reference(host, &self.config.build)
+            .map_err(|e| Error::InvalidTree(format!("{}: {e}", mesh.label)))?;
         let cpu_seconds = started.elapsed().as_secs_f64();
-        let traversal = match (cpu_tree, self.rays.as_mut()) {
+        let traversal = match (&reference.traced, self.rays.as_mut()) {
             (Some(cpu_tree), Some(rays)) => {
                 let input = mesh.input();
-                let (kd, bih);
-                let structure: &dyn Traversable = match &cpu_tree {
-                    CpuTree::KdTree(tree) => {
-                        kd = KdTreeGpu::upload(ctx, tree)?;
-                        &kd.over(&input)
-                    }
-                    CpuTree::Bih(tree) => {
-                        bih = BihTreeGpu::upload(ctx, tree)?;
-                        &bih.over(&input)
-                    }
-                };
+                let uploaded = cpu_tree.upload(ctx)?;
+                let structure = uploaded.over(&input);
                 rays.trace(
                     ctx,
                     &self.tracer,
                     mesh,
-                    structure,
+                    structure.as_ref(),
                     self.config.trace_repeats,
                 )?
             }
             _ => Vec::new(),
         };
+        let CpuReference {
+            builder,
+            tree,
+            climb_traffic,
+            treelet_traffic,
+            ..
+        } = reference;
         let ratio = match (gpu.sah_cost, tree.sah_cost) {
             (Some(g), Some(c)) if c > 0.0 => Some(g / c),
             _ => None,

@@ -143,9 +143,8 @@ fn bvh_option<A, T: Default + From<A>>(
     arg: Option<A>,
     structures: &[StructureKind],
 ) -> Result<T, CliError> {
-    let builds_bvh = |s: &StructureKind| matches!(s, StructureKind::Lbvh | StructureKind::Grid);
     match arg {
-        Some(_) if !structures.iter().any(builds_bvh) => {
+        Some(_) if !structures.iter().any(|s| s.builds_bvh()) => {
             let names: Vec<&str> = structures.iter().map(|s| s.name()).collect();
             Err(CliError::Usage(format!(
                 "{flag} sets the tree of the lbvh and the grid's other rays; --structure {} \

@@ -22,7 +22,7 @@ use gltf::accessor::{DataType, Dimensions};
 use gltf::animation::util::ReadOutputs;
 use gltf::animation::{Interpolation, Property};
 
-use super::gltf_loader::walk_primitives;
+use super::gltf_loader::{VisitedPrimitive, walk_primitives};
 use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::{MaterialMesh, Mesh, SceneError};
 
@@ -192,234 +192,17 @@ impl Rig {
 
     fn read(path: &Path, file: &GltfFile) -> Result<Self, SceneError> {
         let document = &file.document;
-        let buffer = file.buffer();
-        let mut nodes: Vec<RigNode> = document
-            .nodes()
-            .map(|node| {
-                let (t, r, s) = node.transform().decomposed();
-                let weights = node
-                    .weights()
-                    .or_else(|| node.mesh().and_then(|m| m.weights()))
-                    .map(<[f32]>::to_vec)
-                    .unwrap_or_default();
-                RigNode {
-                    parent: None,
-                    rest: Mat4::from_cols_array_2d(&node.transform().matrix()),
-                    translation: Vec3::from(t),
-                    rotation: Quat::from_array(r),
-                    scale: Vec3::from(s),
-                    animated: false,
-                    weights,
-                }
-            })
-            .collect();
-        for node in document.nodes() {
-            for child in node.children() {
-                nodes[child.index()].parent = Some(node.index());
-            }
-        }
-
-        let mut palette_len = 0usize;
-        let mut skins = Vec::new();
-        for skin in document.skins() {
-            let joints: Vec<usize> = skin.joints().map(|j| j.index()).collect();
-            let inverse_bind: Vec<Mat4> =
-                match skin.reader(buffer.clone()).read_inverse_bind_matrices() {
-                    Some(matrices) => matrices.map(|m| Mat4::from_cols_array_2d(&m)).collect(),
-                    None => vec![Mat4::IDENTITY; joints.len()],
-                };
-            if let Some(k) = inverse_bind.iter().position(|m| !m.is_finite()) {
-                return Err(SceneError::malformed(
-                    path,
-                    format!("skin {}", skin.index()),
-                    format!("inverse bind matrix {k} is not finite"),
-                ));
-            }
-            if inverse_bind.len() != joints.len() {
-                return Err(SceneError::malformed(
-                    path,
-                    format!("skin {}", skin.index()),
-                    format!(
-                        "{} inverse bind matrices for {} joints",
-                        inverse_bind.len(),
-                        joints.len()
-                    ),
-                ));
-            }
-            skins.push(RigSkin {
-                palette_offset: palette_len as u32,
-                joints,
-                inverse_bind,
-            });
-            palette_len += skins.last().map_or(0, |s| s.joints.len());
-        }
-
-        let mut rest = Mesh::default();
-        let mut triangle_materials = Vec::new();
-        let mut joints = Vec::new();
-        let mut weights = Vec::new();
-        let mut morph_offsets = Vec::new();
-        let mut part_of_vertex = Vec::new();
-        let mut parts = Vec::new();
-        let mut influences = 4;
-        let mut morph_weight_count = 0usize;
+        let mut nodes = read_nodes(document);
+        let (skins, palette_len) = read_skins(path, file)?;
+        let mut parts = PartsRead {
+            palette_len,
+            influences: 4,
+            ..PartsRead::default()
+        };
         let materials = walk_primitives(path, file, |visited| {
-            let node = visited.node.index();
-            let vertex_count = visited.part.positions.len() as u32;
-            let first_vertex = rest.positions.len() as u32;
-            let location = format!(
-                "mesh {} primitive {}",
-                visited.mesh.index(),
-                visited.primitive.index()
-            );
-            let reader = visited.primitive.reader(buffer.clone());
-            let skin = visited
-                .node
-                .skin()
-                .filter(|_| reader.read_joints(0).is_some());
-            let matrix = match skin {
-                Some(_) => u32::MAX,
-                None => {
-                    palette_len += 1;
-                    palette_len as u32 - 1
-                }
-            };
-            let mut part_joints = vec![[0u16; MAX_INFLUENCES]; vertex_count as usize];
-            let mut part_weights = vec![[0f32; MAX_INFLUENCES]; vertex_count as usize];
-            match &skin {
-                Some(skin) => {
-                    let rig_skin = &skins[skin.index()];
-                    for set in 0..2u32 {
-                        let Some(read) = reader.read_joints(set) else {
-                            continue;
-                        };
-                        if set == 1 {
-                            influences = 8;
-                        }
-                        let accessor_name = |semantic: Semantic| {
-                            visited
-                                .primitive
-                                .get(&semantic)
-                                .map_or(String::new(), |a| format!(" accessor {}", a.index()))
-                        };
-                        let read_weights = reader.read_weights(set).ok_or_else(|| {
-                            SceneError::malformed(
-                                path,
-                                format!("{location}{}", accessor_name(Semantic::Joints(set))),
-                                format!("JOINTS_{set} without WEIGHTS_{set}"),
-                            )
-                        })?;
-                        let slots = 4 * set as usize..4 * set as usize + 4;
-                        let mut count = 0;
-                        for (v, (j, w)) in read.into_u16().zip(read_weights.into_f32()).enumerate()
-                        {
-                            if v >= vertex_count as usize {
-                                break;
-                            }
-                            count += 1;
-                            for (k, slot) in slots.clone().enumerate() {
-                                let joint = j[k] as usize;
-                                if joint >= rig_skin.joints.len() {
-                                    return Err(SceneError::malformed(
-                                        path,
-                                        format!(
-                                            "{location}{}",
-                                            accessor_name(Semantic::Joints(set))
-                                        ),
-                                        format!(
-                                            "vertex {v} names joint {joint}; skin {} has {}",
-                                            skin.index(),
-                                            rig_skin.joints.len()
-                                        ),
-                                    ));
-                                }
-                                part_joints[v][slot] =
-                                    (rig_skin.palette_offset as usize + joint) as u16;
-                                part_weights[v][slot] = w[k];
-                            }
-                        }
-                        if count != vertex_count {
-                            return Err(SceneError::malformed(
-                                path,
-                                format!("{location}{}", accessor_name(Semantic::Weights(set))),
-                                format!("{count} joint influences for {vertex_count} vertices"),
-                            ));
-                        }
-                    }
-                }
-                None => {
-                    for (j, w) in part_joints.iter_mut().zip(&mut part_weights) {
-                        j[0] = matrix as u16;
-                        w[0] = 1.0;
-                    }
-                }
-            }
-            let first_offset = morph_offsets.len() as u32;
-            let mut targets = 0;
-            for (t, (displacements, _, _)) in reader.read_morph_targets().enumerate() {
-                targets += 1;
-                let start = morph_offsets.len();
-                if let Some(displacements) = displacements {
-                    morph_offsets.extend(displacements.take(vertex_count as usize));
-                }
-                if morph_offsets.len() - start != vertex_count as usize
-                    && morph_offsets.len() != start
-                {
-                    return Err(SceneError::malformed(
-                        path,
-                        location.clone(),
-                        format!(
-                            "morph target {t} moves {} vertices of {vertex_count}",
-                            morph_offsets.len() - start
-                        ),
-                    ));
-                }
-                morph_offsets.resize(start + vertex_count as usize, [0.0; 3]);
-            }
-            for (t, target) in visited.primitive.morph_targets().enumerate() {
-                if let Some(accessor) = target.positions()
-                    && (accessor.data_type() != DataType::F32
-                        || accessor.dimensions() != Dimensions::Vec3)
-                {
-                    return Err(SceneError::malformed(
-                        path,
-                        format!("{location} accessor {}", accessor.index()),
-                        format!("morph target {t}'s POSITION is not F32 Vec3"),
-                    ));
-                }
-            }
-            if palette_len > MAX_PALETTE {
-                return Err(SceneError::malformed(
-                    path,
-                    location.clone(),
-                    format!(
-                        "the scene needs {palette_len} joint and node matrices; canopy poses at most {MAX_PALETTE}"
-                    ),
-                ));
-            }
-            parts.push(RigPart {
-                node,
-                skin: skin.as_ref().map(|s| s.index()),
-                first_vertex,
-                vertex_count,
-                targets,
-                first_offset,
-                first_weight: morph_weight_count as u32,
-                matrix,
-            });
-            morph_weight_count += targets as usize;
-            part_of_vertex.extend(std::iter::repeat_n(
-                parts.len() as u32 - 1,
-                vertex_count as usize,
-            ));
-            joints.extend(part_joints);
-            weights.extend(part_weights);
-            rest.append(&visited.part);
-            if let Some(id) = visited.material {
-                triangle_materials.resize(rest.triangle_count(), id);
-            }
-            Ok(())
+            parts.read_primitive(path, file, &skins, &visited)
         })?;
+        let mut rest = parts.rest;
         rest.normals.clear();
         if let Some(v) = rest
             .positions
@@ -435,141 +218,27 @@ impl Rig {
         // Every node of the scene in hierarchy order, not only those with meshes: parents
         // before children, as a walk from the scene's roots.
         let order = scene_order(document);
-
-        let mut clips = Vec::new();
-        for animation in document.animations() {
-            let mut channels = Vec::new();
-            let mut duration = 0f32;
-            for channel in animation.channels() {
-                let node = channel.target().node().index();
-                let property = channel.target().property();
-                let reader = channel.reader(buffer.clone());
-                let where_ = || {
-                    format!(
-                        "animation {} channel {}",
-                        animation.index(),
-                        channel.index()
-                    )
-                };
-                let times: Vec<f32> = reader
-                    .read_inputs()
-                    .ok_or_else(|| {
-                        SceneError::malformed(
-                            path,
-                            where_(),
-                            "its key times lie outside their buffer",
-                        )
-                    })?
-                    .collect();
-                let values: Vec<f32> = match reader.read_outputs() {
-                    Some(ReadOutputs::Translations(v)) | Some(ReadOutputs::Scales(v)) => {
-                        v.flatten().collect()
-                    }
-                    Some(ReadOutputs::Rotations(v)) => v.into_f32().flatten().collect(),
-                    Some(ReadOutputs::MorphTargetWeights(v)) => v.into_f32().collect(),
-                    None => {
-                        return Err(SceneError::malformed(
-                            path,
-                            where_(),
-                            "its key values lie outside their buffer",
-                        ));
-                    }
-                };
-                let interpolation = channel.sampler().interpolation();
-                let per_key = if interpolation == Interpolation::CubicSpline {
-                    3
-                } else {
-                    1
-                };
-                // Values per key: a vector's or quaternion's components, or one weight per
-                // morph target (however many the file has, read as they come).
-                let width = match property {
-                    Property::Translation | Property::Scale => 3,
-                    Property::Rotation => 4,
-                    Property::MorphTargetWeights => values.len() / (times.len() * per_key).max(1),
-                };
-                if times.is_empty() || width == 0 || values.len() != times.len() * per_key * width {
-                    return Err(SceneError::malformed(
-                        path,
-                        where_(),
-                        format!(
-                            "{} key values for {} key times of {property:?} ({} expected)",
-                            values.len(),
-                            times.len(),
-                            times.len() * per_key * width.max(1)
-                        ),
-                    ));
-                }
-                if let Some(k) = values.iter().position(|v| !v.is_finite()) {
-                    return Err(SceneError::malformed(
-                        path,
-                        where_(),
-                        format!("key value {k} is not finite ({})", values[k]),
-                    ));
-                }
-                if times.windows(2).any(|w| w[0] >= w[1]) || !times.iter().all(|t| t.is_finite()) {
-                    return Err(SceneError::malformed(
-                        path,
-                        where_(),
-                        "its key times are not finite and strictly increasing",
-                    ));
-                }
-                duration = duration.max(*times.last().unwrap_or(&0.0));
-                if property != Property::MorphTargetWeights {
-                    nodes[node].animated = true;
-                }
-                channels.push(Channel {
-                    node,
-                    property,
-                    interpolation,
-                    times,
-                    values,
-                    width,
-                });
-            }
-            clips.push(Clip {
-                name: animation.name().map(str::to_string),
-                duration,
-                channels,
-            });
-        }
-
-        let cameras = document
-            .nodes()
-            .filter(|n| order.contains(&n.index()))
-            .filter_map(|node| {
-                let camera = node.camera()?;
-                let yfov = match camera.projection() {
-                    gltf::camera::Projection::Perspective(p) => p.yfov(),
-                    gltf::camera::Projection::Orthographic(_) => 40f32.to_radians(),
-                };
-                Some(RigCamera {
-                    name: camera.name().or(node.name()).map(str::to_string),
-                    node: node.index(),
-                    yfov,
-                })
-            })
-            .collect();
-
+        let clips = read_animations(path, file, &mut nodes)?;
+        let cameras = read_cameras(document, &order);
         Ok(Self {
             rest: MaterialMesh {
                 mesh: rest,
-                triangle_materials,
+                triangle_materials: parts.triangle_materials,
                 materials,
             },
-            joints,
-            weights,
-            influences,
-            morph_offsets,
-            part_of_vertex,
-            parts,
+            joints: parts.joints,
+            weights: parts.weights,
+            influences: parts.influences,
+            morph_offsets: parts.morph_offsets,
+            part_of_vertex: parts.part_of_vertex,
+            parts: parts.parts,
             clips,
             cameras,
             nodes,
             order,
             skins,
-            palette_len,
-            morph_weight_count,
+            palette_len: parts.palette_len,
+            morph_weight_count: parts.morph_weight_count,
         })
     }
 
@@ -709,6 +378,446 @@ impl Rig {
             })
             .collect()
     }
+}
+
+/// Every node of the file at rest, with its parent.
+fn read_nodes(document: &gltf::Document) -> Vec<RigNode> {
+    let mut nodes: Vec<RigNode> = document
+        .nodes()
+        .map(|node| {
+            let (t, r, s) = node.transform().decomposed();
+            let weights = node
+                .weights()
+                .or_else(|| node.mesh().and_then(|m| m.weights()))
+                .map(<[f32]>::to_vec)
+                .unwrap_or_default();
+            RigNode {
+                parent: None,
+                rest: Mat4::from_cols_array_2d(&node.transform().matrix()),
+                translation: Vec3::from(t),
+                rotation: Quat::from_array(r),
+                scale: Vec3::from(s),
+                animated: false,
+                weights,
+            }
+        })
+        .collect();
+    for node in document.nodes() {
+        for child in node.children() {
+            nodes[child.index()].parent = Some(node.index());
+        }
+    }
+    nodes
+}
+
+/// Every skin of the file, its joints' matrices placed in the palette one skin after the
+/// other, and the palette's length so far.
+fn read_skins(path: &Path, file: &GltfFile) -> Result<(Vec<RigSkin>, usize), SceneError> {
+    let mut palette_len = 0usize;
+    let mut skins = Vec::new();
+    for skin in file.document.skins() {
+        let joints: Vec<usize> = skin.joints().map(|j| j.index()).collect();
+        let inverse_bind: Vec<Mat4> = match skin.reader(file.buffer()).read_inverse_bind_matrices()
+        {
+            Some(matrices) => matrices.map(|m| Mat4::from_cols_array_2d(&m)).collect(),
+            None => vec![Mat4::IDENTITY; joints.len()],
+        };
+        if let Some(k) = inverse_bind.iter().position(|m| !m.is_finite()) {
+            return Err(SceneError::malformed(
+                path,
+                format!("skin {}", skin.index()),
+                format!("inverse bind matrix {k} is not finite"),
+            ));
+        }
+        if inverse_bind.len() != joints.len() {
+            return Err(SceneError::malformed(
+                path,
+                format!("skin {}", skin.index()),
+                format!(
+                    "{} inverse bind matrices for {} joints",
+                    inverse_bind.len(),
+                    joints.len()
+                ),
+            ));
+        }
+        skins.push(RigSkin {
+            palette_offset: palette_len as u32,
+            joints,
+            inverse_bind,
+        });
+        palette_len += skins.last().map_or(0, |s| s.joints.len());
+    }
+    Ok((skins, palette_len))
+}
+
+/// The parts read so far from the scene's triangle primitives ([`PartsRead::read_primitive`]).
+#[derive(Default)]
+struct PartsRead {
+    rest: Mesh,
+    triangle_materials: Vec<u32>,
+    joints: Vec<[u16; MAX_INFLUENCES]>,
+    weights: Vec<[f32; MAX_INFLUENCES]>,
+    morph_offsets: Vec<[f32; 3]>,
+    part_of_vertex: Vec<u32>,
+    parts: Vec<RigPart>,
+    influences: u32,
+    morph_weight_count: usize,
+    palette_len: usize,
+}
+
+impl PartsRead {
+    /// One triangle primitive as a part: its influences (a skin's joints, or its node's
+    /// matrix, which takes a palette entry), its morph targets and its rest vertices.
+    fn read_primitive(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        skins: &[RigSkin],
+        visited: &VisitedPrimitive,
+    ) -> Result<(), SceneError> {
+        let node = visited.node.index();
+        let vertex_count = visited.part.positions.len() as u32;
+        let first_vertex = self.rest.positions.len() as u32;
+        let location = format!(
+            "mesh {} primitive {}",
+            visited.mesh.index(),
+            visited.primitive.index()
+        );
+        let reader = visited.primitive.reader(file.buffer());
+        let skin = visited
+            .node
+            .skin()
+            .filter(|_| reader.read_joints(0).is_some());
+        let matrix = match skin {
+            Some(_) => u32::MAX,
+            None => {
+                self.palette_len += 1;
+                self.palette_len as u32 - 1
+            }
+        };
+        let influences = match &skin {
+            Some(skin) => {
+                read_influences(path, file, visited, skin, &skins[skin.index()], &location)?
+            }
+            None => Influences::rigid(vertex_count, matrix),
+        };
+        if influences.second_set {
+            self.influences = 8;
+        }
+        let first_offset = self.morph_offsets.len() as u32;
+        let targets = read_morph_targets(path, file, visited, &location, &mut self.morph_offsets)?;
+        let palette_len = self.palette_len;
+        if palette_len > MAX_PALETTE {
+            return Err(SceneError::malformed(
+                path,
+                location.clone(),
+                format!(
+                    "the scene needs {palette_len} joint and node matrices; canopy poses at most {MAX_PALETTE}"
+                ),
+            ));
+        }
+        self.parts.push(RigPart {
+            node,
+            skin: skin.as_ref().map(|s| s.index()),
+            first_vertex,
+            vertex_count,
+            targets,
+            first_offset,
+            first_weight: self.morph_weight_count as u32,
+            matrix,
+        });
+        self.morph_weight_count += targets as usize;
+        self.part_of_vertex.extend(std::iter::repeat_n(
+            self.parts.len() as u32 - 1,
+            vertex_count as usize,
+        ));
+        self.joints.extend(influences.joints);
+        self.weights.extend(influences.weights);
+        self.rest.append(&visited.part);
+        if let Some(id) = visited.material {
+            self.triangle_materials
+                .resize(self.rest.triangle_count(), id);
+        }
+        Ok(())
+    }
+}
+
+/// The joint influences of a primitive's vertices.
+struct Influences {
+    /// Palette indices.
+    joints: Vec<[u16; MAX_INFLUENCES]>,
+    /// Their weights.
+    weights: Vec<[f32; MAX_INFLUENCES]>,
+    /// Whether the primitive has the second set (`JOINTS_1`).
+    second_set: bool,
+}
+
+impl Influences {
+    /// The influences of a part its node's matrix (palette entry `matrix`) moves rigidly:
+    /// one of weight 1 per vertex.
+    fn rigid(vertex_count: u32, matrix: u32) -> Self {
+        let mut joints = vec![[0u16; MAX_INFLUENCES]; vertex_count as usize];
+        let mut weights = vec![[0f32; MAX_INFLUENCES]; vertex_count as usize];
+        for (j, w) in joints.iter_mut().zip(&mut weights) {
+            j[0] = matrix as u16;
+            w[0] = 1.0;
+        }
+        Self {
+            joints,
+            weights,
+            second_set: false,
+        }
+    }
+}
+
+/// The joint influences of a skinned primitive's vertices (`JOINTS_0/1`, `WEIGHTS_0/1`) as
+/// palette indices and weights.
+fn read_influences(
+    path: &Path,
+    file: &GltfFile,
+    visited: &VisitedPrimitive,
+    skin: &gltf::Skin,
+    rig_skin: &RigSkin,
+    location: &str,
+) -> Result<Influences, SceneError> {
+    let vertex_count = visited.part.positions.len() as u32;
+    let reader = visited.primitive.reader(file.buffer());
+    let mut part_joints = vec![[0u16; MAX_INFLUENCES]; vertex_count as usize];
+    let mut part_weights = vec![[0f32; MAX_INFLUENCES]; vertex_count as usize];
+    let mut second_set = false;
+    for set in 0..2u32 {
+        let Some(read) = reader.read_joints(set) else {
+            continue;
+        };
+        if set == 1 {
+            second_set = true;
+        }
+        let accessor_name = |semantic: Semantic| {
+            visited
+                .primitive
+                .get(&semantic)
+                .map_or(String::new(), |a| format!(" accessor {}", a.index()))
+        };
+        let read_weights = reader.read_weights(set).ok_or_else(|| {
+            SceneError::malformed(
+                path,
+                format!("{location}{}", accessor_name(Semantic::Joints(set))),
+                format!("JOINTS_{set} without WEIGHTS_{set}"),
+            )
+        })?;
+        let slots = 4 * set as usize..4 * set as usize + 4;
+        let mut count = 0;
+        for (v, (j, w)) in read.into_u16().zip(read_weights.into_f32()).enumerate() {
+            if v >= vertex_count as usize {
+                break;
+            }
+            count += 1;
+            for (k, slot) in slots.clone().enumerate() {
+                let joint = j[k] as usize;
+                if joint >= rig_skin.joints.len() {
+                    return Err(SceneError::malformed(
+                        path,
+                        format!("{location}{}", accessor_name(Semantic::Joints(set))),
+                        format!(
+                            "vertex {v} names joint {joint}; skin {} has {}",
+                            skin.index(),
+                            rig_skin.joints.len()
+                        ),
+                    ));
+                }
+                part_joints[v][slot] = (rig_skin.palette_offset as usize + joint) as u16;
+                part_weights[v][slot] = w[k];
+            }
+        }
+        if count != vertex_count {
+            return Err(SceneError::malformed(
+                path,
+                format!("{location}{}", accessor_name(Semantic::Weights(set))),
+                format!("{count} joint influences for {vertex_count} vertices"),
+            ));
+        }
+    }
+    Ok(Influences {
+        joints: part_joints,
+        weights: part_weights,
+        second_set,
+    })
+}
+
+/// A primitive's morph targets' position offsets appended to `morph_offsets` (every vertex's,
+/// zero where a target moves none), and their number.
+fn read_morph_targets(
+    path: &Path,
+    file: &GltfFile,
+    visited: &VisitedPrimitive,
+    location: &str,
+    morph_offsets: &mut Vec<[f32; 3]>,
+) -> Result<u32, SceneError> {
+    let vertex_count = visited.part.positions.len() as u32;
+    let reader = visited.primitive.reader(file.buffer());
+    let mut targets = 0;
+    for (t, (displacements, _, _)) in reader.read_morph_targets().enumerate() {
+        targets += 1;
+        let start = morph_offsets.len();
+        if let Some(displacements) = displacements {
+            morph_offsets.extend(displacements.take(vertex_count as usize));
+        }
+        if morph_offsets.len() - start != vertex_count as usize && morph_offsets.len() != start {
+            return Err(SceneError::malformed(
+                path,
+                location.to_string(),
+                format!(
+                    "morph target {t} moves {} vertices of {vertex_count}",
+                    morph_offsets.len() - start
+                ),
+            ));
+        }
+        morph_offsets.resize(start + vertex_count as usize, [0.0; 3]);
+    }
+    for (t, target) in visited.primitive.morph_targets().enumerate() {
+        if let Some(accessor) = target.positions()
+            && (accessor.data_type() != DataType::F32 || accessor.dimensions() != Dimensions::Vec3)
+        {
+            return Err(SceneError::malformed(
+                path,
+                format!("{location} accessor {}", accessor.index()),
+                format!("morph target {t}'s POSITION is not F32 Vec3"),
+            ));
+        }
+    }
+    Ok(targets)
+}
+
+/// Every animation of the file as a clip; the nodes a clip moves (other than by morph
+/// weights) are marked animated.
+fn read_animations(
+    path: &Path,
+    file: &GltfFile,
+    nodes: &mut [RigNode],
+) -> Result<Vec<Clip>, SceneError> {
+    let mut clips = Vec::new();
+    for animation in file.document.animations() {
+        let mut channels = Vec::new();
+        let mut duration = 0f32;
+        for channel in animation.channels() {
+            let channel = read_channel(path, file, &animation, &channel)?;
+            duration = duration.max(*channel.times.last().unwrap_or(&0.0));
+            if channel.property != Property::MorphTargetWeights {
+                nodes[channel.node].animated = true;
+            }
+            channels.push(channel);
+        }
+        clips.push(Clip {
+            name: animation.name().map(str::to_string),
+            duration,
+            channels,
+        });
+    }
+    Ok(clips)
+}
+
+/// One channel of an animation: its key times and values, checked.
+fn read_channel(
+    path: &Path,
+    file: &GltfFile,
+    animation: &gltf::Animation,
+    channel: &gltf::animation::Channel,
+) -> Result<Channel, SceneError> {
+    let node = channel.target().node().index();
+    let property = channel.target().property();
+    let reader = channel.reader(file.buffer());
+    let where_ = || {
+        format!(
+            "animation {} channel {}",
+            animation.index(),
+            channel.index()
+        )
+    };
+    let times: Vec<f32> = reader
+        .read_inputs()
+        .ok_or_else(|| {
+            SceneError::malformed(path, where_(), "its key times lie outside their buffer")
+        })?
+        .collect();
+    let values: Vec<f32> = match reader.read_outputs() {
+        Some(ReadOutputs::Translations(v)) | Some(ReadOutputs::Scales(v)) => v.flatten().collect(),
+        Some(ReadOutputs::Rotations(v)) => v.into_f32().flatten().collect(),
+        Some(ReadOutputs::MorphTargetWeights(v)) => v.into_f32().collect(),
+        None => {
+            return Err(SceneError::malformed(
+                path,
+                where_(),
+                "its key values lie outside their buffer",
+            ));
+        }
+    };
+    let interpolation = channel.sampler().interpolation();
+    let per_key = if interpolation == Interpolation::CubicSpline {
+        3
+    } else {
+        1
+    };
+    // Values per key: a vector's or quaternion's components, or one weight per morph target
+    // (however many the file has, read as they come).
+    let width = match property {
+        Property::Translation | Property::Scale => 3,
+        Property::Rotation => 4,
+        Property::MorphTargetWeights => values.len() / (times.len() * per_key).max(1),
+    };
+    if times.is_empty() || width == 0 || values.len() != times.len() * per_key * width {
+        return Err(SceneError::malformed(
+            path,
+            where_(),
+            format!(
+                "{} key values for {} key times of {property:?} ({} expected)",
+                values.len(),
+                times.len(),
+                times.len() * per_key * width.max(1)
+            ),
+        ));
+    }
+    if let Some(k) = values.iter().position(|v| !v.is_finite()) {
+        return Err(SceneError::malformed(
+            path,
+            where_(),
+            format!("key value {k} is not finite ({})", values[k]),
+        ));
+    }
+    if times.windows(2).any(|w| w[0] >= w[1]) || !times.iter().all(|t| t.is_finite()) {
+        return Err(SceneError::malformed(
+            path,
+            where_(),
+            "its key times are not finite and strictly increasing",
+        ));
+    }
+    Ok(Channel {
+        node,
+        property,
+        interpolation,
+        times,
+        values,
+        width,
+    })
+}
+
+/// The cameras of the scene's nodes (those in `order`).
+fn read_cameras(document: &gltf::Document, order: &[usize]) -> Vec<RigCamera> {
+    document
+        .nodes()
+        .filter(|n| order.contains(&n.index()))
+        .filter_map(|node| {
+            let camera = node.camera()?;
+            let yfov = match camera.projection() {
+                gltf::camera::Projection::Perspective(p) => p.yfov(),
+                gltf::camera::Projection::Orthographic(_) => 40f32.to_radians(),
+            };
+            Some(RigCamera {
+                name: camera.name().or(node.name()).map(str::to_string),
+                node: node.index(),
+                yfov,
+            })
+        })
+        .collect()
 }
 
 /// The index of the item named `name`, or of the item numbered `name` (0-based).

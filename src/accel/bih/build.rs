@@ -499,12 +499,43 @@ impl BihBuilder {
         round: u32,
         rounds: u32,
     ) -> Result<()> {
-        let counter = large_task_counter(round);
-        let (task_slot, slice_slot) = (2 * round, 2 * round + 1);
-        let (now, next) = ((round % 2) as usize, ((round + 1) % 2) as usize);
+        if round == 0 {
+            self.record_large_bins(rec, input, round, 1);
+            rec.barrier_compute_to_compute();
+        }
+        self.record_large_bins(rec, input, round, 0);
+        rec.barrier_compute_to_compute();
+        self.record_large_split(rec, tree, round);
+        rec.barrier_compute_to_compute();
+        self.record_large_partition(rec, input, tree, round);
+        self.record_sizing(rec, round + 1, rounds)?;
+        rec.barrier_compute_to_indirect();
+        Ok(())
+    }
+
+    /// The buffers of round `round`'s tasks, slices and indices (`now`) and of the next
+    /// round's (`next`): the two halves take turns.
+    fn halves(round: u32) -> (usize, usize) {
+        ((round % 2) as usize, ((round + 1) % 2) as usize)
+    }
+
+    /// The offset of indirect slot `slot`'s dispatch size.
+    fn slot_offset(slot: u32) -> u64 {
+        slot as u64 * SLOT_BYTES
+    }
+
+    /// `large_bins` over round `round`'s slices, without a barrier: the root's bounds
+    /// (`bounds_mode` 1, round 0 only) or the bins of every large task (`bounds_mode` 0).
+    fn record_large_bins(
+        &self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        round: u32,
+        bounds_mode: u32,
+    ) {
+        let (now, _) = Self::halves(round);
         let [counts, lows, highs] = &self.bins;
-        let params = &self.params;
-        let bins = |bounds_mode: u32| LargeBinsPush {
+        let push = LargeBinsPush {
             positions_address: input.positions.address(),
             triangles_address: input.triangles.address(),
             indices_address: self.indices[now].address(),
@@ -515,23 +546,23 @@ impl BihBuilder {
             bin_highs_address: highs.address(),
             root_bounds_address: self.root_bounds.address(),
             counters_address: self.counters.address(),
-            slice_counter: counter + 1,
+            slice_counter: large_task_counter(round) + 1,
             round,
             slice_size: SLICE,
             bounds_mode,
         };
-        let args = self.indirect.buffer();
-        let (task_offset, slice_offset) = (
-            task_slot as u64 * SLOT_BYTES,
-            slice_slot as u64 * SLOT_BYTES,
-        );
-        if round == 0 {
-            rec.dispatch_indirect(&self.large_bins, &bins(1), args, slice_offset);
-            rec.barrier_compute_to_compute();
-        }
-        rec.dispatch_indirect(&self.large_bins, &bins(0), args, slice_offset);
-        rec.barrier_compute_to_compute();
-        let split = LargeSplitPush {
+        let offset = Self::slot_offset(2 * round + 1);
+        rec.dispatch_indirect(&self.large_bins, &push, self.indirect.buffer(), offset);
+    }
+
+    /// `large_split` over round `round`'s tasks, without a barrier: each task's decision
+    /// from its bins, its node written, its children handed out as the next round's large
+    /// tasks or as small tasks.
+    fn record_large_split(&self, rec: &mut Recorder, tree: &BihTreeGpu, round: u32) {
+        let (now, next) = Self::halves(round);
+        let [counts, lows, highs] = &self.bins;
+        let params = &self.params;
+        let push = LargeSplitPush {
             tasks_address: self.large_tasks[now].address(),
             next_tasks_address: self.large_tasks[next].address(),
             next_slices_address: self.slices[next].address(),
@@ -543,7 +574,7 @@ impl BihBuilder {
             root_bounds_address: self.root_bounds.address(),
             bounds_address: tree.bounds.address(),
             counters_address: self.counters.address(),
-            task_counter: counter,
+            task_counter: large_task_counter(round),
             round,
             slice_size: SLICE,
             large_threshold: params.large_node,
@@ -554,9 +585,22 @@ impl BihBuilder {
             clip_nodes: params.clip_nodes as u32,
             pad: 0,
         };
-        rec.dispatch_indirect(&self.large_split, &split, args, task_offset);
-        rec.barrier_compute_to_compute();
-        let partition = LargePartitionPush {
+        let offset = Self::slot_offset(2 * round);
+        rec.dispatch_indirect(&self.large_split, &push, self.indirect.buffer(), offset);
+    }
+
+    /// `large_partition` over round `round`'s slices, without a barrier: each task's
+    /// decision carried out on its slices' primitives (into the next round's indices, or
+    /// its leaf's run of the leaf primitive list).
+    fn record_large_partition(
+        &self,
+        rec: &mut Recorder,
+        input: &TriangleInput,
+        tree: &BihTreeGpu,
+        round: u32,
+    ) {
+        let (now, next) = Self::halves(round);
+        let push = LargePartitionPush {
             positions_address: input.positions.address(),
             triangles_address: input.triangles.address(),
             indices_in_address: self.indices[now].address(),
@@ -565,13 +609,11 @@ impl BihBuilder {
             tasks_address: self.large_tasks[now].address(),
             slices_address: self.slices[now].address(),
             counters_address: self.counters.address(),
-            slice_counter: counter + 1,
+            slice_counter: large_task_counter(round) + 1,
             slice_size: SLICE,
         };
-        rec.dispatch_indirect(&self.large_partition, &partition, args, slice_offset);
-        self.record_sizing(rec, round + 1, rounds)?;
-        rec.barrier_compute_to_indirect();
-        Ok(())
+        let offset = Self::slot_offset(2 * round + 1);
+        rec.dispatch_indirect(&self.large_partition, &push, self.indirect.buffer(), offset);
     }
 
     /// The small-node stage: one workgroup per small task (its dispatch size written after
