@@ -8,8 +8,8 @@
 //!   outgrew them, its device bytes, and a description of the tree it built ([`TreeShape`],
 //!   checked against the mesh on the host).
 //! - [`RayStructure`]: built over triangles, rays are traced through it ([`Traversable`]).
-//! - [`PointStructure`]: built over points (the octree, the point kd-tree to come, which adds
-//!   its neighbour queries here).
+//! - [`PointStructure`]: built over points (the octree, and the point kd-tree, whose neighbour
+//!   queries are its own: `accel::pointkd::knn`).
 //!
 //! A structure keeps one build status per *slot*: the frames in flight of a
 //! [`crate::sequence::FrameSequence`] each build into their own slot, and a structure that
