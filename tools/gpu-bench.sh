@@ -25,8 +25,8 @@ pack() {
     cargo build --release --bins --examples
     cargo test --release --no-run 2>/dev/null
     rm -rf "$PACK" /tmp/gpu-bench-pack && mkdir -p "$PACK" /tmp/gpu-bench-pack/bin /tmp/gpu-bench-pack/examples
-    for test in tests/*.rs; do
-        name=$(basename "$test" .rs)
+    # The integration tests (tests/it, one binary) and the binaries of their own (tests/*.rs).
+    for name in it $(basename -s .rs tests/*.rs); do
         binary=$(ls -t target/release/deps/"$name"-* 2>/dev/null | grep -v '\.d$' | head -1)
         [ -n "$binary" ] && strip -o /tmp/gpu-bench-pack/bin/"$name" "$binary"
     done
@@ -89,11 +89,22 @@ run() {
         done
     } > "$out"/bench.log 2>&1
     [ "$part" = bench ] || {
-        for test in /tmp/gpu-bench/bin/*; do
-            local start=$(date +%s) log
-            log=$(timeout 200 "$test" 2>&1); local rc=$?
-            echo "== $(basename "$test") rc=$rc $(( $(date +%s) - start ))s: $(echo "$log" | grep -E '^test result' | tr '\n' ' ')"
+        # One line per binary, and per module (tests/it/NAME.rs) of the integration tests'.
+        one() {
+            local label=$1 start=$(date +%s) log rc
+            shift
+            log=$(timeout 200 "$@" 2>&1); rc=$?
+            echo "== $label rc=$rc $(( $(date +%s) - start ))s: $(echo "$log" | grep -E '^test result' | tr '\n' ' ')"
             echo "$log" | grep -E "panicked|VUID|FAILED|Validation" | head -8
+        }
+        for test in /tmp/gpu-bench/bin/*; do
+            if [ "$(basename "$test")" = it ]; then
+                for module in $(basename -s .rs tests/it/*.rs); do
+                    [ "$module" = main ] || one "it::$module" "$test" "$module::"
+                done
+            else
+                one "$(basename "$test")" "$test"
+            fi
         done
     } > "$out"/tests.log 2>&1
     local device

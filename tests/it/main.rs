@@ -1,0 +1,41 @@
+//! canopy's integration tests, one binary (linking one test binary instead of one per file is
+//! most of what building the suite costs). One module per area; `common` holds the shared
+//! helpers. The fuzzing harness (`tests/fuzz_loaders.rs`) stays a binary of its own: it
+//! installs a counting global allocator.
+
+mod common;
+
+mod animation;
+mod bench;
+mod bench_cli;
+mod bih;
+mod compact_segreduce;
+mod degenerate_triangles;
+mod embedding;
+mod examples;
+mod folding;
+mod framing;
+mod grid;
+mod hostile_input;
+mod kdtree;
+mod layers;
+mod layout;
+mod lbvh;
+mod loaders;
+mod multisplit;
+mod native_blas;
+mod octree;
+mod photons;
+mod pointkd;
+mod points;
+mod radix_sort;
+mod reduce_scan;
+mod render;
+mod render_output;
+mod sequence;
+mod shared_output;
+mod subdivision;
+mod trace_work;
+mod validation;
+mod wide_bvh;
+mod work_counts;

@@ -1,0 +1,728 @@
+//! The renderer against its CPU reference on small analytic scenes (a diffuse sphere, then a
+//! mirror and a glass sphere, over a checkered ground, a sun and a point light), traced
+//! through an LBVH and a kd-tree; that mirrors and glass change the image as they should; bad
+//! renderer input; and the default scene's GPU deformation against the same surface on the CPU.
+
+use crate::common;
+
+use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
+use canopy::geom::ray::closest_hit_brute_force;
+use canopy::render::cpu::CpuScene;
+use canopy::render::{
+    BounceStats, Camera, ImageReadback, Light, MAX_BOUNCES, Material, RenderParams, Renderer,
+    SceneGpu, ShadingParams,
+};
+use canopy::scene::default_scene::{DefaultScene, surface_point};
+use canopy::scene::{Mesh, shapes};
+use canopy::vk::{Context, MemoryKind, Recorder};
+use common::{assert_valid, context};
+use glam::Vec3;
+
+const WIDTH: u32 = 128;
+const HEIGHT: u32 = 96;
+
+/// A test scene: mesh, materials, lights, view.
+struct TestScene {
+    mesh: Mesh,
+    triangle_materials: Vec<u32>,
+    materials: Vec<Material>,
+    lights: Vec<Light>,
+    camera: Camera,
+    shading: ShadingParams,
+    width: u32,
+    height: u32,
+}
+
+/// Every structure rays can be traced through.
+fn traceable() -> impl Iterator<Item = StructureKind> {
+    StructureKind::ALL
+        .into_iter()
+        .filter(|kind| kind.traceable())
+}
+
+impl TestScene {
+    /// `spheres` (centre, radius, material) over a checkered ground, lit by a sun and a point
+    /// light; the ground is material 0.
+    fn new(spheres: &[([f32; 3], f32, u32)], materials: Vec<Material>) -> Self {
+        let mut mesh = shapes::ground_square([0.0, 0.0, 0.0], 4.0);
+        let mut triangle_materials = vec![0u32, 0];
+        for &(centre, radius, material) in spheres {
+            let sphere = shapes::uv_sphere(centre, radius, 24);
+            triangle_materials.extend(vec![material; sphere.triangle_count()]);
+            mesh.append(&sphere);
+        }
+        TestScene {
+            mesh,
+            triangle_materials,
+            materials,
+            lights: vec![
+                Light::Directional {
+                    direction: Vec3::new(-0.5, -1.0, -0.2),
+                    intensity: Vec3::splat(0.8),
+                },
+                Light::Point {
+                    position: Vec3::new(2.0, 3.0, 2.0),
+                    intensity: Vec3::splat(6.0),
+                },
+            ],
+            camera: Camera::orbit(Vec3::new(0.0, 0.8, 0.0), 5.0, 30.0, 25.0, 45.0),
+            shading: ShadingParams {
+                ambient: 0.1,
+                surface_offset: 1e-4,
+            },
+            width: WIDTH,
+            height: HEIGHT,
+        }
+    }
+
+    fn render_gpu(
+        &self,
+        ctx: &Context,
+        through: StructureKind,
+        bounces: u32,
+    ) -> (Vec<u8>, Vec<BounceStats>) {
+        self.render_gpu_animated(ctx, (through, bounces), &self.mesh, &|_, _| Ok(()))
+    }
+
+    /// As [`Self::render_gpu`], with `uploaded` in the scene's buffers and `animate` recorded
+    /// before the build (it makes this scene's vertices from them).
+    fn render_gpu_animated(
+        &self,
+        ctx: &Context,
+        (through, bounces): (StructureKind, u32),
+        uploaded: &Mesh,
+        animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
+    ) -> (Vec<u8>, Vec<BounceStats>) {
+        let image = self.render_readback(ctx, (through, bounces), uploaded, animate, false);
+        (image.rgba8().to_vec(), image.stats())
+    }
+
+    /// The frame's readback, with the renderer's linear output when `linear`.
+    fn render_readback(
+        &self,
+        ctx: &Context,
+        (through, bounces): (StructureKind, u32),
+        uploaded: &Mesh,
+        animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
+        linear: bool,
+    ) -> ImageReadback {
+        let scene = SceneGpu::from_mesh(
+            ctx,
+            uploaded,
+            &self.triangle_materials,
+            &self.materials,
+            &self.lights,
+        )
+        .unwrap();
+        let n = scene.triangle_count;
+        let params = RenderParams {
+            bounces,
+            ..RenderParams::default()
+        };
+        let mut renderer = Renderer::new(
+            ctx,
+            self.width,
+            self.height,
+            self.lights.len() as u32,
+            params,
+        )
+        .unwrap();
+        if linear {
+            renderer.enable_linear_output(ctx).unwrap();
+        }
+        let image = renderer.readback(ctx).unwrap();
+        // Built on the GPU through the same calls `canopy render` makes.
+        let size = StructureSize {
+            triangles: n,
+            vertices: scene.vertex_count,
+        };
+        let mut structure = through
+            .create(ctx, &BuildParams::default(), size, 1)
+            .unwrap()
+            .into_rays()
+            .unwrap();
+        let input = scene.input();
+        let view = self.camera.view(self.width, self.height);
+        structure.set_view(ctx, &view).unwrap();
+        submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
+            animate(rec, &scene)?;
+            structure.record_build(rec, &input, 0)?;
+            let tree = structure.traversable(&input);
+            renderer.record(
+                rec,
+                &scene,
+                tree.as_ref(),
+                &self.camera,
+                &self.shading,
+                &image,
+            )
+        })
+        .unwrap();
+        assert_valid(ctx);
+        image
+    }
+
+    fn render_cpu(&self, bounces: u32) -> Vec<u8> {
+        CpuScene {
+            positions: &self.mesh.positions,
+            normals: &self.mesh.normals,
+            triangles: &self.mesh.triangles,
+            triangle_materials: &self.triangle_materials,
+            materials: &self.materials,
+            lights: &self.lights,
+        }
+        .render(
+            &self.camera,
+            self.width,
+            self.height,
+            &self.shading,
+            bounces,
+        )
+    }
+
+    /// The material each pixel's camera ray hits first (None: the sky).
+    fn primary_materials(&self) -> Vec<Option<u32>> {
+        (0..HEIGHT)
+            .flat_map(|y| (0..WIDTH).map(move |x| (x, y)))
+            .map(|(x, y)| {
+                let ray = self.camera.primary_ray(x, y, WIDTH, HEIGHT);
+                let hit = closest_hit_brute_force(&self.mesh.positions, &self.mesh.triangles, &ray);
+                hit.is_hit()
+                    .then(|| self.triangle_materials[hit.triangle as usize])
+            })
+            .collect()
+    }
+}
+
+/// Tolerance: a pixel matches when every channel is within 2 of the CPU's (pow, division and
+/// normalisation round differently on the GPU); at most 1% of pixels may differ more, where a
+/// ray grazes a silhouette, a shadow edge or a checker edge (directly or after a reflection or
+/// refraction, which magnifies direction differences of an ulp) and the two pick different
+/// triangles. Returns (pixels off by more than 2, mean channel difference, largest difference).
+fn compare_images(gpu: &[u8], cpu: &[u8]) -> (usize, f64, u8) {
+    let mut off = 0;
+    let mut total = 0u64;
+    let mut worst_all = 0;
+    for (g, c) in gpu.chunks(4).zip(cpu.chunks(4)) {
+        let worst = (0..3).map(|i| g[i].abs_diff(c[i])).max().unwrap();
+        worst_all = worst_all.max(worst);
+        off += (worst > 2) as usize;
+        total += (0..3).map(|i| g[i].abs_diff(c[i]) as u64).sum::<u64>();
+    }
+    (off, total as f64 / (gpu.len() / 4 * 3) as f64, worst_all)
+}
+
+fn assert_close(gpu: &[u8], cpu: &[u8], label: &str) {
+    let (off, mean, worst) = compare_images(gpu, cpu);
+    println!(
+        "{label}: {off} pixels off by more than 2, mean difference {mean:.4}, largest {worst}"
+    );
+    let pixels = (WIDTH * HEIGHT) as usize;
+    assert!(
+        off * 100 <= pixels,
+        "{label}: {off} of {pixels} pixels differ by more than 2"
+    );
+    assert!(mean < 0.5, "{label}: mean channel difference {mean}");
+}
+
+#[test]
+fn sphere_over_ground_matches_cpu_render() {
+    let ctx = context();
+    let scene = TestScene::new(
+        &[([0.0, 1.0, 0.0], 1.0, 1)],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::diffuse([0.9, 0.3, 0.2]),
+        ],
+    );
+    let (gpu, stats) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert_close(&gpu, &scene.render_cpu(2), "diffuse sphere");
+    let pixels = WIDTH * HEIGHT;
+    assert_eq!(stats.len(), 3);
+    assert_eq!(stats[0].rays, pixels);
+    assert!(stats[0].shadow_rays > pixels / 2);
+    assert_eq!(stats[1].rays, 0, "diffuse surfaces spawn no rays");
+
+    // Not blank: sky, a lit and a shadowed sphere, checkered ground and a cast shadow.
+    let mut colours: Vec<[u8; 4]> = gpu.chunks(4).map(|p| [p[0], p[1], p[2], p[3]]).collect();
+    colours.sort();
+    colours.dedup();
+    assert!(
+        colours.len() > 200,
+        "only {} distinct colours",
+        colours.len()
+    );
+    let pixels = pixels as usize;
+    let red = gpu
+        .chunks(4)
+        .filter(|p| p[0] as u32 > p[1] as u32 + 60)
+        .count();
+    assert!(red > pixels / 20, "the sphere covers only {red} pixels");
+    let dark_ground = gpu
+        .chunks(4)
+        .filter(|p| p[0] == p[1] && p[1] == p[2] && p[0] < 90)
+        .count();
+    assert!(dark_ground > 0, "no shadow on the ground");
+}
+
+const MIRROR: u32 = 1;
+const GLASS: u32 = 2;
+
+/// A mirror sphere and a glass sphere side by side over the checkered ground.
+fn mirror_and_glass() -> TestScene {
+    TestScene::new(
+        &[
+            ([-1.1, 1.0, 0.0], 1.0, MIRROR),
+            ([1.1, 1.0, 0.3], 1.0, GLASS),
+        ],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::mirror([0.9, 0.9, 0.9]),
+            Material::glass(1.5, [1.0, 1.0, 1.0]),
+        ],
+    )
+}
+
+#[test]
+fn mirror_and_glass_match_cpu_render_through_lbvh_and_kdtree() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    for bounces in [0, 3] {
+        let cpu = scene.render_cpu(bounces);
+        for through in traceable() {
+            let (gpu, stats) = scene.render_gpu(&ctx, through, bounces);
+            assert_close(&gpu, &cpu, &format!("{through:?}, {bounces} bounces"));
+            assert_eq!(stats.len(), bounces as usize + 1);
+            for (b, s) in stats.iter().enumerate() {
+                assert_eq!(
+                    (s.dropped_rays, s.dropped_shadow_rays),
+                    (0, 0),
+                    "bounce {b}"
+                );
+            }
+            if bounces > 0 {
+                // Rays reflected off both spheres and refracted into the glass, and rays
+                // leaving the glass at the next bounce.
+                assert!(stats[1].rays > 0 && stats[2].rays > 0, "{stats:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mirror_reflects_and_glass_refracts() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    let (bounced, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    let (unbounced, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 0);
+    let on = scene.primary_materials();
+    let pixels_of = |material: u32| -> Vec<usize> {
+        (0..on.len()).filter(|&i| on[i] == Some(material)).collect()
+    };
+    let rgb = |image: &[u8], i: usize| [image[4 * i], image[4 * i + 1], image[4 * i + 2]];
+    for material in [MIRROR, GLASS] {
+        let pixels = pixels_of(material);
+        assert!(
+            pixels.len() > 400,
+            "material {material} on {} pixels",
+            pixels.len()
+        );
+        // Without bounces the spheres show the sky along the scattered rays; with them, the
+        // ground's checker, the other sphere and the lit ground: many pixels change, and the
+        // sphere shows many colours.
+        let changed = pixels
+            .iter()
+            .filter(|&&i| {
+                let (a, b) = (rgb(&bounced, i), rgb(&unbounced, i));
+                (0..3).any(|k| a[k].abs_diff(b[k]) > 20)
+            })
+            .count();
+        println!(
+            "material {material}: {changed} of {} pixels change",
+            pixels.len()
+        );
+        assert!(
+            changed * 8 > pixels.len(),
+            "material {material}: only {changed} of {} pixels change with bounces",
+            pixels.len()
+        );
+        let mut colours: Vec<[u8; 3]> = pixels.iter().map(|&i| rgb(&bounced, i)).collect();
+        colours.sort();
+        colours.dedup();
+        println!("material {material}: {} colours", colours.len());
+        assert!(
+            colours.len() > 50,
+            "material {material}: {} colours",
+            colours.len()
+        );
+    }
+    // The mirror's lower half reflects the checkered ground: both dark and light squares, grey
+    // (unlike the blue sky), and nothing of an albedo of its own.
+    let mirror = pixels_of(MIRROR);
+    let grey = |p: [u8; 3]| p[0].abs_diff(p[2]) < 12 && p[0].abs_diff(p[1]) < 12;
+    let dark = mirror
+        .iter()
+        .filter(|&&i| grey(rgb(&bounced, i)) && rgb(&bounced, i)[0] < 110)
+        .count();
+    let light = mirror
+        .iter()
+        .filter(|&&i| grey(rgb(&bounced, i)) && rgb(&bounced, i)[0] > 150)
+        .count();
+    let blue = mirror
+        .iter()
+        .filter(|&&i| {
+            let p = rgb(&bounced, i);
+            p[2] > p[0] + 30
+        })
+        .count();
+    println!("mirror: {dark} dark, {light} light, {blue} sky-blue pixels");
+    assert!(
+        dark > 20 && light > 20 && blue > 20,
+        "mirror: {dark} dark, {light} light, {blue} sky-blue pixels"
+    );
+}
+
+#[test]
+fn bad_render_input_is_rejected() {
+    let ctx = context();
+    let too_many = RenderParams {
+        bounces: MAX_BOUNCES + 1,
+        ..RenderParams::default()
+    };
+    let error = Renderer::new(&ctx, 8, 8, 1, too_many)
+        .err()
+        .expect("refused");
+    assert!(error.to_string().contains("bounces"), "{error}");
+    let no_room = RenderParams {
+        bounces: 1,
+        secondary_rays_per_pixel: 0,
+    };
+    assert!(Renderer::new(&ctx, 8, 8, 1, no_room).is_err());
+    let mesh = shapes::ground_square([0.0; 3], 1.0);
+    let light = [Light::Directional {
+        direction: Vec3::NEG_Y,
+        intensity: Vec3::ONE,
+    }];
+    for (material, expected) in [
+        (Material::glass(f32::NAN, [1.0; 3]), "index of refraction"),
+        (Material::glass(0.0, [1.0; 3]), "index of refraction"),
+        (Material::mirror([f32::INFINITY, 0.0, 0.0]), "colour"),
+        (Material::diffuse([-1.0, 0.0, 0.0]), "colour"),
+        (
+            Material {
+                kind: 7,
+                ..Material::diffuse([1.0; 3])
+            },
+            "kind",
+        ),
+    ] {
+        let error = SceneGpu::from_mesh(&ctx, &mesh, &[0, 0], &[material], &light)
+            .err()
+            .expect("refused");
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+}
+
+#[test]
+fn default_scene_deforms_as_on_the_cpu() {
+    let ctx = context();
+    let scene = DefaultScene::new(&ctx, 20_000).unwrap();
+    let n = scene.vertex_count();
+    let positions = ctx
+        .create_buffer("positions", n as u64 * 12, MemoryKind::Device)
+        .unwrap();
+    let normals = ctx
+        .create_buffer("normals", n as u64 * 12, MemoryKind::Device)
+        .unwrap();
+    for time in [0.0, 1.25, 7.5] {
+        ctx.submit_and_wait(|rec| scene.record(rec, &positions, &normals, time))
+            .unwrap();
+        let got: Vec<[f32; 3]> = ctx.download(&positions, 0, n as usize).unwrap();
+        let got_normals: Vec<[f32; 3]> = ctx.download(&normals, 0, n as usize).unwrap();
+        for i in 0..n {
+            let expected = scene.vertex(i, time);
+            let p = got[i as usize];
+            let error = (0..3)
+                .map(|a| (p[a] - expected[a]).abs())
+                .fold(0.0, f32::max);
+            assert!(error < 1e-4, "t={time} vertex {i}: {p:?} vs {expected:?}");
+            // The normal is the surface's: the cross product of central differences in v and
+            // u, as on the CPU (ground corners point up, sphere normals away from the centre).
+            let normal = Vec3::from(got_normals[i as usize]);
+            let expected_normal = if i < scene.segments_u * scene.segments_v {
+                let tau = std::f32::consts::TAU;
+                let u = tau * (i % scene.segments_u) as f32 / scene.segments_u as f32;
+                let v = tau * (i / scene.segments_u) as f32 / scene.segments_v as f32;
+                let at = |u: f32, v: f32| Vec3::from(surface_point(u, v, time));
+                let h = 1e-3;
+                let du = at(u + h, v) - at(u - h, v);
+                let dv = at(u, v + h) - at(u, v - h);
+                dv.cross(du).normalize()
+            } else if let Some((centre, radius)) = scene.sphere_of(i) {
+                (Vec3::from(expected) - Vec3::from(centre)) / radius
+            } else {
+                Vec3::Y
+            };
+            assert!(
+                (normal.length() - 1.0).abs() < 1e-3 && normal.dot(expected_normal) > 0.999,
+                "t={time} normal {i}: {normal} vs {expected_normal}"
+            );
+        }
+    }
+    let (triangles, materials) = scene.topology();
+    assert_eq!(triangles.len() as u32, scene.triangle_count());
+    assert_eq!(materials.len(), triangles.len());
+    assert!(triangles.iter().flatten().all(|&v| v < n));
+    assert_valid(&ctx);
+}
+
+/// Under a pretended limit of 64 workgroups per dimension, a 640x480 frame (4,800 workgroups
+/// of camera rays: a 3D grid) with bounces renders exactly the image of an unfolded run,
+/// through the LBVH (built on the GPU) and through a kd-tree.
+#[test]
+fn folded_grids_render_the_same_frame() {
+    let folded = common::folding_context();
+    let plain = context();
+    let mut scene = mirror_and_glass();
+    (scene.width, scene.height) = (640, 480);
+    let limit = common::FOLDING_LIMIT;
+    assert!(scene.width * scene.height / 64 > limit * limit);
+    for through in traceable() {
+        let (expected, expected_stats) = scene.render_gpu(&plain, through, 2);
+        let (got, stats) = scene.render_gpu(&folded, through, 2);
+        assert!(
+            got == expected,
+            "{through:?}: folded and unfolded frames differ"
+        );
+        assert_eq!(
+            stats.iter().map(|s| s.rays).collect::<Vec<_>>(),
+            expected_stats.iter().map(|s| s.rays).collect::<Vec<_>>(),
+            "{through:?}: ray counts per bounce"
+        );
+    }
+}
+
+/// Shadow acne far from the origin: a lit plane, tilted so that its points' large x
+/// coordinates carry rounding error across it, alone under the sun at x = 1, 1e4 and 1e6. No
+/// shadow ray may hit the plane it leaves, so every pixel of it must have the one lit colour; a ray
+/// that re-hits its own triangle leaves a pixel with the ambient light only.
+#[test]
+fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
+    let ctx = context();
+    for x in [1.0f32, 1e4, 1e6] {
+        let plane = shapes::ground_square([0.0, 0.0, 0.0], 50.0).transformed(
+            glam::Mat4::from_translation(Vec3::new(x, 0.0, 0.0))
+                * glam::Mat4::from_rotation_z(30f32.to_radians()),
+        );
+        let scene = TestScene {
+            triangle_materials: vec![0; plane.triangle_count()],
+            mesh: plane,
+            materials: vec![Material::diffuse([0.8, 0.8, 0.8])],
+            lights: vec![Light::Directional {
+                direction: Vec3::new(-0.5, -1.0, -0.2),
+                intensity: Vec3::splat(0.8),
+            }],
+            camera: Camera::orbit(Vec3::new(x, 0.0, 0.0), 3.0, 30.0, 50.0, 45.0),
+            shading: ShadingParams {
+                ambient: 0.1,
+                surface_offset: 1e-4,
+            },
+            width: WIDTH,
+            height: HEIGHT,
+        };
+        let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+        let cpu = scene.render_cpu(1);
+        for (image, label) in [(&gpu, "GPU"), (&cpu, "CPU")] {
+            // The plane is grey; what is not grey is the sky beyond its far edge.
+            let greys: Vec<u8> = image
+                .chunks(4)
+                .filter(|p| p[0] == p[1] && p[1] == p[2])
+                .map(|p| p[0])
+                .collect();
+            let lit = greys.iter().copied().max().unwrap_or(0);
+            assert!(
+                greys.len() * 2 > image.len() / 4,
+                "x = {x}: the plane is missing"
+            );
+            let dark = greys.iter().filter(|&&g| g + 2 < lit).count();
+            assert_eq!(
+                dark, 0,
+                "x = {x}: {dark} {label} pixels darker than the lit plane's {lit}"
+            );
+        }
+    }
+}
+
+/// Zero vertex normals shade with each triangle's own normal (flat shading, as
+/// `canopy render --shading flat` asks): the GPU agrees with the CPU, and the facets show.
+#[test]
+fn zero_normals_shade_flat_as_on_the_cpu() {
+    let ctx = context();
+    let materials = vec![
+        Material::checker([0.8, 0.8, 0.8], 0.5),
+        Material::diffuse([0.9, 0.3, 0.2]),
+    ];
+    let smooth = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials.clone());
+    let mut flat = TestScene::new(&[([0.0, 1.0, 0.0], 1.0, 1)], materials);
+    flat.mesh.flatten_normals();
+    let (gpu, _) = flat.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &flat.render_cpu(1), "flat sphere");
+    let (smooth_gpu, _) = smooth.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    let differ = gpu
+        .chunks(4)
+        .zip(smooth_gpu.chunks(4))
+        .filter(|(a, b)| a.iter().zip(*b).any(|(x, y)| x.abs_diff(*y) > 4))
+        .count();
+    assert!(
+        differ > 200,
+        "flat and smooth differ in only {differ} pixels"
+    );
+}
+
+/// A skinned character posed on the GPU (skinning kernel and normals from the posed
+/// triangles) renders as the CPU renders the CPU's pose of it.
+#[test]
+fn skinned_character_matches_cpu_render() {
+    use canopy::scene::animated::normals::{SurfaceNormals, ring_normals, rings};
+    use canopy::scene::animated::skin::Skinner;
+    use canopy::scene::rig::{ClipTime, Rig};
+    use glam::Mat4;
+
+    let ctx = context();
+    let rig = Rig::load(&common::test_data("gltf/CesiumMan.glb")).unwrap();
+    let at = ClipTime {
+        clip: Some(0),
+        looping: true,
+    };
+    let time = 0.7;
+    // Placed standing on the ground, about 2 units tall.
+    let posed = rig.posed_positions(&rig.pose(at, time, Mat4::IDENTITY));
+    let (lo, hi) = posed
+        .iter()
+        .fold((Vec3::INFINITY, Vec3::NEG_INFINITY), |(lo, hi), &p| {
+            (lo.min(Vec3::from(p)), hi.max(Vec3::from(p)))
+        });
+    let scale = 2.0 / (hi.y - lo.y);
+    let root = Mat4::from_scale(Vec3::splat(scale))
+        * Mat4::from_translation(-Vec3::new((lo.x + hi.x) / 2.0, lo.y, (lo.z + hi.z) / 2.0));
+    let skinner = Skinner::new(&ctx, rig.clone(), at, root).unwrap();
+    let triangles = rig.rest.mesh.triangles.clone();
+    let positions = rig.posed_positions(&skinner.pose(time));
+    let ring = rings(&rig.rest.mesh.positions, &triangles);
+    let normals = ring_normals(&positions, &triangles, (&ring.0, &ring.1));
+    let character = Mesh {
+        positions,
+        normals,
+        triangles,
+    };
+    let mut scene = TestScene::new(
+        &[],
+        vec![
+            Material::checker([0.8, 0.8, 0.8], 0.5),
+            Material::diffuse([0.8, 0.55, 0.3]),
+        ],
+    );
+    scene.camera = Camera::orbit(Vec3::new(0.0, 1.0, 0.0), 4.0, 30.0, 15.0, 45.0);
+    scene.triangle_materials = vec![1; character.triangle_count()];
+    scene.triangle_materials.extend([0, 0]);
+    let mut mesh = character;
+    mesh.append(&scene.mesh);
+    scene.mesh = mesh;
+    // The GPU starts from the rest positions, and zero normals.
+    let mut uploaded = scene.mesh.clone();
+    uploaded.positions[..rig.rest.mesh.positions.len()].copy_from_slice(&rig.rest.mesh.positions);
+    uploaded.normals.iter_mut().for_each(|n| *n = [0.0; 3]);
+    let surface =
+        SurfaceNormals::new(&ctx, &rig.rest.mesh.positions, &rig.rest.mesh.triangles).unwrap();
+    let animate = |rec: &mut Recorder, gpu: &SceneGpu| {
+        skinner.record(rec, time, &gpu.positions)?;
+        surface.record(rec, &gpu.positions, &gpu.triangles, &gpu.normals)
+    };
+    let (gpu, _) = scene.render_gpu_animated(&ctx, (StructureKind::Lbvh, 1), &uploaded, &animate);
+    assert_close(&gpu, &scene.render_cpu(1), "skinned CesiumMan");
+    let clay = gpu
+        .chunks(4)
+        .filter(|p| p[0] as u32 > p[2] as u32 + 60)
+        .count();
+    assert!(
+        clay > (WIDTH * HEIGHT) as usize / 50,
+        "the character covers only {clay} pixels"
+    );
+}
+
+/// Linear output: each pixel's linear radiance resolves to its image pixel, and what its camera
+/// ray hit (depth, normal, albedo, position, material, coverage) is what the CPU finds.
+#[test]
+fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
+    let ctx = context();
+    let scene = mirror_and_glass();
+    let image = scene.render_readback(
+        &ctx,
+        (StructureKind::Lbvh, 2),
+        &scene.mesh,
+        &|_, _| Ok(()),
+        true,
+    );
+    let radiance = image.linear_radiance().unwrap();
+    let srgb = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0).round() as i32;
+    for (pixel, (linear, rgba)) in radiance.iter().zip(image.rgba8().chunks(4)).enumerate() {
+        for c in 0..3 {
+            assert!(
+                (srgb(linear[c]) - rgba[c] as i32).abs() <= 1,
+                "pixel {pixel}: linear {linear:?}, image {rgba:?}"
+            );
+        }
+    }
+    let gpu = image.aovs().unwrap();
+    let cpu = CpuScene {
+        positions: &scene.mesh.positions,
+        normals: &scene.mesh.normals,
+        triangles: &scene.mesh.triangles,
+        triangle_materials: &scene.triangle_materials,
+        materials: &scene.materials,
+        lights: &scene.lights,
+    }
+    .primary_aovs(&scene.camera, WIDTH, HEIGHT);
+    let (mut differing, mut hits) = (0, 0);
+    for (pixel, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+        if g.coverage != c.coverage || g.object_id != c.object_id {
+            differing += 1;
+            continue;
+        }
+        if c.coverage == 0.0 {
+            assert_eq!(g.depth, f32::INFINITY, "pixel {pixel}: the sky's depth");
+            continue;
+        }
+        hits += 1;
+        let close = |a: [f32; 3], b: [f32; 3], tolerance: f32| {
+            (Vec3::from(a) - Vec3::from(b)).length() <= tolerance
+        };
+        assert!(
+            (g.depth - c.depth).abs() <= 1e-4 * c.depth,
+            "pixel {pixel}: depth {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.normal, c.normal, 1e-3),
+            "pixel {pixel}: normal {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.albedo, c.albedo, 1e-5),
+            "pixel {pixel}: albedo {g:?} vs {c:?}"
+        );
+        assert!(
+            close(g.position, c.position, 1e-4),
+            "pixel {pixel}: position {g:?} vs {c:?}"
+        );
+    }
+    let pixels = (WIDTH * HEIGHT) as usize;
+    assert!(
+        differing * 100 <= pixels,
+        "{differing} pixels hit another surface than on the CPU"
+    );
+    assert!(hits > pixels / 2, "only {hits} pixels hit the scene");
+    // Every material of the scene shows as an object.
+    let mut ids: Vec<u32> = gpu.iter().map(|a| a.object_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids, vec![0, MIRROR, GLASS, u32::MAX]);
+}
