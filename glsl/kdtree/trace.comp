@@ -92,6 +92,18 @@ void main() {
                         ++depth;
                     }
                     node = near;
+                } else if (t_split == 0.0 && t_enter <= 0.0) {
+                    // The ray starts in the plane: the side behind it over the one point t = 0
+                    // (where a triangle lying in the plane, kept on that side, is met), then
+                    // the side ahead over the whole interval.
+                    if (depth < STACK_SIZE) {
+                        stack_node[depth] = near;
+                        stack_enter[depth] = t_enter;
+                        stack_exit[depth] = t_exit;
+                        ++depth;
+                    }
+                    node = far;
+                    t_exit = 0.0;
                 } else if (t_split > t_exit || t_split <= 0.0) {
                     node = near;
                 } else if (t_split < t_enter) {

@@ -29,6 +29,7 @@ mod photons;
 mod pointkd;
 mod points;
 mod radix_sort;
+mod ray_edges;
 mod reduce_scan;
 mod render;
 mod render_output;
