@@ -282,9 +282,17 @@ impl PhotonMap {
             powers: device("stored photon powers", n as u64 * 12)?,
             builder: PointKdBuilder::new(ctx, tree_params, n)?,
             tree: PointKdTreeGpu::new(ctx, n, tree_params.large_node)?,
+            // Only the top nodes are queried: photons crowd into caustics, where the nodes
+            // below a top node hold few photons in tiny boxes and their k-nearest searches
+            // from the box centres cost most of the frame (1080p default scene on an H200:
+            // 44-45 ms of node queries with 3 levels, 4.4 ms with 1; the frame 58-62 -> 30 ms,
+            // docs/lab/2026-11-27-photon-node-levels.md).
             estimator: RadiusEstimator::new(
                 ctx,
-                RadiusParams::default(),
+                RadiusParams {
+                    levels: 1,
+                    ..RadiusParams::default()
+                },
                 PointKdBuilder::max_nodes(n, tree_params.large_node),
             )?,
             knn: Knn::new(ctx, 2)?,
