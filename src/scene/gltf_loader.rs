@@ -149,12 +149,16 @@ pub(super) fn walk_primitives(
 /// module docs), its external buffers from where `access` allows. The mesh is not
 /// [validated](Mesh::validate).
 pub fn load_with_materials(path: &Path, access: AssetAccess) -> Result<MaterialMesh, SceneError> {
-    let file = GltfFile::open(path, access)?;
-    guarded(path, "document", || static_mesh(path, &file))?
+    static_mesh(path, &GltfFile::open(path, access)?)
 }
 
-/// The static mesh of a file read already, as [`load_with_materials`] makes it.
+/// The static mesh of a file read already, as [`load_with_materials`] makes it (a panic of the
+/// `gltf` crate's readers an error, as for every reader of a [`GltfFile`]).
 pub(super) fn static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneError> {
+    guarded(path, "document", || read_static_mesh(path, file))?
+}
+
+fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneError> {
     let mut mesh = Mesh::default();
     let mut triangle_materials = Vec::new();
     let materials = walk_primitives(path, file, |visited| {
