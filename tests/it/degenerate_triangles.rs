@@ -7,16 +7,9 @@
 
 use crate::common;
 
-use canopy::accel::{
-    BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
-};
-use canopy::geom::ray::Query;
 use canopy::render::Camera;
 use canopy::scene::Mesh;
-use common::{
-    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, random_mesh,
-    random_rays, trace,
-};
+use common::{Rng, assert_valid, check_every_structure, context, random_mesh, random_rays};
 use glam::Vec3;
 
 /// `base` with degenerate and duplicate triangles appended (and interleaved, so they share
@@ -81,13 +74,6 @@ fn every_structure_accepts_degenerate_and_duplicate_triangles() {
     let base = random_mesh(&mut rng, 300, 1.0, 0.2);
     let mesh = with_degenerate_triangles(&base, &mut rng);
     assert!(mesh.degenerate_triangle_count() >= 54);
-    let device = DeviceMesh::new(&ctx, &mesh);
-    let input = device.input();
-    let (triangles, vertices) = (mesh.triangle_count() as u32, mesh.vertex_count() as u32);
-    let host = HostMesh {
-        positions: &mesh.positions,
-        triangles: &mesh.triangles,
-    };
     let mut rays = random_rays(&mut rng, &mesh, 1500);
     // Rays aimed at the degenerate triangles' corners and middles.
     for t in &mesh.triangles[base.triangle_count()..] {
@@ -103,29 +89,6 @@ fn every_structure_accepts_degenerate_and_duplicate_triangles() {
         }
     }
     let camera = Camera::orbit(Vec3::ZERO, 3.5, 30.0, 20.0, 45.0);
-    for kind in StructureKind::ALL {
-        let size = StructureSize {
-            triangles,
-            vertices,
-        };
-        let mut structure = kind.create(&ctx, &BuildParams::default(), size, 1).unwrap();
-        structure.set_view(&ctx, &camera.view(96, 64)).unwrap();
-        submit_until_complete(&ctx, &mut structure, |rec, s| {
-            s.record_build(rec, &input, vertices, 0)
-        })
-        .unwrap();
-        let shape = structure
-            .describe(&ctx, 0, host)
-            .unwrap()
-            .unwrap_or_else(|e| panic!("{kind}: {e}"));
-        assert!(shape.references > 0, "{kind}: {shape:?}");
-        if kind.traceable() {
-            let structure = structure.into_rays().unwrap();
-            let traversable = structure.traversable(&input);
-            let closest = trace(&ctx, traversable.as_ref(), &rays, Query::Closest);
-            let any = trace(&ctx, traversable.as_ref(), &rays, Query::Any);
-            assert_hits_match_brute_force(&mesh, &rays, &closest, &any, kind.name());
-        }
-    }
+    check_every_structure(&ctx, &mesh, &rays, &camera);
     assert_valid(&ctx);
 }

@@ -1,20 +1,15 @@
 //! Rays at the edges of the traversal's arithmetic, through every structure rays are traced
-//! through, against brute force (closest and any hit): directions with zero components (the
+//! through (every structure built and checked), against brute force (closest and any hit): directions with zero components (the
 //! slab test's `0 * inf`), over a mesh of axis-aligned faces (boxes flat in one axis, rays
 //! along them); origins inside the tree's boxes and on faces; and `tmin`/`tmax` at their edges
 //! (zero, equal, just before and after a hit, past every hit, infinite).
 
 use crate::common;
 
-use canopy::accel::{
-    BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
-};
-use canopy::geom::ray::{Query, Ray};
+use canopy::geom::ray::Ray;
 use canopy::render::Camera;
 use canopy::scene::Mesh;
-use common::{
-    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, random_mesh, trace,
-};
+use common::{Rng, assert_valid, check_every_structure, context, random_mesh};
 use glam::Vec3;
 
 /// A 4 x 4 x 4 grid of unit cubes' faces at integer coordinates (every face axis-aligned, so
@@ -124,33 +119,7 @@ fn every_structure_traces_edge_case_rays_like_brute_force() {
     let mut rng = Rng::new(42);
     let mesh = axis_aligned_mesh(&mut rng);
     let rays = edge_rays(&mut rng);
-    let device = DeviceMesh::new(&ctx, &mesh);
-    let input = device.input();
-    let size = StructureSize {
-        triangles: mesh.triangle_count() as u32,
-        vertices: mesh.vertex_count() as u32,
-    };
-    let host = HostMesh {
-        positions: &mesh.positions,
-        triangles: &mesh.triangles,
-    };
     let camera = Camera::orbit(Vec3::ZERO, 9.0, 30.0, 20.0, 45.0);
-    for kind in StructureKind::ALL.into_iter().filter(|k| k.traceable()) {
-        let mut structure = kind.create(&ctx, &BuildParams::default(), size, 1).unwrap();
-        structure.set_view(&ctx, &camera.view(96, 64)).unwrap();
-        submit_until_complete(&ctx, &mut structure, |rec, s| {
-            s.record_build(rec, &input, size.vertices, 0)
-        })
-        .unwrap();
-        structure
-            .describe(&ctx, 0, host)
-            .unwrap()
-            .unwrap_or_else(|e| panic!("{kind}: {e}"));
-        let structure = structure.into_rays().unwrap();
-        let traversable = structure.traversable(&input);
-        let closest = trace(&ctx, traversable.as_ref(), &rays, Query::Closest);
-        let any = trace(&ctx, traversable.as_ref(), &rays, Query::Any);
-        assert_hits_match_brute_force(&mesh, &rays, &closest, &any, kind.name());
-    }
+    check_every_structure(&ctx, &mesh, &rays, &camera);
     assert_valid(&ctx);
 }

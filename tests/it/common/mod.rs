@@ -524,3 +524,48 @@ pub fn nested_triangles(count: u32) -> canopy::scene::Mesh {
     }
     mesh
 }
+
+/// Builds every structure over `mesh` (the screen grid for `camera`'s 96x64 view): each tree
+/// passes its checker against the mesh and references something, and closest and any hits of
+/// `rays` through every structure rays go through equal brute force.
+pub fn check_every_structure(
+    ctx: &Context,
+    mesh: &canopy::scene::Mesh,
+    rays: &[canopy::geom::ray::Ray],
+    camera: &canopy::render::Camera,
+) {
+    use canopy::accel::{
+        BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
+    };
+    use canopy::geom::ray::Query;
+    let device = DeviceMesh::new(ctx, mesh);
+    let input = device.input();
+    let size = StructureSize {
+        triangles: mesh.triangle_count() as u32,
+        vertices: mesh.vertex_count() as u32,
+    };
+    let host = HostMesh {
+        positions: &mesh.positions,
+        triangles: &mesh.triangles,
+    };
+    for kind in StructureKind::ALL {
+        let mut structure = kind.create(ctx, &BuildParams::default(), size, 1).unwrap();
+        structure.set_view(ctx, &camera.view(96, 64)).unwrap();
+        submit_until_complete(ctx, &mut structure, |rec, s| {
+            s.record_build(rec, &input, size.vertices, 0)
+        })
+        .unwrap();
+        let shape = structure
+            .describe(ctx, 0, host)
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{kind}: {e}"));
+        assert!(shape.references > 0, "{kind}: {shape:?}");
+        if kind.traceable() {
+            let structure = structure.into_rays().unwrap();
+            let traversable = structure.traversable(&input);
+            let closest = trace(ctx, traversable.as_ref(), rays, Query::Closest);
+            let any = trace(ctx, traversable.as_ref(), rays, Query::Any);
+            assert_hits_match_brute_force(mesh, rays, &closest, &any, kind.name());
+        }
+    }
+}
