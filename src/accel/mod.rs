@@ -100,7 +100,9 @@ impl StructureKind {
     }
 
     /// A structure of this kind, its builder's memory sized for meshes of up to `size`, with
-    /// `slots` builds in flight.
+    /// `slots` builds in flight. A build may cover fewer primitives than `size`, none
+    /// included (every ray then misses); a `size` of no primitives at all (no triangles for a
+    /// structure over triangles, no vertices for one over points) is refused.
     pub fn create(
         self,
         ctx: &crate::vk::Context,
@@ -108,6 +110,15 @@ impl StructureKind {
         size: StructureSize,
         slots: usize,
     ) -> crate::vk::Result<AnyStructure> {
+        let (capacity, primitives) = match self.over_triangles() {
+            true => (size.triangles, "triangles"),
+            false => (size.vertices, "points"),
+        };
+        if capacity == 0 {
+            return Err(crate::vk::Error::InvalidInput(format!(
+                "{self}: nothing to build over (room for 0 {primitives})"
+            )));
+        }
         (self.facts().create)(ctx, params, size, slots)
     }
 }

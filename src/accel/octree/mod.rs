@@ -313,6 +313,12 @@ impl OctreeBuilder {
     /// is submitted to (compute).
     pub fn record(&self, rec: &mut Recorder, input: &PointInput, output: &Octree) -> Result<()> {
         let (points, count) = (input.positions, input.count);
+        if count == 0 {
+            // No points: no nodes (every query finds nothing).
+            rec.fill(&output.counts, 0, 8, 0);
+            rec.barrier_transfer_to_compute();
+            return Ok(());
+        }
         check_count("octree build", &Count::Host(count), self.capacity)?;
         if output.capacity < count || output.levels != self.levels() {
             return Err(Error::InvalidInput(format!(

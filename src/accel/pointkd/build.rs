@@ -148,6 +148,8 @@ pub struct PointKdBuilder {
     status: Buffer,
     task_capacity: u32,
     small_capacity: u32,
+    /// A count of 0 on the device, for builds over no points.
+    no_points: Buffer,
 }
 
 /// The build kernels, in [`PointKdBuilder::kernels`]' order.
@@ -232,6 +234,7 @@ impl PointKdBuilder {
             status: ctx.create_buffer("pointkd status", STATE_BYTES, MemoryKind::Readback)?,
             task_capacity,
             small_capacity,
+            no_points: ctx.create_buffer_with("pointkd no points", &[0u32])?,
         })
     }
 
@@ -257,7 +260,17 @@ impl PointKdBuilder {
         input: &PointInput,
         tree: &PointKdTreeGpu,
     ) -> Result<()> {
-        self.record_counted(rec, (input.positions, Count::Host(input.count)), tree)
+        let count = match input.count {
+            // No points: built as a count on the device that holds 0 (its bound of 1 keeps
+            // every primitive's grid non-empty), as an empty photon map is: an empty tree.
+            0 => Count::Device {
+                buffer: &self.no_points,
+                offset: 0,
+                max: 1,
+            },
+            n => Count::Host(n),
+        };
+        self.record_counted(rec, (input.positions, count), tree)
     }
 
     /// [`Self::record`] over `count` points of `positions`, a count that may be on the device

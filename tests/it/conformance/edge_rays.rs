@@ -1,15 +1,13 @@
-//! Rays at the edges of the traversal's arithmetic, through every structure rays are traced
-//! through (every structure built and checked), against brute force (closest and any hit): directions with zero components (the
-//! slab test's `0 * inf`), over a mesh of axis-aligned faces (boxes flat in one axis, rays
-//! along them); origins inside the tree's boxes and on faces; and `tmin`/`tmax` at their edges
-//! (zero, equal, just before and after a hit, past every hit, infinite).
+//! Rays at the edges of the traversal's arithmetic: directions with zero components (the slab
+//! test's `0 * inf`), over a mesh of axis-aligned faces (boxes flat in one axis, rays along
+//! them); origins inside the tree's boxes and on faces; and `tmin`/`tmax` at their edges (zero,
+//! equal, just before and after a hit, past every hit, infinite).
 
-use crate::common;
-
+use super::Scene;
+use crate::common::{Rng, random_mesh};
 use canopy::geom::ray::Ray;
 use canopy::render::Camera;
 use canopy::scene::Mesh;
-use common::{Rng, assert_valid, check_every_structure, context, random_mesh};
 use glam::Vec3;
 
 /// A 4 x 4 x 4 grid of unit cubes' faces at integer coordinates (every face axis-aligned, so
@@ -113,13 +111,16 @@ fn edge_rays(rng: &mut Rng) -> Vec<Ray> {
     rays
 }
 
-#[test]
-fn every_structure_traces_edge_case_rays_like_brute_force() {
-    let ctx = context();
+/// A mesh of axis-aligned faces with random triangles through it, rays at the edges of the
+/// traversal's arithmetic, and a camera that sees it all.
+pub fn scene() -> Scene {
     let mut rng = Rng::new(42);
     let mesh = axis_aligned_mesh(&mut rng);
     let rays = edge_rays(&mut rng);
-    let camera = Camera::orbit(Vec3::ZERO, 9.0, 30.0, 20.0, 45.0);
-    check_every_structure(&ctx, &mesh, &rays, &camera);
-    assert_valid(&ctx);
+    Scene {
+        mesh,
+        rays,
+        camera: Camera::orbit(Vec3::ZERO, 9.0, 30.0, 20.0, 45.0),
+        label: "edge-case rays".into(),
+    }
 }

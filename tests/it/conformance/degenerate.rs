@@ -1,15 +1,15 @@
-//! Degenerate triangles under every structure: zero-area triangles (two corners on one point,
+//! Degenerate triangles: zero-area triangles (two corners on one point,
 //! by a repeated index or by equal positions, in each pair of corners; all three on one
 //! point; three corners on one line) and duplicate triangles, in view and out of it, mixed
 //! into a random mesh. Every structure's GPU build passes its checker against the CPU
 //! reference, and closest and any hits through it equal brute force: the rule of
 //! `canopy::geom` (a degenerate triangle is never hit; builders keep it with its flat box).
 
-use crate::common;
-
+use super::Scene;
+use crate::common::{Rng, random_mesh, random_rays};
+use canopy::geom::ray::Ray;
 use canopy::render::Camera;
 use canopy::scene::Mesh;
-use common::{Rng, assert_valid, check_every_structure, context, random_mesh, random_rays};
 use glam::Vec3;
 
 /// `base` with degenerate and duplicate triangles appended (and interleaved, so they share
@@ -67,20 +67,19 @@ fn with_degenerate_triangles(base: &Mesh, rng: &mut Rng) -> Mesh {
     mesh
 }
 
-#[test]
-fn every_structure_accepts_degenerate_and_duplicate_triangles() {
-    let ctx = context();
+/// A random mesh with degenerate and duplicate triangles mixed in, random rays and rays aimed
+/// at the degenerate triangles' corners and middles, and a camera that sees it all.
+pub fn scene() -> Scene {
     let mut rng = Rng::new(36);
     let base = random_mesh(&mut rng, 300, 1.0, 0.2);
     let mesh = with_degenerate_triangles(&base, &mut rng);
     assert!(mesh.degenerate_triangle_count() >= 54);
     let mut rays = random_rays(&mut rng, &mesh, 1500);
-    // Rays aimed at the degenerate triangles' corners and middles.
     for t in &mesh.triangles[base.triangle_count()..] {
         let [a, b, c] = t.map(|v| Vec3::from(mesh.positions[v as usize]));
         for target in [a, (a + b + c) / 3.0, (b + c) * 0.5] {
             let origin = Vec3::new(0.3, 2.5, -3.0);
-            rays.push(canopy::geom::ray::Ray {
+            rays.push(Ray {
                 origin: origin.into(),
                 tmin: 0.0,
                 direction: (target - origin).into(),
@@ -88,7 +87,10 @@ fn every_structure_accepts_degenerate_and_duplicate_triangles() {
             });
         }
     }
-    let camera = Camera::orbit(Vec3::ZERO, 3.5, 30.0, 20.0, 45.0);
-    check_every_structure(&ctx, &mesh, &rays, &camera);
-    assert_valid(&ctx);
+    Scene {
+        mesh,
+        rays,
+        camera: Camera::orbit(Vec3::ZERO, 3.5, 30.0, 20.0, 45.0),
+        label: "degenerate and duplicate triangles".into(),
+    }
 }
