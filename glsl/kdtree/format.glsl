@@ -2,10 +2,6 @@
 // left child is the next node. word0 holds the axis (0-2) or 3 for a leaf in bits 0-1, and the
 // right child's index (internal) or the triangle count (leaf) above; word1 holds the split
 // position's bits (internal) or the leaf's first entry in the leaf triangle list (leaf).
-//
-// KdLeafTriangle (src/accel/kdtree/mod.rs), 48 bytes, one per entry of the leaf triangle list
-// and in its order: the entry's triangle with its vertices inline, a.w holding the triangle id's
-// bits, so a leaf's tests read one contiguous run of records (leaf_records.comp writes them).
 #ifndef CANOPY_KDTREE
 #define CANOPY_KDTREE
 #include "common/prelude.glsl"
@@ -17,12 +13,5 @@ struct KdNode {
     uint word1;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 8) buffer KdNodes { KdNode v[]; };
-
-struct KdLeafTriangle {
-    vec4 a; // xyz: first vertex; w: the triangle id's bits
-    vec4 b; // xyz: second vertex
-    vec4 c; // xyz: third vertex
-};
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer KdLeafTriangles { KdLeafTriangle v[]; };
 
 #endif

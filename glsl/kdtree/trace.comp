@@ -3,15 +3,11 @@
 // stack-based as in Zhou et al. 2008 §4: the ray is clipped to the scene box, then at each
 // internal node the distance to the split plane decides whether only the near child, only the
 // far child, or both are visited (near first, the far child pushed with the rest of the
-// interval). The ray's origin, direction and inverse along the node's axis are selected with
-// conditionals rather than indexed, and each case is a flag, so the one push (a 16-byte entry:
-// node, enter, exit) is written in one place. In a leaf every triangle is tested (watertight,
-// common/ray.glsl) from the leaf's run of KdLeafTriangle records, the vertices inline in the
-// order of the leaf triangle list (leaf_records.comp): one contiguous read per test, no index
-// or vertex indirection. Pushed intervals starting beyond the closest hit are dropped, so a hit
-// within a leaf ends the search (a ray lying in a split plane visits both children over the
-// same interval). Any-hit queries stop at the first hit. Every ray writes a Hit (triangle =
-// MISS, t = tmax when nothing is hit).
+// interval). In a leaf every triangle is tested (watertight, common/ray.glsl); pushed intervals
+// starting beyond the closest hit are dropped, so a hit within a leaf ends the search (a ray
+// lying in a split plane visits both children over the same interval).
+// Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
+// when nothing is hit).
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes visited, the nodes the
 // traversal loop reads, internal and leaf (0 for a ray that misses the scene box), and
@@ -35,7 +31,9 @@ const uint STACK_SIZE = 64;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t nodes_address;          // KdNode per node, preorder
-    uint64_t leaf_records_address;   // KdLeafTriangle per leaf entry, each leaf's a run
+    uint64_t leaf_triangles_address; // u32 triangle ids, each leaf's a run
+    uint64_t positions_address;      // vec3 per vertex
+    uint64_t triangles_address;      // uvec3 per triangle
     uint64_t rays_address;           // Ray per query
     uint64_t hits_address;           // out: Hit per query
     uint64_t bounds_address;         // Aabb: the scene box the root covers
@@ -62,7 +60,9 @@ void main() {
         float t_enter = interval.x;
         float t_exit = interval.y;
         KdNodes nodes = KdNodes(pc.nodes_address);
-        KdLeafTriangles records = KdLeafTriangles(pc.leaf_records_address);
+        U32s leaves = U32s(pc.leaf_triangles_address);
+        Vec3s positions = Vec3s(pc.positions_address);
+        UVec3s triangles = UVec3s(pc.triangles_address);
         // One 16-byte entry per pushed node: (node, enter bits, exit bits, unused).
         uvec4 stack[STACK_SIZE];
         uint depth = 0;
@@ -115,14 +115,15 @@ void main() {
             uint first = n.word1;
             uint count = n.word0 >> 2;
             bool found = false;
-            for (uint k = first; k < first + count; ++k) {
-                KdLeafTriangle leaf = records.v[k];
+            for (uint k = 0; k < count; ++k) {
+                uint id = leaves.v[first + k];
+                uvec3 tri = triangles.v[id];
                 vec2 hit_uv;
                 if (COUNT_WORK) {
                     ++work.primitives_tested;
                 }
-                if (intersect_triangle(q, leaf.a.xyz, leaf.b.xyz, leaf.c.xyz, t, hit_uv)) {
-                    triangle = floatBitsToUint(leaf.a.w);
+                if (intersect_triangle(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], t, hit_uv)) {
+                    triangle = id;
                     uv = hit_uv;
                     found = true;
                     if (ANY_HIT) {

@@ -94,9 +94,8 @@ pub struct CpuReference {
 
 /// A tree built on the CPU that rays can be traced through on the GPU.
 pub trait ReferenceTree {
-    /// The tree in device memory, for tracing the triangles of `mesh` (those it was built
-    /// over).
-    fn upload(&self, ctx: &Context, mesh: HostMesh) -> Result<Box<dyn UploadedTree>>;
+    /// The tree in device memory.
+    fn upload(&self, ctx: &Context) -> Result<Box<dyn UploadedTree>>;
 }
 
 /// A [`ReferenceTree`] in device memory.
@@ -308,11 +307,8 @@ fn reference_bih(
 }
 
 impl ReferenceTree for KdTree {
-    fn upload(&self, ctx: &Context, mesh: HostMesh) -> Result<Box<dyn UploadedTree>> {
-        let (positions, triangles) = (mesh.positions, mesh.triangles);
-        Ok(Box::new(KdTreeGpu::upload(
-            ctx, self, positions, triangles,
-        )?))
+    fn upload(&self, ctx: &Context) -> Result<Box<dyn UploadedTree>> {
+        Ok(Box::new(KdTreeGpu::upload(ctx, self)?))
     }
 }
 
@@ -323,7 +319,7 @@ impl UploadedTree for KdTreeGpu {
 }
 
 impl ReferenceTree for BihTree {
-    fn upload(&self, ctx: &Context, _mesh: HostMesh) -> Result<Box<dyn UploadedTree>> {
+    fn upload(&self, ctx: &Context) -> Result<Box<dyn UploadedTree>> {
         Ok(Box::new(BihTreeGpu::upload(ctx, self)?))
     }
 }

@@ -350,7 +350,7 @@ impl<'a> MeshBench<'a> {
         let traversal = match (&reference.traced, self.rays.as_mut()) {
             (Some(cpu_tree), Some(rays)) => {
                 let input = mesh.input();
-                let uploaded = cpu_tree.upload(ctx, host)?;
+                let uploaded = cpu_tree.upload(ctx)?;
                 let structure = uploaded.over(&input);
                 rays.trace(
                     ctx,

@@ -54,8 +54,7 @@ fn gpu_build(
     let depth = params.depth_limit(device.count);
     // Depth and leaf size bounds: a leaf above T records only at the depth limit or after
     // stalled splits, and nothing deeper than the limit.
-    KdTreeGpu::upload(ctx, &tree, &mesh.positions, &mesh.triangles)
-        .unwrap_or_else(|e| panic!("{label}: {e}"));
+    KdTreeGpu::upload(ctx, &tree).unwrap_or_else(|e| panic!("{label}: {e}"));
     assert!(
         tree_depth(&tree) <= depth,
         "{label}: depth {} above the limit {depth}",
@@ -86,7 +85,7 @@ fn check(ctx: &Context, mesh: &Mesh, extra_rays: &[Ray], label: &str, builder: B
             let tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
             check_kdtree(&mesh.positions, &mesh.triangles, &tree)
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
-            uploaded = KdTreeGpu::upload(ctx, &tree, &mesh.positions, &mesh.triangles).unwrap();
+            uploaded = KdTreeGpu::upload(ctx, &tree).unwrap();
             &uploaded
         }
         Builder::Gpu => {

@@ -24,13 +24,13 @@ use canopy::accel::bvh::wide::format::WideNode;
 use canopy::accel::bvh::{BvhNode, LeafTriangle};
 use canopy::accel::grid::build::{CastPush, ProjectPush, ReferencesPush};
 use canopy::accel::grid::{GridFrame, GridTriangle};
+use canopy::accel::kdtree::KdNode;
 use canopy::accel::kdtree::build::{
-    BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLeafRecordsPush, KdLevelCounters,
-    KdLevelPush, KdSmallRootCounters,
+    BuildRefs, KdBuildStatus, KdClassifyPush, KdInitPush, KdLevelCounters, KdLevelPush,
+    KdSmallRootCounters,
 };
 use canopy::accel::kdtree::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
 use canopy::accel::kdtree::trace::TraceKdPush;
-use canopy::accel::kdtree::{KdLeafTriangle, KdNode};
 use canopy::accel::native::NativeRaygenPush;
 use canopy::accel::octree::{
     EdgeCountsPush, GatherKeysPush, KdSplit, LinkNodesPush, OctreeNode, UniqueFlagsPush,
@@ -335,21 +335,12 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(KdLevelPush { refs_address })),
         ),
         (
-            shaders::KDTREE_LEAF_RECORDS,
-            Rust(rust_layout!(KdLeafRecordsPush {
-                leaf_triangles_address,
-                records_address,
-                positions_address,
-                triangles_address,
-                count_address,
-                capacity
-            })),
-        ),
-        (
             shaders::KDTREE_TRACE,
             Rust(rust_layout!(TraceKdPush {
                 nodes_address,
-                leaf_records_address,
+                leaf_triangles_address,
+                positions_address,
+                triangles_address,
                 rays_address,
                 hits_address,
                 bounds_address,
@@ -1221,13 +1212,6 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["u32", "u32"],
             rust: rust_layout!(KdNode { word0, word1 }),
             offsets: &[0, 4],
-        },
-        SharedStruct {
-            kernel: shaders::KDTREE_TRACE,
-            name: "KdLeafTriangle",
-            shape: &["vec4<f32>", "vec4<f32>", "vec4<f32>"],
-            rust: rust_layout!(KdLeafTriangle { a, b, c }),
-            offsets: &[0, 16, 32],
         },
         SharedStruct {
             kernel: shaders::KDTREE_LARGE_BOXES,

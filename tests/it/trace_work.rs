@@ -66,8 +66,7 @@ impl Structures {
         let wide_tree = wide.download(ctx).unwrap();
         assert_valid(ctx);
         let kd_tree = build_sah_kdtree(&mesh.positions, &mesh.triangles, &KdParams::default());
-        let kd_tree_gpu =
-            KdTreeGpu::upload(ctx, &kd_tree, &mesh.positions, &mesh.triangles).unwrap();
+        let kd_tree_gpu = KdTreeGpu::upload(ctx, &kd_tree).unwrap();
         let bih = build_bih(&mesh.positions, &mesh.triangles, &BihParams::default());
         let bih_gpu = BihTreeGpu::upload(ctx, &bih).unwrap();
         Self {

@@ -22,9 +22,7 @@ fn an_indirect_dispatch_of_nothing_is_counted_as_recorded_but_idle() {
         &mesh.triangles,
         &Default::default(),
     );
-    let tree =
-        canopy::accel::kdtree::KdTreeGpu::upload(&ctx, &tree, &mesh.positions, &mesh.triangles)
-            .unwrap();
+    let tree = canopy::accel::kdtree::KdTreeGpu::upload(&ctx, &tree).unwrap();
     let device = DeviceMesh::new(&ctx, &mesh);
     let rays = ctx
         .create_buffer_with("rays", &[Ray::default(); 4])

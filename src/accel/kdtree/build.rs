@@ -27,8 +27,7 @@
 //!    candidate two popcounts.
 //! 4. **Output**: leaf counts bottom-up (`leaf_counts`), then each node's preorder address and
 //!    its [`KdNode`](super::KdNode) (`write_nodes`): the format of
-//!    [`crate::accel::kdtree`], which the ray caster reads; beside them each leaf entry's
-//!    [`KdLeafTriangle`](super::KdLeafTriangle), its vertices inline (`leaf_records`).
+//!    [`crate::accel::kdtree`], which the ray caster reads.
 //!
 //! # Memory and overflow
 //!
@@ -49,7 +48,7 @@
 use super::KdParams;
 use super::cpu::check_kdtree;
 use super::scratch::{KdChunk, KdEntry, KdLargeNode, KdRecord, KdSmallNode};
-use super::{KdLeafTriangle, KdTreeGpu, MAX_DEPTH};
+use super::{KdTreeGpu, MAX_DEPTH};
 use crate::accel::{HostMesh, RayStructure, Structure, StructureKind, Traversable, TreeShape};
 use crate::geom::TriangleInput;
 use crate::prims::indirect::IndirectArgs;
@@ -421,26 +420,6 @@ pub struct KdInitPush {
     pub pad: u32,
 }
 
-/// Push constants of `leaf_records.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdLeafRecordsPush {
-    /// The tree's leaf triangle ids.
-    pub leaf_triangles_address: u64,
-    /// The tree's leaf records, written.
-    pub records_address: u64,
-    /// Vertex positions.
-    pub positions_address: u64,
-    /// Triangles.
-    pub triangles_address: u64,
-    /// The build's leaf entry count (in the status block).
-    pub count_address: u64,
-    /// Entries the lists hold.
-    pub capacity: u32,
-    /// Padding.
-    pub pad: u32,
-}
-
 /// Push constants of the per-level kernels without mesh access.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
@@ -576,7 +555,6 @@ pub struct KdTreeBuilder {
     small_subtrees: Arc<Pipeline>,
     leaf_counts: Arc<Pipeline>,
     write_nodes: Arc<Pipeline>,
-    leaf_records: Arc<Pipeline>,
     indirect: IndirectArgs,
     arena: Arena,
     /// The counters (status, large levels, small roots) and the reset image copied over
@@ -617,8 +595,7 @@ impl KdTreeBuilder {
             small_subtrees: ctx.pipeline(&shaders::KDTREE_SMALL_SUBTREES, NODE_WORKGROUP, &[])?,
             leaf_counts: ctx.pipeline(&shaders::KDTREE_LEAF_COUNTS, CHUNK, &[])?,
             write_nodes: ctx.pipeline(&shaders::KDTREE_WRITE_NODES, CHUNK, &[])?,
-            leaf_records: ctx.pipeline(&shaders::KDTREE_LEAF_RECORDS, CHUNK, &[])?,
-            indirect: IndirectArgs::new(ctx, "kd-tree output", 2)?,
+            indirect: IndirectArgs::new(ctx, "kd-tree output", 1)?,
             arena: Arena::new(ctx, capacity, &params)?,
             counters: ctx.create_buffer(
                 "kd-tree build counters",
@@ -717,8 +694,6 @@ impl KdTreeBuilder {
             .check("kd-tree build triangles", input.count as u64, 4)?;
         if tree.nodes.size() < capacity.nodes as u64 * 8
             || tree.leaf_triangles.size() < capacity.leaf_triangles as u64 * 4
-            || tree.leaf_records.size()
-                < capacity.leaf_triangles as u64 * std::mem::size_of::<KdLeafTriangle>() as u64
         {
             return Err(Error::InvalidInput(
                 "kd-tree smaller than the builder's capacity (allocate it after growing)".into(),
@@ -729,7 +704,7 @@ impl KdTreeBuilder {
         self.record_init(rec, input, tree, max_depth)?;
         self.record_large_levels(rec, input, max_depth);
         self.record_small_subtrees(rec);
-        self.record_output(rec, input, tree, status)
+        self.record_output(rec, status)
     }
 
     /// The level push constants every per-level kernel takes.
@@ -806,37 +781,14 @@ impl KdTreeBuilder {
     }
 
     /// `leaf_counts.comp` (leaves under each entry, bottom-up) and `write_nodes.comp` (the
-    /// nodes in preorder), over the entries the build made, beside `leaf_records.comp` (each
-    /// leaf entry's triangle inline) over its leaf entries; the status copied to `status`.
-    fn record_output(
-        &self,
-        rec: &mut Recorder,
-        input: &TriangleInput,
-        tree: &KdTreeGpu,
-        status: &KdStatusReadback,
-    ) -> Result<()> {
+    /// nodes in preorder), over the entries the build made; the status copied to `status`.
+    fn record_output(&self, rec: &mut Recorder, status: &KdStatusReadback) -> Result<()> {
         rec.begin_stage("kd-tree: output");
         let counters = &self.counters;
-        let capacity = &self.arena.capacity;
-        let leaf_count =
-            counters.address() + std::mem::offset_of!(KdBuildStatus, leaf_triangles) as u64;
-        let nodes = (counters.address(), capacity.nodes, CHUNK, 0);
-        let leaves = (leaf_count, capacity.leaf_triangles, CHUNK, 0);
-        self.indirect.record_unfenced(rec, 0, nodes)?;
-        self.indirect.record_unfenced(rec, 1, leaves)?;
-        rec.barrier_compute_to_indirect();
+        let capacity = self.arena.capacity.nodes;
+        self.indirect
+            .record(rec, 0, counters.address(), capacity, CHUNK, 0)?;
         let push = self.level_push(0);
-        let records = KdLeafRecordsPush {
-            leaf_triangles_address: tree.leaf_triangles.address(),
-            records_address: tree.leaf_records.address(),
-            positions_address: input.positions.address(),
-            triangles_address: input.triangles.address(),
-            count_address: leaf_count,
-            capacity: capacity.leaf_triangles,
-            pad: 0,
-        };
-        let slot = crate::prims::indirect::SLOT_BYTES;
-        rec.dispatch_indirect(&self.leaf_records, &records, self.indirect.buffer(), slot);
         rec.dispatch_indirect(&self.leaf_counts, &push, self.indirect.buffer(), 0);
         rec.barrier_compute_to_compute();
         rec.dispatch_indirect(&self.write_nodes, &push, self.indirect.buffer(), 0);
@@ -848,11 +800,10 @@ impl KdTreeBuilder {
         Ok(())
     }
 
-    /// Dispatches one build records: 1 + 2 per large level + 1 for the small stage + 5 (two
-    /// sizings, leaf counts, nodes, leaf records).
+    /// Dispatches one build records: 1 + 2 per large level + 1 for the small stage + 3.
     pub fn dispatches(&self, triangles: u32) -> u32 {
         let levels = self.params.depth_limit(triangles) + 1;
-        1 + 2 * levels + 1 + 5
+        1 + 2 * levels + 1 + 3
     }
 
     fn refs_for(&self, tree: &KdTreeGpu, max_depth: u32) -> BuildRefs {

@@ -7,8 +7,7 @@
 //! [`KdTree::leaf_triangles`]. The root's box is the scene box; a child's box is its parent's
 //! cut at the split plane. A kd-tree reaches the device by uploading the CPU builder's tree
 //! ([`cpu::build_sah_kdtree`]) or by building it on the GPU ([`build::KdTreeBuilder`], which
-//! writes the same format). On the device each entry of the leaf triangle list also has its
-//! [`KdLeafTriangle`] (the triangle's vertices inline, in the list's order), which rays test.
+//! writes the same format).
 
 pub mod build;
 pub mod cpu;
@@ -177,45 +176,6 @@ impl KdParams {
     }
 }
 
-/// One entry of the leaf triangle list as rays test it (`KdLeafTriangle` in
-/// `glsl/kdtree/format.glsl`), 48 bytes: the triangle's vertices, the first with the triangle
-/// id's bits ([`f32::from_bits`]) as its fourth component. Written on the device by
-/// `glsl/kdtree/leaf_records.comp` after a GPU build, on the host by [`KdTreeGpu::upload`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-pub struct KdLeafTriangle {
-    /// First vertex, and the triangle id's bits.
-    pub a: [f32; 4],
-    /// Second vertex (the fourth component is 0).
-    pub b: [f32; 4],
-    /// Third vertex (the fourth component is 0).
-    pub c: [f32; 4],
-}
-
-const _: () = assert!(std::mem::size_of::<KdLeafTriangle>() == 48);
-
-impl KdLeafTriangle {
-    /// The record of triangle `id` of the mesh `(positions, triangles)`; `None` when the id
-    /// or one of its vertex indices is out of range.
-    pub fn of(positions: &[[f32; 3]], triangles: &[[u32; 3]], id: u32) -> Option<Self> {
-        let [a, b, c] = *triangles.get(id as usize)?;
-        let vertex = |v: u32, w: f32| {
-            let [x, y, z] = *positions.get(v as usize)?;
-            Some([x, y, z, w])
-        };
-        Some(Self {
-            a: vertex(a, f32::from_bits(id))?,
-            b: vertex(b, 0.0)?,
-            c: vertex(c, 0.0)?,
-        })
-    }
-
-    /// The triangle id.
-    pub fn id(&self) -> u32 {
-        self.a[3].to_bits()
-    }
-}
-
 /// The deepest tree the ray casting kernel traverses: its stack size (`STACK_SIZE` in
 /// `glsl/kdtree/trace.comp`).
 pub const MAX_DEPTH: u32 = 64;
@@ -226,22 +186,15 @@ pub struct KdTreeGpu {
     pub nodes: Buffer,
     /// Each leaf's triangle ids, as runs.
     pub leaf_triangles: Buffer,
-    /// A [`KdLeafTriangle`] per entry of `leaf_triangles`, in its order.
-    pub leaf_records: Buffer,
     /// The scene box the root covers (one [`Aabb`]).
     pub bounds: Buffer,
 }
 
 impl KdTreeGpu {
-    /// Uploads a tree built on the CPU over the mesh `(positions, triangles)`, with its leaf
-    /// records. Malformed trees (child or triangle references out of range) and trees deeper
-    /// than [`MAX_DEPTH`] are refused, as are triangle ids or vertex indices outside the mesh.
-    pub fn upload(
-        ctx: &Context,
-        tree: &KdTree,
-        positions: &[[f32; 3]],
-        triangles: &[[u32; 3]],
-    ) -> Result<Self> {
+    /// Uploads a tree built on the CPU. Malformed trees (child or triangle references out of
+    /// range) and trees deeper than [`MAX_DEPTH`] are refused. Triangle ids must be below the
+    /// triangle count of the mesh it is traced with.
+    pub fn upload(ctx: &Context, tree: &KdTree) -> Result<Self> {
         let depth = depth(&tree.nodes, tree.leaf_triangles.len()).map_err(Error::InvalidInput)?;
         if depth > MAX_DEPTH {
             return Err(Error::InvalidInput(format!(
@@ -255,53 +208,29 @@ impl KdTreeGpu {
         } else {
             &tree.leaf_triangles
         };
-        let records = tree
-            .leaf_triangles
-            .iter()
-            .map(|&id| {
-                KdLeafTriangle::of(positions, triangles, id).ok_or_else(|| {
-                    Error::InvalidInput(format!(
-                        "kd-tree leaf triangle {id} or its vertices outside the mesh"
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let records: &[KdLeafTriangle] = if records.is_empty() {
-            &[KdLeafTriangle::default()]
-        } else {
-            &records
-        };
         Ok(Self {
             nodes: ctx.create_buffer_with("kd-tree nodes", &tree.nodes)?,
             leaf_triangles: ctx.create_buffer_with("kd-tree leaf triangles", leaf_triangles)?,
-            leaf_records: ctx.create_buffer_with("kd-tree leaf records", records)?,
             bounds: ctx.create_buffer_with("kd-tree bounds", &[Aabb::new(lo, hi)])?,
         })
     }
 }
 
 impl KdTreeGpu {
-    /// Space for a tree of up to `nodes` nodes and `leaf_triangles` leaf references (and their
-    /// records), for the GPU builder to write.
+    /// Space for a tree of up to `nodes` nodes and `leaf_triangles` leaf references, for the
+    /// GPU builder to write.
     pub fn allocate(ctx: &Context, nodes: u32, leaf_triangles: u32) -> Result<Self> {
         let buffer = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
         Ok(Self {
             nodes: buffer("kd-tree nodes", nodes.max(1) as u64 * 8)?,
             leaf_triangles: buffer("kd-tree leaf triangles", leaf_triangles.max(1) as u64 * 4)?,
-            leaf_records: buffer(
-                "kd-tree leaf records",
-                leaf_triangles.max(1) as u64 * std::mem::size_of::<KdLeafTriangle>() as u64,
-            )?,
             bounds: buffer("kd-tree bounds", std::mem::size_of::<Aabb>() as u64)?,
         })
     }
 
     /// Device bytes held.
     pub fn bytes(&self) -> u64 {
-        self.nodes.size()
-            + self.leaf_triangles.size()
-            + self.leaf_records.size()
-            + self.bounds.size()
+        self.nodes.size() + self.leaf_triangles.size() + self.bounds.size()
     }
 
     /// Reads the tree back: its first `nodes` nodes and `leaf_triangles` leaf references (the

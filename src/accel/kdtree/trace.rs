@@ -1,8 +1,7 @@
 //! Rays through a kd-tree: `glsl/kdtree/trace.comp`, one invocation per ray with a per-ray
 //! stack of far children, clipped to the scene box; [`super::cpu::trace_kdtree`] is its CPU
-//! mirror, counting the same work. A leaf's triangles are read from the tree's leaf records
-//! (vertices inline, made from the triangles it was built over); the tree is still named
-//! together with those triangles ([`KdTreeGpu::over`]), which are checked.
+//! mirror, counting the same work. A kd-tree's leaves hold triangle ids, so it is traced
+//! together with the triangles it was built over ([`KdTreeGpu::over`]).
 
 use super::KdTreeGpu;
 use crate::accel::{Traversable, TraversalBatch};
@@ -17,8 +16,12 @@ use crate::vk::{Recorder, Result, Slice};
 pub struct TraceKdPush {
     /// Nodes in preorder.
     pub nodes_address: u64,
-    /// Leaf records ([`super::KdLeafTriangle`]).
-    pub leaf_records_address: u64,
+    /// Leaf triangle ids.
+    pub leaf_triangles_address: u64,
+    /// Vertex positions.
+    pub positions_address: u64,
+    /// Triangles.
+    pub triangles_address: u64,
     /// Rays.
     pub rays_address: u64,
     /// Hits written.
@@ -71,7 +74,9 @@ impl Traversable for KdTreeOver<'_> {
         let (count_address, host_count) = batch.count.push();
         let push = TraceKdPush {
             nodes_address: self.tree.nodes.address(),
-            leaf_records_address: self.tree.leaf_records.address(),
+            leaf_triangles_address: self.tree.leaf_triangles.address(),
+            positions_address: self.positions.address(),
+            triangles_address: self.triangles.address(),
             rays_address: batch.rays.address(),
             hits_address: batch.hits.address(),
             bounds_address: self.tree.bounds.address(),
