@@ -3,7 +3,10 @@
 // stack-based as in Zhou et al. 2008 §4: the ray is clipped to the scene box, then at each
 // internal node the distance to the split plane decides whether only the near child, only the
 // far child, or both are visited (near first, the far child pushed with the rest of the
-// interval). In a leaf every triangle is tested (watertight, common/ray.glsl); pushed intervals
+// interval). The ray's origin, direction and inverse along the node's axis are selected with
+// conditionals rather than indexed by the axis, and each case is a flag, so the one push (a
+// single 16-byte entry: node, enter, exit) is written in one place. In a leaf every triangle is
+// tested (watertight, common/ray.glsl) through its id and its vertex indices; pushed intervals
 // starting beyond the closest hit are dropped, so a hit within a leaf ends the search (a ray
 // lying in a split plane visits both children over the same interval).
 // Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
