@@ -3,7 +3,10 @@
 // stack-based as in Zhou et al. 2008 §4: the ray is clipped to the scene box, then at each
 // internal node the distance to the split plane decides whether only the near child, only the
 // far child, or both are visited (near first, the far child pushed with the rest of the
-// interval). In a leaf every triangle is tested (watertight, common/ray.glsl); pushed intervals
+// interval). The ray's origin, direction and inverse along the node's axis are selected with
+// conditionals rather than indexed by the axis, and each case is a flag, so the one push (a
+// single 16-byte entry: node, enter, exit) is written in one place. In a leaf every triangle is
+// tested (watertight, common/ray.glsl) through its id and its vertex indices; pushed intervals
 // starting beyond the closest hit are dropped, so a hit within a leaf ends the search (a ray
 // lying in a split plane visits both children over the same interval).
 // Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
@@ -63,9 +66,8 @@ void main() {
         U32s leaves = U32s(pc.leaf_triangles_address);
         Vec3s positions = Vec3s(pc.positions_address);
         UVec3s triangles = UVec3s(pc.triangles_address);
-        uint stack_node[STACK_SIZE];
-        float stack_enter[STACK_SIZE];
-        float stack_exit[STACK_SIZE];
+        // One 16-byte entry per pushed node: (node, enter bits, exit bits, unused).
+        uvec4 stack[STACK_SIZE];
         uint depth = 0;
         uint node = 0;
         bool searching = true;
@@ -77,47 +79,37 @@ void main() {
             while ((n.word0 & 3u) != KD_LEAF) {
                 uint axis = n.word0 & 3u;
                 float split = uintBitsToFloat(n.word1);
-                float origin = ray.origin[axis];
-                bool below_first = origin < split || (origin == split && ray.direction[axis] <= 0.0);
-                uint near = below_first ? node + 1u : n.word0 >> 2;
-                uint far = below_first ? n.word0 >> 2 : node + 1u;
-                float t_split = (split - origin) * q.inv_direction[axis];
-                if (q.parallel[axis]) {
-                    // Parallel to the plane: the origin's side, or both when the ray lies in it
-                    // (over the same interval).
-                    if (origin == split && depth < STACK_SIZE) {
-                        stack_node[depth] = far;
-                        stack_enter[depth] = t_enter;
-                        stack_exit[depth] = t_exit;
-                        ++depth;
-                    }
-                    node = near;
-                } else if (t_split == 0.0 && t_enter <= 0.0) {
-                    // The ray starts in the plane: the side behind it over the one point t = 0
-                    // (where a triangle lying in the plane, kept on that side, is met), then
-                    // the side ahead over the whole interval.
-                    if (depth < STACK_SIZE) {
-                        stack_node[depth] = near;
-                        stack_enter[depth] = t_enter;
-                        stack_exit[depth] = t_exit;
-                        ++depth;
-                    }
-                    node = far;
-                    t_exit = 0.0;
-                } else if (t_split > t_exit || t_split <= 0.0) {
-                    node = near;
-                } else if (t_split < t_enter) {
-                    node = far;
-                } else {
-                    if (depth < STACK_SIZE) {
-                        stack_node[depth] = far;
-                        stack_enter[depth] = t_split;
-                        stack_exit[depth] = t_exit;
-                        ++depth;
-                    }
-                    node = near;
-                    t_exit = t_split;
+                // The ray's components along the axis, selected rather than indexed.
+                bool x = axis == 0u;
+                bool y = axis == 1u;
+                float origin = x ? ray.origin.x : (y ? ray.origin.y : ray.origin.z);
+                float direction = x ? ray.direction.x : (y ? ray.direction.y : ray.direction.z);
+                float inv = x ? q.inv_direction.x : (y ? q.inv_direction.y : q.inv_direction.z);
+                bool parallel = x ? q.parallel.x : (y ? q.parallel.y : q.parallel.z);
+                bool below_first = origin < split || (origin == split && direction <= 0.0);
+                uint right = n.word0 >> 2;
+                uint near = below_first ? node + 1u : right;
+                uint far = below_first ? right : node + 1u;
+                float t_split = (split - origin) * inv;
+                // Parallel to the plane: the origin's side, or both when the ray lies in it
+                // (over the same interval). Starting in the plane: the side behind it over the
+                // one point t = 0 (where a triangle lying in the plane, kept on that side, is
+                // met), then the side ahead over the whole interval. Otherwise near only, far
+                // only, or near with far pushed over the rest of the interval.
+                bool in_plane_start = !parallel && t_split == 0.0 && t_enter <= 0.0;
+                bool crossing = !parallel && !in_plane_start;
+                bool near_only = crossing && (t_split > t_exit || t_split <= 0.0);
+                bool far_only = crossing && !near_only && t_split < t_enter;
+                bool both = crossing && !near_only && !far_only;
+                bool push = both || in_plane_start || (parallel && origin == split);
+                if (push && depth < STACK_SIZE) {
+                    float enter = both ? t_split : t_enter;
+                    stack[depth] = uvec4(in_plane_start ? near : far, floatBitsToUint(enter),
+                                         floatBitsToUint(t_exit), 0u);
+                    ++depth;
                 }
+                node = (in_plane_start || far_only) ? far : near;
+                t_exit = in_plane_start ? 0.0 : (both ? t_split : t_exit);
                 if (COUNT_WORK) {
                     ++work.nodes_visited;
                 }
@@ -150,10 +142,11 @@ void main() {
             searching = false;
             while (depth > 0u) {
                 --depth;
-                if (stack_enter[depth] < t) {
-                    node = stack_node[depth];
-                    t_enter = stack_enter[depth];
-                    t_exit = stack_exit[depth];
+                uvec4 entry = stack[depth];
+                if (uintBitsToFloat(entry.y) < t) {
+                    node = entry.x;
+                    t_enter = uintBitsToFloat(entry.y);
+                    t_exit = uintBitsToFloat(entry.z);
                     searching = true;
                     break;
                 }
