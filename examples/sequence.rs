@@ -31,8 +31,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         height: 180,
         ..SequenceConfig::default()
     };
-    let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
     let mut writer = ImageSequence::new(&out, config.width, config.height);
+    let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
     let numbers: Vec<u32> = (0..frames).collect();
     sequence.render(&numbers, |finished| {
         writer.submit(finished.frame, finished.image.rgba8().to_vec());

@@ -9,7 +9,7 @@
 //! (the temporary one is removed). The first failure is reported with the frame, the path and
 //! the operating system's error, and the frames finished before it are kept.
 
-use crate::render::{ImageReadback, PixelAovs};
+use crate::render::{ChannelEncoding, ChannelSource, ImageReadback, OutputChannel};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
@@ -237,8 +237,37 @@ pub enum Aov {
 pub struct ExrOptions {
     /// The output variables written as more channels.
     pub aovs: Vec<Aov>,
-    /// 16-bit floats for the colour, normal and albedo channels (else 32-bit).
+    /// 16-bit floats for the colour, normal and albedo channels (else 32-bit). Depth and
+    /// position stay 32-bit floats: a half's 11 bits of precision would put depth steps of
+    /// 1/1024 of the distance into a compositor's depth of field and fog, and positions far
+    /// from the origin lose more. The object id is a 32-bit integer.
     pub half: bool,
+}
+
+impl ExrOptions {
+    /// The file's channels, in the order the renderer converts them (the file lists them
+    /// sorted by name, as OpenEXR asks).
+    pub fn channels(&self) -> Vec<OutputChannel> {
+        use ChannelSource::*;
+        let colour = match self.half {
+            true => ChannelEncoding::F16,
+            false => ChannelEncoding::F32,
+        };
+        let mut channels: Vec<OutputChannel> = [Red, Green, Blue, Coverage]
+            .map(|source| OutputChannel::new(source, colour))
+            .into();
+        for aov in &self.aovs {
+            let (sources, encoding): (&[ChannelSource], _) = match aov {
+                Aov::Depth => (&[Depth], ChannelEncoding::F32),
+                Aov::Normal => (&[NormalX, NormalY, NormalZ], colour),
+                Aov::Albedo => (&[AlbedoRed, AlbedoGreen, AlbedoBlue], colour),
+                Aov::Position => (&[PositionX, PositionY, PositionZ], ChannelEncoding::F32),
+                Aov::ObjectId => (&[ObjectId], ChannelEncoding::U32),
+            };
+            channels.extend(sources.iter().map(|&s| OutputChannel::new(s, encoding)));
+        }
+        channels
+    }
 }
 
 /// How PNG frames are encoded beyond 8-bit opaque RGBA.
@@ -251,9 +280,34 @@ pub struct PngOptions {
 }
 
 impl PngOptions {
-    /// Whether the frames need the renderer's linear output.
-    pub fn needs_linear_output(self) -> bool {
-        self.sixteen_bit || self.transparent
+    /// The channels the renderer converts for these frames beside its 8-bit image: red, green
+    /// and blue as 16-bit display values for 16-bit frames, and the coverage for transparent
+    /// ones.
+    pub fn channels(self) -> Vec<OutputChannel> {
+        use ChannelSource::*;
+        let mut sources = Vec::new();
+        if self.sixteen_bit {
+            sources.extend([Red, Green, Blue]);
+        }
+        if self.transparent {
+            sources.push(Coverage);
+        }
+        let display = |source| OutputChannel::new(source, ChannelEncoding::Display16);
+        sources.into_iter().map(display).collect()
+    }
+}
+
+/// What each format needs the renderer to convert beside its 8-bit image
+/// ([`Renderer::set_output_channels`](crate::render::Renderer::set_output_channels)).
+pub fn output_channels(
+    format: ImageFormat,
+    png: PngOptions,
+    exr: &ExrOptions,
+) -> Vec<OutputChannel> {
+    match format {
+        ImageFormat::Png => png.channels(),
+        ImageFormat::Ppm => Vec::new(),
+        ImageFormat::Exr => exr.channels(),
     }
 }
 
@@ -262,63 +316,48 @@ impl PngOptions {
 pub enum FrameImage {
     /// RGBA8 pixels, rows from the top (PNG, PPM).
     Rgba8(Vec<u8>),
-    /// RGBA16 pixels, rows from the top (16-bit PNG).
-    Rgba16(Vec<u16>),
-    /// The linear radiance and what each pixel's camera ray hit, rows from the top, and text
-    /// attributes for the file's header (OpenEXR).
-    Linear {
-        /// Linear RGB per pixel.
-        radiance: Vec<[f32; 3]>,
-        /// Per pixel.
-        aovs: Vec<PixelAovs>,
+    /// The file's channels as the renderer converted them, each a plane of one value per
+    /// pixel, rows from the top (16-bit PNG: red, green, blue and perhaps the coverage as
+    /// display values; OpenEXR), and text attributes for the file's header (OpenEXR).
+    Channels {
+        /// Each channel and its plane.
+        planes: Vec<(OutputChannel, Vec<u8>)>,
         /// `(name, value)` pairs: the frame's camera, time, canopy's version.
         attributes: Vec<(String, String)>,
     },
 }
 
 impl FrameImage {
-    /// What `readback` holds in the form `format` is written from (linear output needs the
-    /// renderer's [`enable_linear_output`](crate::render::Renderer::enable_linear_output)).
+    /// What `readback` holds in the form `format` is written from (the renderer's
+    /// [`output_channels`] for it must be set).
     pub fn of(
         readback: &ImageReadback,
         (format, png): (ImageFormat, PngOptions),
         attributes: Vec<(String, String)>,
     ) -> Option<Self> {
-        let coverage =
-            || -> Option<Vec<f32>> { Some(readback.aovs()?.iter().map(|a| a.coverage).collect()) };
+        let planes = || -> Vec<(OutputChannel, Vec<u8>)> {
+            readback
+                .channels()
+                .map(|(c, plane)| (c, plane.to_vec()))
+                .collect()
+        };
         Some(match format {
-            ImageFormat::Exr => Self::Linear {
-                radiance: readback.linear_radiance()?,
-                aovs: readback.aovs()?,
+            ImageFormat::Exr => Self::Channels {
+                planes: planes(),
                 attributes,
             },
-            ImageFormat::Png if png.sixteen_bit => {
-                let alpha = match png.transparent {
-                    true => coverage()?,
-                    false => vec![1.0; readback.rgba8().len() / 4],
-                };
-                // The resolve's encoding (gamma 2.2 of the clamped radiance), to 16 bits.
-                let encode = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 65535.0).round() as u16;
-                let radiance = readback.linear_radiance()?;
-                Self::Rgba16(
-                    radiance
-                        .iter()
-                        .zip(alpha)
-                        .flat_map(|(rgb, a)| {
-                            [
-                                encode(rgb[0]),
-                                encode(rgb[1]),
-                                encode(rgb[2]),
-                                (a * 65535.0) as u16,
-                            ]
-                        })
-                        .collect(),
-                )
-            }
+            ImageFormat::Png if png.sixteen_bit => Self::Channels {
+                planes: planes(),
+                attributes,
+            },
             ImageFormat::Png if png.transparent => {
+                let (channel, coverage) = readback.channels().next()?;
+                if channel.source != ChannelSource::Coverage {
+                    return None;
+                }
                 let mut rgba = readback.rgba8().to_vec();
-                for (pixel, a) in rgba.chunks_exact_mut(4).zip(coverage()?) {
-                    pixel[3] = (a * 255.0) as u8;
+                for (pixel, a) in rgba.chunks_exact_mut(4).zip(coverage.chunks_exact(2)) {
+                    pixel[3] = a[0];
                 }
                 Self::Rgba8(rgba)
             }
@@ -354,18 +393,14 @@ pub fn write_atomically(
         (ImageFormat::Png, FrameImage::Rgba8(rgba)) => {
             write_png(file, (width, height), PngPixels::Eight(rgba))
         }
-        (ImageFormat::Png, FrameImage::Rgba16(rgba)) => {
-            write_png(file, (width, height), PngPixels::Sixteen(rgba))
+        (ImageFormat::Png, FrameImage::Channels { planes, .. }) => {
+            let rgba = interleave_display16(planes)?;
+            write_png(file, (width, height), PngPixels::Sixteen(&rgba))
         }
         (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(file, width, height, rgba),
-        (
-            ImageFormat::Exr,
-            FrameImage::Linear {
-                radiance,
-                aovs,
-                attributes,
-            },
-        ) => write_exr(file, (width, height), (radiance, aovs), attributes, exr),
+        (ImageFormat::Exr, FrameImage::Channels { planes, attributes }) => {
+            write_exr(file, (width, height), planes, attributes, exr)
+        }
         _ => Err(std::io::Error::other(format!(
             "a {} frame cannot be written from this image",
             format.extension()
@@ -373,57 +408,69 @@ pub fn write_atomically(
     })
 }
 
-/// A single-part OpenEXR file of the linear radiance (`R`, `G`, `B`, and `A` the coverage)
-/// and the AOVs `options` asks for, in the channel names compositors read (`Z`, `N.X`,
-/// `albedo.R`, `P.X`, `object_id`), with `attributes` in its header; zip-compressed.
+/// 16-bit PNG pixels, big-endian RGBA, from the red, green, blue and (when transparent)
+/// coverage planes of 16-bit display values (opaque without the coverage).
+fn interleave_display16(planes: &[(OutputChannel, Vec<u8>)]) -> std::io::Result<Vec<u8>> {
+    use ChannelSource::*;
+    let plane = |source: ChannelSource| {
+        let wanted = OutputChannel::new(source, ChannelEncoding::Display16);
+        planes
+            .iter()
+            .find(|(c, _)| *c == wanted)
+            .map(|(_, p)| p.as_slice())
+    };
+    let (Some(r), Some(g), Some(b)) = (plane(Red), plane(Green), plane(Blue)) else {
+        return Err(std::io::Error::other(
+            "a 16-bit PNG needs red, green and blue as 16-bit display values",
+        ));
+    };
+    let opaque = vec![0xff; r.len()];
+    let a = plane(Coverage).unwrap_or(&opaque);
+    let mut rgba = Vec::with_capacity(4 * r.len());
+    for (((r, g), b), a) in r
+        .chunks_exact(2)
+        .zip(g.chunks_exact(2))
+        .zip(b.chunks_exact(2))
+        .zip(a.chunks_exact(2))
+    {
+        rgba.extend_from_slice(&[r[0], r[1], g[0], g[1], b[0], b[1], a[0], a[1]]);
+    }
+    Ok(rgba)
+}
+
+/// A single-part OpenEXR file of the renderer's channels (the linear radiance `R`, `G`, `B`,
+/// `A` the coverage, and the AOVs in the names compositors read: `Z`, `N.X`, `albedo.R`,
+/// `P.X`, `object_id`), each in the precision it was converted to, with `attributes` in its
+/// header; compressed as `options` says.
 fn write_exr(
     file: &mut std::fs::File,
     (width, height): (u32, u32),
-    (radiance, aovs): (&[[f32; 3]], &[PixelAovs]),
+    planes: &[(OutputChannel, Vec<u8>)],
     attributes: &[(String, String)],
-    options: &ExrOptions,
+    _options: &ExrOptions,
 ) -> std::io::Result<()> {
     use exr::prelude::*;
-    let colour = |name: &str, values: Vec<f32>| {
-        let samples = if options.half {
-            FlatSamples::F16(values.into_iter().map(f16::from_f32).collect())
-        } else {
-            FlatSamples::F32(values)
-        };
-        AnyChannel::new(name, samples)
-    };
-    let exact = |name: &str, values: Vec<f32>| AnyChannel::new(name, FlatSamples::F32(values));
-    let component = |of: &dyn Fn(&PixelAovs) -> [f32; 3], c: usize| -> Vec<f32> {
-        aovs.iter().map(|a| of(a)[c]).collect()
-    };
-    let mut channels: Vec<AnyChannel<FlatSamples>> = (0..3)
-        .map(|c| colour(["R", "G", "B"][c], radiance.iter().map(|p| p[c]).collect()))
-        .collect();
-    channels.push(colour("A", aovs.iter().map(|a| a.coverage).collect()));
-    for aov in &options.aovs {
-        match aov {
-            Aov::Depth => channels.push(exact("Z", aovs.iter().map(|a| a.depth).collect())),
-            Aov::Normal => {
-                for (c, name) in ["N.X", "N.Y", "N.Z"].iter().enumerate() {
-                    channels.push(colour(name, component(&|a| a.normal, c)));
+    let channels: Vec<AnyChannel<FlatSamples>> = planes
+        .iter()
+        .map(|(channel, plane)| {
+            let samples = match channel.encoding {
+                ChannelEncoding::F32 => FlatSamples::F32(bytemuck::pod_collect_to_vec(plane)),
+                ChannelEncoding::U32 => FlatSamples::U32(bytemuck::pod_collect_to_vec(plane)),
+                ChannelEncoding::F16 => FlatSamples::F16(
+                    plane
+                        .chunks_exact(2)
+                        .map(|h| f16::from_bits(u16::from_le_bytes([h[0], h[1]])))
+                        .collect(),
+                ),
+                ChannelEncoding::Display16 => {
+                    return Err(std::io::Error::other(
+                        "OpenEXR holds linear values, not display values",
+                    ));
                 }
-            }
-            Aov::Albedo => {
-                for (c, name) in ["albedo.R", "albedo.G", "albedo.B"].iter().enumerate() {
-                    channels.push(colour(name, component(&|a| a.albedo, c)));
-                }
-            }
-            Aov::Position => {
-                for (c, name) in ["P.X", "P.Y", "P.Z"].iter().enumerate() {
-                    channels.push(exact(name, component(&|a| a.position, c)));
-                }
-            }
-            Aov::ObjectId => channels.push(AnyChannel::new(
-                "object_id",
-                FlatSamples::U32(aovs.iter().map(|a| a.object_id).collect()),
-            )),
-        }
-    }
+            };
+            Ok(AnyChannel::new(channel.source.exr_name(), samples))
+        })
+        .collect::<std::io::Result<_>>()?;
     let mut layer_attributes = LayerAttributes::default();
     for (name, value) in attributes {
         layer_attributes.other.insert(
@@ -460,10 +507,12 @@ fn write_ppm(
 /// RGBA pixels of 8 or 16 bits per channel.
 enum PngPixels<'a> {
     Eight(&'a [u8]),
-    Sixteen(&'a [u16]),
+    /// Big-endian, as PNG stores them.
+    Sixteen(&'a [u8]),
 }
 
-/// A PNG of the pixels, tagged (`gAMA`) with the gamma 2.2 the renderer encodes them with.
+/// A PNG of the pixels, tagged (`sRGB`) with the transfer function the renderer encodes them
+/// with.
 fn write_png(
     file: &mut std::fs::File,
     (width, height): (u32, u32),
@@ -473,8 +522,7 @@ fn write_png(
     let mut encoder = png::Encoder::new(&mut file, width, height);
     encoder.set_color(png::ColorType::Rgba);
     encoder.set_compression(png::Compression::Fast);
-    encoder.set_source_gamma(png::ScaledFloat::new(1.0 / 2.2));
-    let big_endian: Vec<u8>;
+    encoder.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
     let bytes = match pixels {
         PngPixels::Eight(rgba) => {
             encoder.set_depth(png::BitDepth::Eight);
@@ -482,8 +530,7 @@ fn write_png(
         }
         PngPixels::Sixteen(rgba) => {
             encoder.set_depth(png::BitDepth::Sixteen);
-            big_endian = rgba.iter().flat_map(|c| c.to_be_bytes()).collect();
-            &big_endian
+            rgba
         }
     };
     let mut writer = encoder.write_header().map_err(std::io::Error::other)?;

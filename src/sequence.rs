@@ -24,7 +24,7 @@ pub const FRAMES_IN_FLIGHT: usize = 2;
 const STAGES_PER_FRAME: u32 = 128;
 
 /// How a sequence renders.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SequenceConfig {
     /// The structure rebuilt every frame (one rays can be traced through).
     pub structure: StructureKind,
@@ -40,9 +40,10 @@ pub struct SequenceConfig {
     pub fps: f32,
     /// Caustics by photon mapping ([`crate::render::photons`]), or none.
     pub caustics: Option<PhotonParams>,
-    /// Whether finished frames carry the linear radiance and what each camera ray hit
-    /// ([`Renderer::enable_linear_output`], for OpenEXR).
-    pub linear_output: bool,
+    /// The channels finished frames carry beside the 8-bit image, converted on the GPU as the
+    /// frames' files store them ([`Renderer::set_output_channels`]; e.g.
+    /// [`crate::export::output_channels`]).
+    pub channels: Vec<crate::render::OutputChannel>,
 }
 
 impl Default for SequenceConfig {
@@ -57,7 +58,7 @@ impl Default for SequenceConfig {
             height: 540,
             fps: 24.0,
             caustics: None,
-            linear_output: false,
+            channels: Vec::new(),
         }
     }
 }
@@ -121,9 +122,7 @@ impl<'a> FrameSequence<'a> {
         if let Some(params) = config.caustics {
             renderer.enable_caustics(ctx, params)?;
         }
-        if config.linear_output {
-            renderer.enable_linear_output(ctx)?;
-        }
+        renderer.set_output_channels(ctx, &config.channels)?;
         Ok(Self {
             profilers: (0..FRAMES_IN_FLIGHT)
                 .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))

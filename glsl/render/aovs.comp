@@ -9,16 +9,7 @@
 #include "../common/shading.glsl"
 #include "../common/paths.glsl"
 
-// One pixel's outputs, as src/render/mod.rs PixelAovs.
-struct PixelAovs {
-    vec3 normal;
-    float depth;
-    vec3 albedo;
-    uint object_id;
-    vec3 position;
-    float coverage;
-};
-layout(buffer_reference, scalar, buffer_reference_align = 4) buffer PixelAovsList { PixelAovs v[]; };
+#include "pixel_aovs.glsl"
 
 layout(push_constant, scalar) uniform Push {
     SceneRefs scene;

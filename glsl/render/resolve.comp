@@ -1,9 +1,11 @@
 #version 460
 // The frame's image: each pixel's fixed-point radiance sum (common/paths.glsl) back to linear
-// RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (gamma 2.2 approximation), opaque.
+// RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (the sRGB transfer function,
+// srgb.glsl), opaque.
 // src/render/cpu.rs packs the same way.
 #include "../common/prelude.glsl"
 #include "../common/paths.glsl"
+#include "srgb.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t radiance_address; // 3 u64 per pixel
@@ -13,7 +15,8 @@ layout(push_constant, scalar) uniform Push {
 } pc;
 
 uint pack_srgb(vec3 linear) {
-    uvec3 c = uvec3(round(pow(clamp(linear, 0.0, 1.0), vec3(1.0 / 2.2)) * 255.0));
+    vec3 v = clamp(linear, 0.0, 1.0);
+    uvec3 c = uvec3(round(vec3(srgb_encode(v.r), srgb_encode(v.g), srgb_encode(v.b)) * 255.0));
     return c.r | (c.g << 8) | (c.b << 16) | (255u << 24);
 }
 

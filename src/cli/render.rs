@@ -10,13 +10,13 @@ use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
-    Aov, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence, OutputNaming, PngOptions,
-    ShardMode, VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
+    self, Aov, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence, OutputNaming,
+    PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
-use canopy::render::{BounceStats, MAX_BOUNCES, RenderParams};
+use canopy::render::{BounceStats, MAX_BOUNCES, OutputChannel, RenderParams};
 use canopy::scene::AssetAccess;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
@@ -851,11 +851,13 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         image: format.map(|f| (f, png)),
         video: args.video.is_some(),
     };
-    let linear_output = format == Some(ImageFormat::Exr) || png.needs_linear_output();
     let exr_options = ExrOptions {
         aovs: args.aovs.iter().map(|&a| a.into()).collect(),
         half: args.half,
     };
+    let channels = format.map_or(Vec::new(), |f| {
+        export::output_channels(f, png, &exr_options)
+    });
     let mut writers = naming
         .clone()
         .map(|naming| ImageSequence::named(naming, exr_options, width, height));
@@ -964,37 +966,39 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     };
     // Every way out of the render below comes back here, so that the writers always finish
     // the frames queued and the frames written are always said.
-    let rendered =
-        (|| match devices.as_slice() {
-            [options] => {
-                let ctx = super::context(options)?;
-                let subject = build_subject(&ctx, args)?;
-                let config = sequence_config(args, &subject, linear_output)?;
-                let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
-                announce(subject.scene.triangle_count, &ctx.caps().name);
-                _graceful = Some(interrupt::graceful());
-                started.set(Instant::now());
-                let mut pending = frames.iter();
-                sequence.render_pulled(
-                    || pending.next(),
-                    |finished| handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?),
-                )?;
-                print_caustics(&ctx, &sequence)
-            }
-            devices => {
-                render_on_devices(devices, (args, linear_output, wanted), &frames, |event| {
-                    match event {
-                        DeviceEvent::Ready(names, triangles) => {
-                            announce(triangles, &names);
-                            _graceful = Some(interrupt::graceful());
-                            started.set(Instant::now());
-                            Ok(Flow::Continue)
-                        }
-                        DeviceEvent::Frame(output) => handle(output),
+    let rendered = (|| match devices.as_slice() {
+        [options] => {
+            let ctx = super::context(options)?;
+            let subject = build_subject(&ctx, args)?;
+            let config = sequence_config(args, &subject, channels.clone())?;
+            let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
+            announce(subject.scene.triangle_count, &ctx.caps().name);
+            _graceful = Some(interrupt::graceful());
+            started.set(Instant::now());
+            let mut pending = frames.iter();
+            sequence.render_pulled(
+                || pending.next(),
+                |finished| handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?),
+            )?;
+            print_caustics(&ctx, &sequence)
+        }
+        devices => {
+            render_on_devices(
+                devices,
+                (args, &channels, wanted),
+                &frames,
+                |event| match event {
+                    DeviceEvent::Ready(names, triangles) => {
+                        announce(triangles, &names);
+                        _graceful = Some(interrupt::graceful());
+                        started.set(Instant::now());
+                        Ok(Flow::Continue)
                     }
-                })
-            }
-        })();
+                    DeviceEvent::Frame(output) => handle(output),
+                },
+            )
+        }
+    })();
     progress.finish_and_clear();
     let mut outcome = rendered;
     match video {
@@ -1111,7 +1115,7 @@ fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> 
 fn sequence_config(
     args: &RenderArgs,
     subject: &Subject,
-    linear_output: bool,
+    channels: Vec<OutputChannel>,
 ) -> Result<SequenceConfig, CliError> {
     let (width, height) = args.size;
     Ok(SequenceConfig {
@@ -1140,7 +1144,7 @@ fn sequence_config(
             seed: 1,
             estimated_radii: !args.photon_bound_radii,
         }),
-        linear_output,
+        channels,
     })
 }
 
@@ -1222,7 +1226,7 @@ enum DeviceEvent {
 /// `sink` (on this thread) takes the finished frames as they come and may stop them all.
 fn render_on_devices(
     devices: &[ContextOptions],
-    (args, linear_output, wanted): (&RenderArgs, bool, Wanted),
+    (args, channels, wanted): (&RenderArgs, &[OutputChannel], Wanted),
     frames: &FramePlan,
     mut sink: impl FnMut(DeviceEvent) -> Result<Flow, CliError>,
 ) -> Result<(), CliError> {
@@ -1246,7 +1250,7 @@ fn render_on_devices(
                         Ok(subject) => subject,
                         Err(e) => return report_failure(e, (send, stop)),
                     };
-                    let sequence = sequence_config(args, &subject, linear_output)
+                    let sequence = sequence_config(args, &subject, channels.to_vec())
                         .and_then(|config| Ok(FrameSequence::new(&ctx, &subject, config)?));
                     let mut sequence = match sequence {
                         Ok(sequence) => sequence,

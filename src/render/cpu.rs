@@ -114,9 +114,8 @@ pub(crate) fn fresnel_refract(d: Vec3, n: Vec3, eta: f32) -> (f32, Vec3) {
 fn pack_srgb(linear: Vec3) -> [u8; 4] {
     let c = linear
         .clamp(Vec3::ZERO, Vec3::ONE)
-        .powf(1.0 / 2.2)
         .to_array()
-        .map(|v| (v * 255.0).round() as u8);
+        .map(|v| (super::channels::srgb_encode(v) * 255.0).round() as u8);
     [c[0], c[1], c[2], 255]
 }
 

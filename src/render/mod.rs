@@ -22,7 +22,9 @@
 //!    traces take [`Count::Device`] and the kernels dispatch indirectly; nothing is read back
 //!    within a frame.
 //! 3. **render: resolve** (`resolve.comp`): the sums to sRGB RGBA8, copied with the bounce
-//!    counters to a host-visible [`ImageReadback`].
+//!    counters to a host-visible [`ImageReadback`]; with file channels
+//!    ([`Renderer::set_output_channels`]), `channels.comp` writes each one as the file stores
+//!    it and they are copied beside the image.
 //!
 //! Radiance is summed per pixel in 64-bit fixed point (2^24 units per unit of linear
 //! radiance, each contribution clamped to [0, 256] per channel, which never changes a pixel
@@ -40,12 +42,14 @@
 //! One readback per frame in flight lets the CPU write one frame while the GPU renders the
 //! next.
 
+pub mod channels;
 pub mod cpu;
 pub mod photons;
 pub mod presets;
 pub mod scene_gpu;
 
 pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
+pub use channels::{ChannelEncoding, ChannelSource, OutputChannel};
 pub use scene_gpu::SceneGpu;
 
 use crate::prims::WORKGROUP_SIZE;
@@ -485,8 +489,36 @@ pub struct Renderer {
     image: Buffer,
     /// The photon map and gather list, when caustics are on.
     caustics: Option<Caustics>,
-    /// The pixels' [`PixelAovs`] and their kernel, when linear output is on.
+    /// The pixels' [`PixelAovs`] and their kernel, when a file channel reads them.
     aovs: Option<(Arc<Pipeline>, Buffer)>,
+    /// The file channels and their planes, when set.
+    channels: Option<FileChannels>,
+}
+
+/// The channels a frame's file holds, converted on the GPU (`channels.comp`).
+struct FileChannels {
+    list: Vec<OutputChannel>,
+    pipeline: Arc<Pipeline>,
+    /// Every channel's plane, one after another.
+    planes: Buffer,
+}
+
+/// Push constants of `channels.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ChannelsPush {
+    /// Radiance sums.
+    pub radiance_address: u64,
+    /// [`PixelAovs`] per pixel, or 0 where no channel reads them.
+    pub aovs_address: u64,
+    /// Out: the planes.
+    pub planes_address: u64,
+    /// Pixels.
+    pub pixels: u32,
+    /// Channels in `channels`.
+    pub channel_count: u32,
+    /// Each channel's source, and its encoding above bit 8.
+    pub channels: [u32; channels::MAX_CHANNELS],
 }
 
 /// Push constants of `gather_queries.comp`.
@@ -529,15 +561,15 @@ struct Caustics {
 }
 
 /// Host-visible memory a rendered frame is copied to: the image, then the bounce counters,
-/// then with linear output the pixels' radiance sums and [`PixelAovs`].
+/// then the file channels' planes ([`Renderer::set_output_channels`]).
 pub struct ImageReadback {
     buffer: Buffer,
     image_bytes: usize,
     pixels: u32,
     /// Where the bounce counters end.
     counters_end: usize,
-    /// Where the radiance sums start, with linear output.
-    linear_offset: Option<usize>,
+    /// Each file channel, and where its plane starts.
+    planes: Vec<(OutputChannel, usize)>,
 }
 
 impl ImageReadback {
@@ -570,24 +602,19 @@ impl ImageReadback {
         self.buffer.mapped().expect("readback buffers are mapped")
     }
 
-    /// The linear radiance of every pixel (rows from the top), unclamped, with linear output
-    /// ([`Renderer::enable_linear_output`]; valid once the frame's submission has completed).
-    pub fn linear_radiance(&self) -> Option<Vec<[f32; 3]>> {
-        let start = self.linear_offset?;
-        let bytes = &self.mapped()[start..start + self.pixels as usize * 24];
-        let sums: Vec<[u64; 3]> = bytemuck::pod_collect_to_vec(bytes);
-        Some(
-            sums.iter()
-                .map(|s| s.map(|units| (units as f64 / RADIANCE_SCALE as f64) as f32))
-                .collect(),
-        )
+    /// Every file channel with its plane: one value per pixel, rows from the top, in the
+    /// channel's encoding (valid once the frame's submission has completed).
+    pub fn channels(&self) -> impl Iterator<Item = (OutputChannel, &[u8])> + '_ {
+        let pixels = self.pixels as usize;
+        self.planes.iter().map(move |&(channel, start)| {
+            let bytes = pixels * channel.encoding.bytes_per_pixel();
+            (channel, &self.mapped()[start..start + bytes])
+        })
     }
 
-    /// What every pixel's camera ray hit, with linear output.
-    pub fn aovs(&self) -> Option<Vec<PixelAovs>> {
-        let start = self.linear_offset? + self.pixels as usize * 24;
-        let bytes = &self.mapped()[start..start + self.pixels as usize * 48];
-        Some(bytemuck::pod_collect_to_vec(bytes))
+    /// Bytes the GPU copies here each frame: the image, the counters and the planes.
+    pub fn bytes(&self) -> u64 {
+        self.buffer.size()
     }
 }
 
@@ -667,6 +694,7 @@ impl Renderer {
             image: ctx.create_buffer("image", pixels * 4, MemoryKind::Device)?,
             caustics: None,
             aovs: None,
+            channels: None,
         })
     }
 
@@ -708,6 +736,12 @@ impl Renderer {
     /// Host memory for one frame of this renderer's size (and its linear output, when on).
     pub fn readback(&self, ctx: &Context) -> Result<ImageReadback> {
         let image_bytes = self.width as u64 * self.height as u64 * 4;
+        let mut at = (image_bytes + self.counters.size()) as usize;
+        let planes = self.output_channels().iter().map(|&channel| {
+            let plane = (channel, at);
+            at += channel.encoding.plane_bytes(self.pixels() as usize);
+            plane
+        });
         Ok(ImageReadback {
             buffer: ctx.create_buffer(
                 "image readback",
@@ -717,28 +751,49 @@ impl Renderer {
             image_bytes: image_bytes as usize,
             pixels: self.width * self.height,
             counters_end: (image_bytes + self.counters.size()) as usize,
-            linear_offset: self
-                .aovs
-                .as_ref()
-                .map(|_| (image_bytes + self.counters.size()) as usize),
+            planes: planes.collect(),
         })
     }
 
-    /// Bytes of a frame's readback: the image, the counters and, with linear output, 24 bytes
-    /// of radiance and 48 of [`PixelAovs`] per pixel.
+    /// Bytes of a frame's readback: the image, the counters and the file channels' planes.
     fn readback_bytes(&self) -> u64 {
-        let linear = self
-            .aovs
-            .as_ref()
-            .map_or(0, |_| self.pixels() as u64 * (24 + 48));
-        self.image_bytes() + self.counters.size() + linear
+        self.image_bytes() + self.counters.size() + self.plane_bytes()
     }
 
-    /// Makes every frame's readback hold the linear radiance of each pixel and what its camera
-    /// ray hit ([`PixelAovs`]: depth, normal, albedo, position, material, coverage), for
-    /// OpenEXR output; readbacks made before are too small for it.
-    pub fn enable_linear_output(&mut self, ctx: &Context) -> Result<()> {
-        if self.aovs.is_none() {
+    /// Bytes of the file channels' planes of one frame.
+    fn plane_bytes(&self) -> u64 {
+        let pixels = self.pixels() as usize;
+        let planes = self.output_channels().iter();
+        planes.map(|c| c.encoding.plane_bytes(pixels) as u64).sum()
+    }
+
+    /// The channels set by [`Renderer::set_output_channels`].
+    pub fn output_channels(&self) -> &[OutputChannel] {
+        self.channels.as_ref().map_or(&[], |c| &c.list)
+    }
+
+    /// Makes every frame's readback hold `channels` beside the 8-bit image (at most
+    /// [`MAX_CHANNELS`](channels::MAX_CHANNELS)), each converted on the GPU into the
+    /// encoding a file stores it in ([`ImageReadback::channels`]); what the camera rays hit
+    /// ([`PixelAovs`]) is computed only when a channel reads it. Readbacks made before no
+    /// longer fit; an empty list turns the channels off.
+    pub fn set_output_channels(&mut self, ctx: &Context, channels: &[OutputChannel]) -> Result<()> {
+        if channels.len() > channels::MAX_CHANNELS {
+            return Err(Error::InvalidInput(format!(
+                "{} file channels: at most {}",
+                channels.len(),
+                channels::MAX_CHANNELS
+            )));
+        }
+        for channel in channels {
+            channel.check().map_err(Error::InvalidInput)?;
+        }
+        self.channels = None;
+        self.aovs = None;
+        if channels.is_empty() {
+            return Ok(());
+        }
+        if channels.iter().any(|c| !c.source.is_radiance()) {
             let aovs = ctx.create_buffer(
                 "pixel aovs",
                 self.pixels() as u64 * std::mem::size_of::<PixelAovs>() as u64,
@@ -747,6 +802,15 @@ impl Renderer {
             let pipeline = ctx.pipeline(&shaders::RENDER_AOVS, WORKGROUP_SIZE, &[])?;
             self.aovs = Some((pipeline, aovs));
         }
+        let pixels = self.pixels() as usize;
+        let bytes = channels
+            .iter()
+            .map(|c| c.encoding.plane_bytes(pixels) as u64);
+        self.channels = Some(FileChannels {
+            list: channels.to_vec(),
+            pipeline: ctx.pipeline(&shaders::RENDER_CHANNELS, WORKGROUP_SIZE, &[])?,
+            planes: ctx.create_buffer("file channels", bytes.sum(), MemoryKind::Device)?,
+        });
         Ok(())
     }
 
@@ -816,7 +880,10 @@ impl Renderer {
     /// Checks that `output` and `scene` fit what the renderer was made for.
     fn check_frame(&self, scene: &SceneGpu, output: &ImageReadback) -> Result<()> {
         let image_bytes = self.image_bytes();
-        if output.buffer.size() < self.readback_bytes() || output.image_bytes as u64 != image_bytes
+        let channels = output.planes.iter().map(|(channel, _)| channel);
+        if output.buffer.size() < self.readback_bytes()
+            || output.image_bytes as u64 != image_bytes
+            || !channels.eq(self.output_channels())
         {
             return Err(Error::InvalidInput(format!(
                 "image readback of {} bytes for a {}x{} image with {} bounces",
@@ -1103,6 +1170,21 @@ impl Renderer {
             pad: 0,
         };
         rec.dispatch(&self.resolve, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
+        if let Some(file) = &self.channels {
+            let mut push = ChannelsPush {
+                radiance_address: self.radiance.address(),
+                aovs_address: self.aovs.as_ref().map_or(0, |(_, aovs)| aovs.address()),
+                planes_address: file.planes.address(),
+                pixels: self.pixels(),
+                channel_count: file.list.len() as u32,
+                channels: [0; channels::MAX_CHANNELS],
+            };
+            for (word, channel) in push.channels.iter_mut().zip(&file.list) {
+                *word = channel.packed();
+            }
+            let pairs = self.pixels().div_ceil(2);
+            rec.dispatch(&file.pipeline, &push, pairs.div_ceil(WORKGROUP_SIZE))?;
+        }
         rec.barrier_compute_to_transfer();
         let image_bytes = self.image_bytes();
         rec.copy_buffer(&self.image, 0, &output.buffer, 0, image_bytes);
@@ -1113,22 +1195,9 @@ impl Renderer {
             image_bytes,
             self.counters.size(),
         );
-        if let (Some((_, aovs)), Some(offset)) = (&self.aovs, output.linear_offset) {
-            let radiance_bytes = self.pixels() as u64 * 24;
-            rec.copy_buffer(
-                &self.radiance,
-                0,
-                &output.buffer,
-                offset as u64,
-                radiance_bytes,
-            );
-            rec.copy_buffer(
-                aovs,
-                0,
-                &output.buffer,
-                offset as u64 + radiance_bytes,
-                aovs.size(),
-            );
+        if let (Some(file), Some((_, first))) = (&self.channels, output.planes.first()) {
+            let bytes = self.plane_bytes();
+            rec.copy_buffer(&file.planes, 0, &output.buffer, *first as u64, bytes);
         }
         rec.barrier_transfer_to_host();
         rec.end_stage();

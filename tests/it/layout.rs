@@ -56,8 +56,9 @@ use canopy::render::photons::{
     EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget,
 };
 use canopy::render::{
-    AovsPush, BounceCounters, CameraRaysPush, CloseListsPush, GatherQueriesPush, GpuLight,
-    Material, PixelAovs, RayPayload, ResolvePush, SceneRefs, ShadePush, ShadowRadiancePush,
+    AovsPush, BounceCounters, CameraRaysPush, ChannelsPush, CloseListsPush, GatherQueriesPush,
+    GpuLight, Material, PixelAovs, RayPayload, ResolvePush, SceneRefs, ShadePush,
+    ShadowRadiancePush,
 };
 use canopy::scene::animated::normals::SurfaceNormalsPush;
 use canopy::scene::animated::skin::{MorphPart, SkinPush};
@@ -812,6 +813,17 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 radiance_address,
                 capacity,
                 pad
+            })),
+        ),
+        (
+            shaders::RENDER_CHANNELS,
+            Rust(rust_layout!(ChannelsPush {
+                radiance_address,
+                aovs_address,
+                planes_address,
+                pixels,
+                channel_count,
+                channels
             })),
         ),
         (

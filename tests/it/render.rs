@@ -7,10 +7,11 @@ use crate::common;
 
 use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
 use canopy::geom::ray::closest_hit_brute_force;
+use canopy::render::channels::{encode_plane, srgb_encode};
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
-    BounceStats, Camera, ImageReadback, Light, MAX_BOUNCES, Material, RenderParams, Renderer,
-    SceneGpu, ShadingParams,
+    BounceStats, Camera, ChannelEncoding, ChannelSource, ImageReadback, Light, MAX_BOUNCES,
+    Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
 use canopy::scene::{Mesh, shapes};
@@ -93,18 +94,18 @@ impl TestScene {
         uploaded: &Mesh,
         animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
     ) -> (Vec<u8>, Vec<BounceStats>) {
-        let image = self.render_readback(ctx, (through, bounces), uploaded, animate, false);
+        let image = self.render_readback(ctx, (through, bounces), uploaded, animate, &[]);
         (image.rgba8().to_vec(), image.stats())
     }
 
-    /// The frame's readback, with the renderer's linear output when `linear`.
+    /// The frame's readback, with `channels` converted beside the image.
     fn render_readback(
         &self,
         ctx: &Context,
         (through, bounces): (StructureKind, u32),
         uploaded: &Mesh,
         animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
-        linear: bool,
+        channels: &[OutputChannel],
     ) -> ImageReadback {
         let scene = SceneGpu::from_mesh(
             ctx,
@@ -127,9 +128,7 @@ impl TestScene {
             params,
         )
         .unwrap();
-        if linear {
-            renderer.enable_linear_output(ctx).unwrap();
-        }
+        renderer.set_output_channels(ctx, channels).unwrap();
         let image = renderer.readback(ctx).unwrap();
         // Built on the GPU through the same calls `canopy render` makes.
         let size = StructureSize {
@@ -650,10 +649,62 @@ fn skinned_character_matches_cpu_render() {
     );
 }
 
-/// Linear output: each pixel's linear radiance resolves to its image pixel, and what its camera
+/// Every source as 32-bit values (the object id as integers).
+fn exact_channels() -> Vec<OutputChannel> {
+    use ChannelSource::*;
+    let sources = [
+        Red,
+        Green,
+        Blue,
+        Coverage,
+        Depth,
+        NormalX,
+        NormalY,
+        NormalZ,
+        AlbedoRed,
+        AlbedoGreen,
+        AlbedoBlue,
+        PositionX,
+        PositionY,
+        PositionZ,
+    ];
+    let mut channels: Vec<OutputChannel> = sources
+        .iter()
+        .map(|&s| OutputChannel::new(s, ChannelEncoding::F32))
+        .collect();
+    channels.push(OutputChannel::new(ObjectId, ChannelEncoding::U32));
+    channels
+}
+
+/// The linear radiance and [`PixelAovs`] of every pixel, from a readback of
+/// [`exact_channels`].
+fn linear_and_aovs(image: &ImageReadback) -> (Vec<[f32; 3]>, Vec<PixelAovs>) {
+    let planes: Vec<Vec<f32>> = image
+        .channels()
+        .map(|(_, plane)| bytemuck::pod_collect_to_vec(plane))
+        .collect();
+    assert_eq!(planes.len(), 15);
+    let pixels = planes[0].len();
+    let at = |c: usize, i: usize| planes[c][i];
+    let triple = |c: usize, i: usize| [at(c, i), at(c + 1, i), at(c + 2, i)];
+    let radiance = (0..pixels).map(|i| triple(0, i)).collect();
+    let aovs = (0..pixels)
+        .map(|i| PixelAovs {
+            coverage: at(3, i),
+            depth: at(4, i),
+            normal: triple(5, i),
+            albedo: triple(8, i),
+            position: triple(11, i),
+            object_id: at(14, i).to_bits(),
+        })
+        .collect();
+    (radiance, aovs)
+}
+
+/// File channels: each pixel's linear radiance resolves to its image pixel, and what its camera
 /// ray hit (depth, normal, albedo, position, material, coverage) is what the CPU finds.
 #[test]
-fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
+fn file_channels_match_the_image_and_the_cpu() {
     let ctx = context();
     let scene = mirror_and_glass();
     let image = scene.render_readback(
@@ -661,10 +712,10 @@ fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
         (StructureKind::Lbvh, 2),
         &scene.mesh,
         &|_, _| Ok(()),
-        true,
+        &exact_channels(),
     );
-    let radiance = image.linear_radiance().unwrap();
-    let srgb = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0).round() as i32;
+    let (radiance, gpu) = linear_and_aovs(&image);
+    let srgb = |c: f32| (srgb_encode(c.clamp(0.0, 1.0)) * 255.0).round() as i32;
     for (pixel, (linear, rgba)) in radiance.iter().zip(image.rgba8().chunks(4)).enumerate() {
         for c in 0..3 {
             assert!(
@@ -673,7 +724,6 @@ fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
             );
         }
     }
-    let gpu = image.aovs().unwrap();
     let cpu = CpuScene {
         positions: &scene.mesh.positions,
         normals: &scene.mesh.normals,
@@ -725,4 +775,72 @@ fn linear_radiance_and_aovs_match_the_image_and_the_cpu() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids, vec![0, MIRROR, GLASS, u32::MAX]);
+}
+
+/// Every encoding `channels.comp` writes equals its CPU reference (`channels::encode_plane`)
+/// over the same frame's linear values: 16-bit floats, 16-bit display values (sRGB radiance,
+/// clamped coverage and normals), and the readback holds exactly the planes' bytes beside the
+/// image and counters.
+#[test]
+fn file_channel_encodings_match_the_cpu_reference() {
+    use ChannelEncoding::*;
+    use ChannelSource::*;
+    let ctx = context();
+    let scene = mirror_and_glass();
+    let frame = |channels: &[OutputChannel]| {
+        scene.render_readback(
+            &ctx,
+            (StructureKind::Lbvh, 2),
+            &scene.mesh,
+            &|_, _| Ok(()),
+            channels,
+        )
+    };
+    let exact = frame(&exact_channels());
+    let (radiance, aovs) = linear_and_aovs(&exact);
+    let encoded: Vec<OutputChannel> = [
+        (Red, F16),
+        (Blue, F16),
+        (Depth, F16),
+        (NormalY, F16),
+        (PositionZ, F16),
+        (Red, Display16),
+        (Green, Display16),
+        (Blue, Display16),
+        (Coverage, Display16),
+        (NormalX, Display16),
+        (ObjectId, U32),
+        (Depth, F32),
+    ]
+    .map(|(source, encoding)| OutputChannel::new(source, encoding))
+    .into();
+    let image = frame(&encoded);
+    let pixels = (WIDTH * HEIGHT) as usize;
+    for (channel, plane) in image.channels() {
+        let reference = encode_plane(channel, &radiance, &aovs);
+        assert_eq!(plane.len(), pixels * channel.encoding.bytes_per_pixel());
+        let differing = plane
+            .iter()
+            .zip(&reference)
+            .enumerate()
+            .filter(|(_, (g, c))| g != c)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>();
+        // The display values' sRGB curve may round one step apart where the GPU's pow and
+        // the CPU's differ in the last bit.
+        let allowed = match channel.encoding {
+            Display16 => pixels / 100,
+            _ => 0,
+        };
+        assert!(
+            differing.len() <= allowed,
+            "{channel:?}: {} bytes differ from the CPU reference, first at {:?}",
+            differing.len(),
+            differing.first()
+        );
+    }
+    let planes: usize = encoded.iter().map(|c| c.encoding.plane_bytes(pixels)).sum();
+    let unconverted = frame(&[]).bytes();
+    assert_eq!(image.bytes() - unconverted, planes as u64);
+    assert_valid(&ctx);
 }

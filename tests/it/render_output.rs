@@ -690,7 +690,8 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
         channel("Z"),
     );
     let (nx, ny, nz) = (channel("N.X"), channel("N.Y"), channel("N.Z"));
-    let srgb = |c: f32| (c.clamp(0.0, 1.0).powf(1.0 / 2.2) * 255.0).round() as i32;
+    let srgb =
+        |c: f32| (canopy::render::channels::srgb_encode(c.clamp(0.0, 1.0)) * 255.0).round() as i32;
     let mut covered = 0;
     for p in 0..32 * 24 {
         for (c, linear) in [r[p], g[p], b[p]].into_iter().enumerate() {
