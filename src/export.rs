@@ -242,6 +242,63 @@ pub struct ExrOptions {
     /// 1/1024 of the distance into a compositor's depth of field and fog, and positions far
     /// from the origin lose more. The object id is a 32-bit integer.
     pub half: bool,
+    /// How the file's blocks are compressed.
+    pub compression: ExrCompression,
+}
+
+/// How OpenEXR frames are compressed (every method is lossless). Blocks of one file are
+/// compressed on all cores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum ExrCompression {
+    /// None: the largest files, the least CPU.
+    None,
+    /// Run-length, in 64x64 tiles: almost as fast as none, smaller where areas are flat.
+    #[default]
+    Rle,
+    /// Zip, one scan line per block.
+    Zips,
+    /// Zip, 16 scan lines per block: smaller, slower.
+    Zip,
+    /// Wavelet and Huffman, in 256x256 tiles: the smallest for noisy images, the slowest.
+    Piz,
+}
+
+impl ExrCompression {
+    fn encoding(self) -> exr::prelude::Encoding {
+        use exr::prelude::{Blocks, Compression, Encoding, LineOrder, Vec2};
+        let (compression, blocks) = match self {
+            Self::None => (Compression::Uncompressed, Blocks::ScanLines),
+            Self::Rle => (Compression::RLE, Blocks::Tiles(Vec2(64, 64))),
+            Self::Zips => (Compression::ZIP1, Blocks::ScanLines),
+            Self::Zip => (Compression::ZIP16, Blocks::ScanLines),
+            Self::Piz => (Compression::PIZ, Blocks::Tiles(Vec2(256, 256))),
+        };
+        // Scan lines must be written in an order; tiles may be written as they finish.
+        let line_order = match blocks {
+            Blocks::ScanLines => LineOrder::Increasing,
+            Blocks::Tiles(_) => LineOrder::Unspecified,
+        };
+        Encoding {
+            compression,
+            blocks,
+            line_order,
+        }
+    }
+}
+
+/// How hard PNG frames are compressed: the trade of file size against encoding time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+pub enum PngCompression {
+    /// The `png` crate's fast deflate (fdeflate, tuned for PNG): several times faster than
+    /// `Default` for files a little larger.
+    #[default]
+    Fast,
+    /// Balanced zlib deflate.
+    Default,
+    /// The smallest files, for much more encoding time.
+    Best,
 }
 
 impl ExrOptions {
@@ -277,6 +334,8 @@ pub struct PngOptions {
     pub sixteen_bit: bool,
     /// Alpha is the coverage of the camera rays: 0 where they see the sky.
     pub transparent: bool,
+    /// How hard the frames are compressed.
+    pub compression: PngCompression,
 }
 
 impl PngOptions {
@@ -376,7 +435,8 @@ pub fn write_png_atomically(
     rgba: &[u8],
 ) -> std::io::Result<()> {
     crate::atomic_file::write_atomically_with(path, |file| {
-        write_png(file, (width, height), PngPixels::Eight(rgba))
+        let pixels = PngPixels::Eight(rgba);
+        write_png(file, (width, height), pixels, PngCompression::Fast)
     })
 }
 
@@ -385,17 +445,18 @@ pub fn write_png_atomically(
 /// on any failure); see [`crate::atomic_file`].
 pub fn write_atomically(
     path: &Path,
-    (format, exr): (ImageFormat, &ExrOptions),
+    (format, options): (ImageFormat, &WriterOptions),
     (width, height): (u32, u32),
     image: &FrameImage,
 ) -> std::io::Result<()> {
+    let (png, exr) = (options.png.compression, &options.exr);
     crate::atomic_file::write_atomically_with(path, |file| match (format, image) {
         (ImageFormat::Png, FrameImage::Rgba8(rgba)) => {
-            write_png(file, (width, height), PngPixels::Eight(rgba))
+            write_png(file, (width, height), PngPixels::Eight(rgba), png)
         }
         (ImageFormat::Png, FrameImage::Channels { planes, .. }) => {
             let rgba = interleave_display16(planes)?;
-            write_png(file, (width, height), PngPixels::Sixteen(&rgba))
+            write_png(file, (width, height), PngPixels::Sixteen(&rgba), png)
         }
         (ImageFormat::Ppm, FrameImage::Rgba8(rgba)) => write_ppm(file, width, height, rgba),
         (ImageFormat::Exr, FrameImage::Channels { planes, attributes }) => {
@@ -447,7 +508,7 @@ fn write_exr(
     (width, height): (u32, u32),
     planes: &[(OutputChannel, Vec<u8>)],
     attributes: &[(String, String)],
-    _options: &ExrOptions,
+    options: &ExrOptions,
 ) -> std::io::Result<()> {
     use exr::prelude::*;
     let channels: Vec<AnyChannel<FlatSamples>> = planes
@@ -481,7 +542,7 @@ fn write_exr(
     let layer = Layer::new(
         (width as usize, height as usize),
         layer_attributes,
-        Encoding::FAST_LOSSLESS,
+        options.compression.encoding(),
         AnyChannels::sort(SmallVec::from_vec(channels)),
     );
     Image::from_layer(layer)
@@ -517,11 +578,16 @@ fn write_png(
     file: &mut std::fs::File,
     (width, height): (u32, u32),
     pixels: PngPixels,
+    compression: PngCompression,
 ) -> std::io::Result<()> {
     let mut file = std::io::BufWriter::new(file);
     let mut encoder = png::Encoder::new(&mut file, width, height);
     encoder.set_color(png::ColorType::Rgba);
-    encoder.set_compression(png::Compression::Fast);
+    encoder.set_compression(match compression {
+        PngCompression::Fast => png::Compression::Fast,
+        PngCompression::Default => png::Compression::Balanced,
+        PngCompression::Best => png::Compression::High,
+    });
     encoder.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
     let bytes = match pixels {
         PngPixels::Eight(rgba) => {
@@ -542,6 +608,53 @@ fn write_png(
 }
 
 type Job = (u32, FrameImage);
+
+/// How an [`ImageSequence`] encodes its frames, and with how many threads and how much
+/// memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// PNG frames' depth, alpha and compression.
+    pub png: PngOptions,
+    /// OpenEXR frames' channels, precision and compression.
+    pub exr: ExrOptions,
+    /// Encoder threads: by default one per CPU core.
+    pub threads: usize,
+    /// The most bytes frames may hold between the renderer and their files (waiting in the
+    /// queue or being encoded); by default [`WriterOptions::DEFAULT_MEMORY`].
+    pub memory: u64,
+}
+
+impl WriterOptions {
+    /// 1 GiB: the frames of a 1080p run with every OpenEXR channel at 32 bits (134 MB each)
+    /// stay under it with two encoders.
+    pub const DEFAULT_MEMORY: u64 = 1 << 30;
+
+    /// How many encoder threads frames of `format` and `size` get: `threads`, fewer where
+    /// their frames would pass `memory`. With `w` encoders, at most `w` frames wait in the
+    /// queue, `w` are encoded (each needing about its size again for the file's bytes) and
+    /// one is being handed over: `(3w + 1)` frames' bytes.
+    pub fn writers(&self, format: ImageFormat, (width, height): (u32, u32)) -> usize {
+        let channels = output_channels(format, self.png, &self.exr);
+        let per_pixel = 4 + channels
+            .iter()
+            .map(|c| c.encoding.bytes_per_pixel() as u64)
+            .sum::<u64>();
+        let frame = (width as u64 * height as u64 * per_pixel).max(1);
+        let fit = (self.memory / frame).saturating_sub(1) / 3;
+        (fit as usize).clamp(1, self.threads.max(1))
+    }
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        Self {
+            png: PngOptions::default(),
+            exr: ExrOptions::default(),
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            memory: Self::DEFAULT_MEMORY,
+        }
+    }
+}
 
 /// What writes one frame's file: the frame, its path and its image.
 pub type FrameWriter =
@@ -567,16 +680,17 @@ impl ImageSequence {
     /// `frame_NNNN.png`, one thread per CPU core.
     pub fn new(folder: &Path, width: u32, height: u32) -> Self {
         let naming = OutputNaming::parse(folder, None).expect("a folder is a naming");
-        Self::named(naming, ExrOptions::default(), width, height)
+        Self::named(naming, WriterOptions::default(), width, height)
     }
 
-    /// Writers of `width` x `height` frames named and encoded as `naming` says (its folder
-    /// must exist; OpenEXR frames with `exr`'s channels), one thread per CPU core.
-    pub fn named(naming: OutputNaming, exr: ExrOptions, width: u32, height: u32) -> Self {
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    /// Writers of `width` x `height` frames named as `naming` says (its folder must exist)
+    /// and encoded as `options` says, as many as its thread count and memory allow
+    /// ([`WriterOptions::writers`]).
+    pub fn named(naming: OutputNaming, options: WriterOptions, width: u32, height: u32) -> Self {
         let format = naming.format();
+        let threads = options.writers(format, (width, height));
         let writer = move |_frame: u32, path: &Path, image: &FrameImage| {
-            write_atomically(path, (format, &exr), (width, height), image)
+            write_atomically(path, (format, &options), (width, height), image)
         };
         Self::with_writer(naming, threads, Arc::new(writer))
     }
@@ -1543,5 +1657,109 @@ mod tests {
         let conflict = OutputNaming::parse(Path::new("single.png"), Some(ImageFormat::Exr));
         assert!(conflict.unwrap_err().contains("--format asks for exr"));
         assert!(!folder.is_single_file() && !hashes.is_single_file());
+    }
+
+    /// Encoders are as many as the threads asked for, fewer where frames in flight would pass
+    /// the memory bound, and never none.
+    #[test]
+    fn writers_keep_frames_in_flight_within_the_memory_bound() {
+        let hd = (1920, 1080);
+        let options = |threads, exr: ExrOptions| WriterOptions {
+            threads,
+            exr,
+            ..WriterOptions::default()
+        };
+        let every_aov = ExrOptions {
+            aovs: vec![
+                Aov::Depth,
+                Aov::Normal,
+                Aov::Albedo,
+                Aov::Position,
+                Aov::ObjectId,
+            ],
+            ..ExrOptions::default()
+        };
+        // 8-bit PNG: 8.3 MB a frame, 16 encoders fit.
+        assert_eq!(
+            options(16, ExrOptions::default()).writers(ImageFormat::Png, hd),
+            16
+        );
+        // f32 RGBA with every AOV: 64 bytes a pixel, 133 MB a frame: (3w + 1) frames in 1 GiB.
+        let all = options(16, every_aov);
+        let writers = all.writers(ImageFormat::Exr, hd);
+        assert_eq!(writers, 2);
+        assert!((3 * writers as u64 + 1) * 1920 * 1080 * 64 <= WriterOptions::DEFAULT_MEMORY);
+        let tight = WriterOptions { memory: 1, ..all };
+        assert_eq!(tight.writers(ImageFormat::Exr, hd), 1);
+        assert_eq!(
+            options(3, ExrOptions::default()).writers(ImageFormat::Exr, (64, 64)),
+            3
+        );
+    }
+
+    /// Every OpenEXR compression writes channels of every encoding that read back equal.
+    #[test]
+    fn exr_frames_read_back_equal_under_every_compression() {
+        use crate::render::{ChannelEncoding::*, ChannelSource::*};
+        let (width, height) = (37, 19);
+        let pixels = width * height;
+        let mut rng = crate::rng::Rng::new(5);
+        let floats: Vec<f32> = (0..pixels).map(|_| rng.f32_in(-4.0, 4.0)).collect();
+        let halves: Vec<u8> = floats
+            .iter()
+            .flat_map(|&v| half::f16::from_f32(v).to_bits().to_le_bytes())
+            .collect();
+        let ids: Vec<u32> = (0..pixels).map(|_| rng.below(7)).collect();
+        let planes = vec![
+            (OutputChannel::new(Red, F16), halves),
+            (
+                OutputChannel::new(Depth, F32),
+                bytemuck::cast_slice(&floats).to_vec(),
+            ),
+            (
+                OutputChannel::new(ObjectId, U32),
+                bytemuck::cast_slice(&ids).to_vec(),
+            ),
+        ];
+        let image = FrameImage::Channels {
+            planes,
+            attributes: vec![("canopy:frame".into(), "3".into())],
+        };
+        let folder = tempfile::tempdir().unwrap();
+        for compression in [
+            ExrCompression::None,
+            ExrCompression::Rle,
+            ExrCompression::Zips,
+            ExrCompression::Zip,
+            ExrCompression::Piz,
+        ] {
+            let path = folder.path().join(format!("{compression:?}.exr"));
+            let options = WriterOptions {
+                exr: ExrOptions {
+                    compression,
+                    ..ExrOptions::default()
+                },
+                ..WriterOptions::default()
+            };
+            let size = (width as u32, height as u32);
+            write_atomically(&path, (ImageFormat::Exr, &options), size, &image).unwrap();
+            let read = exr::prelude::read_all_flat_layers_from_file(&path).unwrap();
+            let channels = &read.layer_data[0].channel_data.list;
+            let named = |name: &str| {
+                let channel = channels.iter().find(|c| c.name == *name).unwrap();
+                channel.sample_data.values_as_f32().collect::<Vec<f32>>()
+            };
+            let rounded: Vec<f32> = floats
+                .iter()
+                .map(|&v| half::f16::from_f32(v).to_f32())
+                .collect();
+            assert_eq!(named("R"), rounded, "{compression:?}");
+            assert_eq!(named("Z"), floats, "{compression:?}");
+            let id = named("object_id")
+                .iter()
+                .map(|&v| v as u32)
+                .collect::<Vec<_>>();
+            assert_eq!(id, ids, "{compression:?}");
+        }
     }
 }

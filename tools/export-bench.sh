@@ -24,6 +24,15 @@ configs=(
     "exr-half-dna|0..60|--format exr --half --aovs depth,normal,albedo"
     "exr-f32-all|0..60|--format exr --aovs depth,normal,albedo,position,object_id"
 )
+# With EXTRA=1, the size/speed trade of each compression setting too (binaries that have the
+# options).
+[ "${EXTRA:-0}" = 1 ] && configs+=(
+    "png8-default|0..240|--format png --png-compression default"
+    "png8-best|0..120|--format png --png-compression best"
+    "exr-half-dna-none|0..60|--format exr --half --aovs depth,normal,albedo --exr-compression none"
+    "exr-half-dna-zip|0..60|--format exr --half --aovs depth,normal,albedo --exr-compression zip"
+    "exr-half-dna-piz|0..60|--format exr --half --aovs depth,normal,albedo --exr-compression piz"
+)
 
 # Runs `canopy render` with the arguments and prints one line: the name, the summary line
 # canopy printed, the whole process's wall time (start-up and the last writes included), the
@@ -48,7 +57,7 @@ run() {
     wait $pid
     local rc=$?
     local wall
-    wall=$(echo "$(date +%s.%N) - $start" | bc)
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
     local bytes
     bytes=$(du -sb "$out" | cut -f1)
     echo "$name | rc $rc | $(grep -E '^[0-9]+ frames? in' "$log" | tail -1) | process ${wall} s | peak RSS ${peak} kB | ${bytes} bytes written"

@@ -10,8 +10,9 @@ use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
-    self, Aov, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence, OutputNaming,
-    PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError, frame_ranges, shard,
+    self, Aov, ExrCompression, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence,
+    OutputNaming, PngCompression, PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError,
+    WriterOptions, frame_ranges, shard,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::render::photons::PhotonParams;
@@ -114,6 +115,17 @@ pub struct RenderArgs {
     /// over another background).
     #[arg(long)]
     pub transparent: bool,
+    /// How hard PNG frames are compressed (docs/cli.md gives sizes and speeds).
+    #[arg(long, value_enum, default_value = "fast", value_name = "LEVEL")]
+    pub png_compression: PngCompression,
+    /// How OpenEXR frames are compressed, every method lossless (docs/cli.md gives sizes and
+    /// speeds).
+    #[arg(long, value_enum, default_value = "rle", value_name = "METHOD")]
+    pub exr_compression: ExrCompression,
+    /// Threads encoding frames [default: one per CPU core, fewer where the frames in
+    /// flight would pass 1 GiB].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
     /// Frames to render: 3, a..b (b excluded), a..=b, with :step (0..240:2), or a list of
     /// those (1,5,9..12). Frame n shows time n / fps, and its file carries n. Any range is
     /// fine (0..4294967295 starts at once): the frames are never listed up front.
@@ -803,21 +815,25 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         check_name_length(video, "--video")?;
     }
     let format = naming.as_ref().map(OutputNaming::format);
-    if (!args.aovs.is_empty() || args.half) && format != Some(ImageFormat::Exr) {
+    let exr_asked = !args.aovs.is_empty() || args.half;
+    if (exr_asked || args.exr_compression != ExrCompression::default())
+        && format != Some(ImageFormat::Exr)
+    {
         return Err(CliError::Usage(
-            "--aovs and --half describe OpenEXR frames: write them with an .exr pattern or \
-             --format exr"
+            "--aovs, --half and --exr-compression describe OpenEXR frames: write them with an \
+             .exr pattern or --format exr"
                 .into(),
         ));
     }
     let png = PngOptions {
         sixteen_bit: args.depth == 16,
         transparent: args.transparent,
+        compression: args.png_compression,
     };
     if png != PngOptions::default() && format != Some(ImageFormat::Png) {
         return Err(CliError::Usage(
-            "--depth and --transparent describe PNG frames: write them with a .png pattern, a \
-             folder or --format png"
+            "--depth, --transparent and --png-compression describe PNG frames: write them \
+             with a .png pattern, a folder or --format png"
                 .into(),
         ));
     }
@@ -851,16 +867,24 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         image: format.map(|f| (f, png)),
         video: args.video.is_some(),
     };
-    let exr_options = ExrOptions {
-        aovs: args.aovs.iter().map(|&a| a.into()).collect(),
-        half: args.half,
+    let writer_options = WriterOptions {
+        png,
+        exr: ExrOptions {
+            aovs: args.aovs.iter().map(|&a| a.into()).collect(),
+            half: args.half,
+            compression: args.exr_compression,
+        },
+        threads: args
+            .threads
+            .map_or(WriterOptions::default().threads, |n| n as usize),
+        memory: WriterOptions::DEFAULT_MEMORY,
     };
     let channels = format.map_or(Vec::new(), |f| {
-        export::output_channels(f, png, &exr_options)
+        export::output_channels(f, png, &writer_options.exr)
     });
     let mut writers = naming
         .clone()
-        .map(|naming| ImageSequence::named(naming, exr_options, width, height));
+        .map(|naming| ImageSequence::named(naming, writer_options, width, height));
     let mut video = match &args.video {
         Some(path) => Some(
             VideoEncoder::new(
