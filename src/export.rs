@@ -215,7 +215,7 @@ impl OutputNaming {
 /// The most digits a frame number's pattern may ask for: every `u32` frame fits in 10.
 pub const MAX_FRAME_DIGITS: usize = 10;
 
-/// A compositing channel group of an OpenEXR frame, from [`PixelAovs`].
+/// A compositing channel group of an OpenEXR frame, from [`PixelAovs`](crate::render::PixelAovs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Aov {
     /// `Z`: distance along the camera's view axis (infinite for the sky).

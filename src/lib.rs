@@ -82,6 +82,8 @@
 //! - [`render`]: the headless renderer.
 //! - [`sequence`]: frame sequences, frames in flight.
 //! - `export` (feature `png`): frame sinks (PNG sequences written atomically).
+//! - `job` (feature `png`): a render job's frame plan (shards, resume, partial files left
+//!   by killed runs), its stop flag and its per-frame stats log.
 //! - [`atomic_file`]: files written whole or not at all in folders other processes share.
 //! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
 //!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
@@ -100,6 +102,8 @@ pub mod bench;
 #[cfg(feature = "png")]
 pub mod export;
 pub mod geom;
+#[cfg(feature = "png")]
+pub mod job;
 pub mod points;
 pub mod prims;
 pub mod render;

@@ -4,12 +4,13 @@
 //! Before it exits, the cleanups registered with [`on_abort`] run: a child process (ffmpeg)
 //! is killed and waited for, then its temporary output removed, so an abort leaves no partial
 //! file. Inside a graceful section ([`graceful`]: `canopy render` while frames are rendered
-//! and written) an interrupt only sets a flag the section reads ([`interrupted`]), so that
+//! and written) an interrupt only sets the job's stop flag ([`stop_flag`]), so that
 //! the frames being written are finished; a second interrupt ends canopy at once.
 
+use canopy::job::StopFlag;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What an abort undoes.
 pub enum Cleanup {
@@ -19,23 +20,25 @@ pub enum Cleanup {
     Remove(PathBuf),
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set by the first interrupt: the job's stop flag.
+static STOP: std::sync::LazyLock<StopFlag> = std::sync::LazyLock::new(StopFlag::new);
 static GRACEFUL: AtomicUsize = AtomicUsize::new(0);
 static CLEANUPS: Mutex<Vec<Cleanup>> = Mutex::new(Vec::new());
 
 /// Handles SIGINT and SIGTERM from now on (once, before any command runs).
 pub fn install() {
     let _ = ctrlc::set_handler(|| {
-        let again = INTERRUPTED.swap(true, Ordering::SeqCst);
+        let again = STOP.is_stopped();
+        STOP.stop();
         if again || GRACEFUL.load(Ordering::SeqCst) == 0 {
             abort();
         }
     });
 }
 
-/// Whether SIGINT or SIGTERM has come.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+/// The flag the first SIGINT or SIGTERM sets, for a job to stop on.
+pub fn stop_flag() -> StopFlag {
+    STOP.clone()
 }
 
 /// Registers `cleanup` to run if canopy is aborted by an interrupt (they run in order).
@@ -45,7 +48,7 @@ pub fn on_abort(cleanup: Cleanup) {
     }
 }
 
-/// A graceful section: until it is dropped, an interrupt only sets [`interrupted`].
+/// A graceful section: until it is dropped, an interrupt only sets [`stop_flag`].
 pub struct Graceful(());
 
 /// Opens a graceful section.

@@ -75,6 +75,20 @@ impl From<canopy::vk::Error> for CliError {
     }
 }
 
+impl From<canopy::job::JobError> for CliError {
+    fn from(e: canopy::job::JobError) -> Self {
+        use canopy::job::JobError;
+        match e {
+            JobError::Existing { .. } => CliError::Usage(format!(
+                "{e}; render only the missing ones with --skip-existing, or write over them \
+                 with --overwrite"
+            )),
+            JobError::Output(what) => CliError::Io(what),
+            JobError::Device(e) => CliError::Canopy(e),
+        }
+    }
+}
+
 impl From<canopy::bench::Error> for CliError {
     fn from(e: canopy::bench::Error) -> Self {
         match e {

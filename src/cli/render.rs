@@ -12,9 +12,10 @@ use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
     self, Aov, ExrCompression, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence,
     OutputNaming, PngCompression, PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError,
-    WriterOptions, frame_ranges, shard,
+    WriterOptions, frame_ranges,
 };
 use canopy::geom::morton::MortonBits;
+use canopy::job::{FramePlan, FrameRecord, ResumeMode, StatsLog, count_of};
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, OutputChannel, RenderParams};
@@ -491,36 +492,11 @@ pub(super) fn parse_size(text: &str) -> Result<(u32, u32), String> {
     Ok((dim(w)?, dim(h)?))
 }
 
-/// `1 frame`, `2 frames`.
-fn count_of(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
 /// `shot.png` as a pattern: `shot_####.png`.
 fn single_to_pattern(path: &Path) -> PathBuf {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let extension = path.extension().unwrap_or_default().to_string_lossy();
     path.with_file_name(format!("{stem}_####.{extension}"))
-}
-
-/// Makes the output folder, or says why it cannot be made.
-fn create_output_folder(out: &std::path::Path) -> Result<(), CliError> {
-    if out.exists() && !out.is_dir() {
-        return Err(CliError::Io(format!(
-            "the output folder {} cannot be created: a file of that name exists",
-            out.display()
-        )));
-    }
-    std::fs::create_dir_all(out).map_err(|e| {
-        CliError::Io(format!(
-            "the output folder {} cannot be created: {e}",
-            out.display()
-        ))
-    })
 }
 
 /// A video that could not be made: ffmpeg missing is bad input (the machine lacks it), a
@@ -529,107 +505,6 @@ fn video_error(e: VideoError) -> CliError {
     match e {
         VideoError::NoFfmpeg => CliError::Input(e.to_string()),
         e => CliError::Io(e.to_string()),
-    }
-}
-
-/// The frames a render goes through: a shard of `--frames`, less the frames written already
-/// that `--skip-existing` skips. Neither is a list of every frame.
-struct FramePlan {
-    frames: FrameSet,
-    /// Frames of `frames` not rendered, ascending.
-    skipped: Vec<u32>,
-}
-
-impl FramePlan {
-    /// The frames rendered.
-    fn len(&self) -> u64 {
-        self.frames.len() - self.skipped.len() as u64
-    }
-
-    /// The frames rendered, ascending.
-    fn iter(&self) -> impl Iterator<Item = u32> + Send + '_ {
-        self.frames
-            .iter()
-            .filter(|f| self.skipped.binary_search(f).is_err())
-    }
-}
-
-/// The frames this process renders: `--frames`, this `--shard` of them, less the frames
-/// already written with `--skip-existing` (and an error, with neither it nor `--overwrite`,
-/// when some are). Makes the output folder and removes what an earlier run killed while
-/// writing these frames left (their temporary files). The frames written already are found
-/// in the output folder's listing, so the cost is the folder's, whatever the range.
-fn frames_to_render(
-    args: &RenderArgs,
-    naming: Option<&OutputNaming>,
-) -> Result<FramePlan, CliError> {
-    let frames = shard(
-        &args.frames,
-        args.shard.unwrap_or((0, 1)),
-        args.shard_mode.into(),
-    );
-    let mut plan = FramePlan {
-        frames,
-        skipped: Vec::new(),
-    };
-    let Some(naming) = naming else {
-        return Ok(plan);
-    };
-    create_output_folder(naming.folder())?;
-    let listing = std::fs::read_dir(naming.folder()).map_err(|e| {
-        CliError::Io(format!(
-            "the output folder {} cannot be read: {e}",
-            naming.folder().display()
-        ))
-    })?;
-    let mut existing: Vec<u32> = listing
-        .flatten()
-        .filter_map(|entry| frame_named(naming, &plan, entry.file_name().to_str()?))
-        .collect();
-    existing.sort_unstable();
-    existing.dedup();
-    if !existing.is_empty() {
-        if args.skip_existing {
-            println!(
-                "skipping {} written already: {}",
-                count_of(existing.len(), "frame"),
-                frame_ranges(&existing)
-            );
-            plan.skipped = existing;
-        } else if !args.overwrite {
-            return Err(CliError::Usage(format!(
-                "{} of the frames to render exist already (frames {}, first {}); render only \
-                 the missing ones with --skip-existing, or write over them with --overwrite",
-                count_of(existing.len(), "file"),
-                frame_ranges(&existing),
-                naming.path(existing[0]).display()
-            )));
-        }
-    }
-    remove_partial_files(naming, &plan);
-    Ok(plan)
-}
-
-/// The frame of `plan` whose file is named `name` in the output folder, if any (with a single
-/// output file, the plan's one frame).
-fn frame_named(naming: &OutputNaming, plan: &FramePlan, name: &str) -> Option<u32> {
-    if naming.is_single_file() {
-        let single = naming.path(0);
-        return (single.file_name()? == name)
-            .then(|| plan.frames.iter().next())
-            .flatten();
-    }
-    naming.frame_of(name).filter(|&f| plan.frames.contains(f))
-}
-
-/// Removes the temporary files a killed render left while writing any of `frames`
-/// (`.NAME.XXXXXX.partial` beside each frame's file) whose writer is gone: a live process
-/// (another shard, or a requeued job beside the one it replaces) holds its own locked, and
-/// those are left. Other frames' are left too.
-fn remove_partial_files(naming: &OutputNaming, frames: &FramePlan) {
-    let ours = |name: &str| frame_named(naming, frames, name).is_some();
-    for path in canopy::atomic_file::remove_abandoned_temporaries(naming.folder(), ours) {
-        log::info!("removed {}, left by a render that stopped", path.display());
     }
 }
 
@@ -662,18 +537,14 @@ fn check_name_length(path: &Path, what: &str) -> Result<(), CliError> {
     }
 }
 
-/// A finished frame as the output side takes it, from whichever device rendered it: its GPU
-/// stage times, what each bounce traced, the image for the writers and the video.
+/// A finished frame as the output side takes it, from whichever device rendered it: what it
+/// cost, the image for the writers and the video.
 struct FrameOutput {
-    frame: u32,
-    stages: Vec<(String, f64)>,
-    bounces: Vec<BounceStats>,
+    record: FrameRecord,
     /// For the image writers.
     image: Option<FrameImage>,
     /// RGBA8 for the video.
     video: Option<Vec<u8>>,
-    /// Device memory alive when the frame finished.
-    device_memory: u64,
 }
 
 /// What the output side wants of each frame.
@@ -707,78 +578,13 @@ impl FrameOutput {
             None => None,
         };
         Ok(Self {
-            frame: finished.frame,
-            stages: finished.profiler.results()?,
-            bounces: finished.image.stats(),
+            record: FrameRecord::of(finished, ctx)?,
             image,
             video: wanted.video.then(|| finished.image.rgba8().to_vec()),
-            device_memory: ctx.device_memory().live,
         })
-    }
-
-    /// The frame's GPU time, in ms.
-    fn gpu_ms(&self) -> f64 {
-        self.stages
-            .iter()
-            .find(|(name, _)| name == "frame")
-            .map_or(0.0, |s| s.1)
     }
 }
 
-/// Appends frame `output`'s line to the `--stats` file and flushes it, so that a killed
-/// render keeps the lines of its finished frames. Each line is one write under an exclusive
-/// `flock` of the file (a file system without locks still gets one write per line).
-fn write_stats_line(
-    file: &mut std::fs::File,
-    output: &FrameOutput,
-    started: Instant,
-    path: Option<&Path>,
-) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut summed: Vec<(String, f64)> = Vec::new();
-    for (name, ms) in &output.stages {
-        match summed.iter_mut().find(|(n, _)| n == name) {
-            Some(entry) => entry.1 += ms,
-            None => summed.push((name.clone(), *ms)),
-        }
-    }
-    let bounces: Vec<serde_json::Value> = output
-        .bounces
-        .iter()
-        .map(|b| {
-            serde_json::json!({
-                "rays": b.rays,
-                "shadow_rays": b.shadow_rays,
-                "dropped_rays": b.dropped_rays,
-                "dropped_shadow_rays": b.dropped_shadow_rays,
-            })
-        })
-        .collect();
-    let line = serde_json::json!({
-        "frame": output.frame,
-        "gpu_ms": output.gpu_ms(),
-        "wall_s": started.elapsed().as_secs_f64(),
-        "stages_ms": summed
-            .into_iter()
-            .map(|(name, ms)| (name, serde_json::Value::from(ms)))
-            .collect::<serde_json::Map<_, _>>(),
-        "bounces": bounces,
-        "device_memory_bytes": output.device_memory,
-        "file": path.map(|p| p.display().to_string()),
-    });
-    // One write of the whole line under an exclusive lock of the file: renders of several
-    // shards may append to one file, and O_APPEND alone keeps lines whole only on local file
-    // systems (not on NFS, where the lock is what keeps them apart).
-    let line = format!("{line}\n");
-    let locked = file.lock();
-    let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
-    if locked.is_ok() {
-        let _ = file.unlock();
-    }
-    written
-}
-
-/// Runs `canopy render` on the device `options` name, or on every device of `--devices`.
 pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> {
     let (width, height) = args.size;
     // Frames go to --out, or to frames/ unless only a video is asked for.
@@ -847,21 +653,25 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         )));
     }
     let devices = device_options(options, args.devices.as_deref())?;
-    let frames = frames_to_render(args, naming.as_ref())?;
-    if frames.len() == 0 {
+    let resume = match (args.skip_existing, args.overwrite) {
+        (true, _) => ResumeMode::SkipExisting,
+        (false, true) => ResumeMode::Overwrite,
+        (false, false) => ResumeMode::Error,
+    };
+    let shard_of = (args.shard.unwrap_or((0, 1)), args.shard_mode.into());
+    let frames = FramePlan::new(&args.frames, shard_of, naming.as_ref(), resume)?;
+    if !frames.skipped().is_empty() {
+        println!(
+            "skipping {} written already: {}",
+            count_of(frames.skipped().len(), "frame"),
+            frame_ranges(frames.skipped())
+        );
+    }
+    if frames.is_empty() {
         println!("nothing to render: every frame asked for is written already");
         return Ok(());
     }
-    let mut stats = match &args.stats {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
+    let mut stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
     let wanted = Wanted {
         args,
         image: format.map(|f| (f, png)),
@@ -910,6 +720,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     // still never left half-written under their own names). Before (loading the mesh,
     // building the structures) an interrupt ends canopy at once.
     let mut _graceful = None;
+    let stop_flag = interrupt::stop_flag();
     let progress = indicatif::ProgressBar::new(frames.len()).with_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
             .expect("a valid template"),
@@ -940,33 +751,28 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     let mut video_queue: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
     let mut video_order = frames.iter().peekable();
     let mut handle = |output: FrameOutput| -> Result<Flow, CliError> {
+        let record = &output.record;
         if args.profile {
-            print_frame_profile(output.frame, &output.stages, &output.bounces);
+            print_frame_profile(record.frame, &record.stages, &record.bounces);
         }
-        let ms = output.gpu_ms();
-        if let Some(file) = stats.as_mut() {
-            let path = naming.as_ref().map(|n| n.path(output.frame));
-            write_stats_line(file, &output, started.get(), path.as_deref()).map_err(|e| {
-                let path = args.stats.as_deref().unwrap_or(Path::new(""));
-                CliError::Io(format!("{}: {e}", path.display()))
-            })?;
+        let ms = record.gpu_ms();
+        if let Some(stats) = stats.as_mut() {
+            let path = naming.as_ref().map(|n| n.path(record.frame));
+            let wall = started.get().elapsed().as_secs_f64();
+            stats.write(record, wall, path.as_deref())?;
         }
         if let (Some(video), Some(rgba)) = (video.as_mut(), output.video) {
-            video_queue.insert(output.frame, rgba);
+            video_queue.insert(record.frame, rgba);
             while let Some(rgba) = video_order.peek().and_then(|f| video_queue.remove(f)) {
                 video.submit(&rgba).map_err(video_error)?;
                 video_order.next();
             }
         }
         if let (Some(writers), Some(image)) = (writers.as_mut(), output.image) {
-            writers.submit_image(output.frame, image);
+            writers.submit_image(record.frame, image);
         }
         gpu_ms.push(ms);
-        dropped_rays += output
-            .bounces
-            .iter()
-            .map(|b| b.dropped_rays as u64 + b.dropped_shadow_rays as u64)
-            .sum::<u64>();
+        dropped_rays += record.dropped_rays();
         progress.inc(1);
         if log_lines {
             let elapsed = started.get().elapsed().as_secs_f64();
@@ -974,18 +780,18 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             let left = frames.len() as usize - gpu_ms.len();
             let target = match &naming {
                 None => "not written".to_string(),
-                Some(naming) => format!("to {}", naming.path(output.frame).display()),
+                Some(naming) => format!("to {}", naming.path(record.frame).display()),
             };
             eprintln!(
                 "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
-                output.frame,
+                record.frame,
                 gpu_ms.len(),
                 frames.len(),
                 left as f64 / rate
             );
         }
         // An interrupt, or a frame the writers could not write, stops the render.
-        let stop = interrupt::interrupted() || writers.as_mut().is_some_and(|w| w.failed());
+        let stop = stop_flag.is_stopped() || writers.as_mut().is_some_and(|w| w.failed());
         Ok(if stop { Flow::Stop } else { Flow::Continue })
     };
     // Every way out of the render below comes back here, so that the writers always finish
@@ -1040,7 +846,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         }
         _ => {}
     }
-    let interrupted = interrupt::interrupted();
+    let interrupted = stop_flag.is_stopped();
     if let Some(writers) = writers {
         let folder = writers.naming().folder().display().to_string();
         let (written, failure) = writers.finish();

@@ -377,7 +377,7 @@ pub struct ShadowRadiancePush {
 }
 
 /// What a pixel's camera ray hit, for compositing (`PixelAovs` in `glsl/render/aovs.comp`):
-/// written with [`Renderer::enable_linear_output`]. 48 bytes.
+/// written when a file channel reads it ([`Renderer::set_output_channels`]). 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PixelAovs {

@@ -17,6 +17,7 @@ mod folding;
 mod framing;
 mod grid;
 mod hostile_input;
+mod job;
 mod kdtree;
 mod layers;
 mod layout;

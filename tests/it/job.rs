@@ -1,0 +1,179 @@
+//! The render job's bookkeeping in process (`canopy::job`), without the binary: frame plans
+//! over shards in both modes, the three resume modes, the clean-up of what killed runs left,
+//! the stop flag shared across threads, and the stats log's lines.
+
+use crate::common::files::TempFolder;
+use canopy::export::{OutputNaming, ShardMode, parse_frames};
+use canopy::job::{FramePlan, FrameRecord, JobError, ResumeMode, StatsLog, StopFlag};
+use canopy::render::BounceStats;
+
+fn plan(
+    frames: &str,
+    shard: ((u32, u32), ShardMode),
+    naming: Option<&OutputNaming>,
+    resume: ResumeMode,
+) -> Result<Vec<u32>, JobError> {
+    let frames = parse_frames(frames).unwrap();
+    FramePlan::new(&frames, shard, naming, resume).map(|plan| plan.iter().collect())
+}
+
+const WHOLE: ((u32, u32), ShardMode) = ((0, 1), ShardMode::Interleaved);
+
+#[test]
+fn shards_deal_every_frame_once_in_both_modes() {
+    for mode in [ShardMode::Interleaved, ShardMode::Block] {
+        let mut all: Vec<u32> = (0..3)
+            .flat_map(|i| plan("0..20:2", ((i, 3), mode), None, ResumeMode::Error).unwrap())
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..20).step_by(2).collect::<Vec<_>>(), "{mode:?}");
+    }
+    let block = plan("0..12", ((1, 4), ShardMode::Block), None, ResumeMode::Error).unwrap();
+    assert_eq!(block, vec![3, 4, 5]);
+    let interleaved = plan(
+        "0..12",
+        ((1, 4), ShardMode::Interleaved),
+        None,
+        ResumeMode::Error,
+    );
+    assert_eq!(interleaved.unwrap(), vec![1, 5, 9]);
+}
+
+#[test]
+fn frames_written_already_are_named_skipped_or_overwritten() {
+    let folder = TempFolder::new("job-resume");
+    let out = folder.0.join("out");
+    let naming = OutputNaming::parse(&out, None).unwrap();
+    // No folder yet: the plan makes it.
+    assert_eq!(
+        plan("0..6", WHOLE, Some(&naming), ResumeMode::Error)
+            .unwrap()
+            .len(),
+        6
+    );
+    assert!(out.is_dir());
+    for frame in [1, 4] {
+        std::fs::write(naming.path(frame), b"a frame").unwrap();
+    }
+    // A frame outside the range is not in the way.
+    std::fs::write(naming.path(40), b"a frame").unwrap();
+    match plan("0..6", WHOLE, Some(&naming), ResumeMode::Error) {
+        Err(JobError::Existing { frames, first }) => {
+            assert_eq!(frames, vec![1, 4]);
+            assert_eq!(first, naming.path(1));
+        }
+        other => panic!("expected the frames found, got {other:?}"),
+    }
+    let skipped = plan("0..6", WHOLE, Some(&naming), ResumeMode::SkipExisting).unwrap();
+    assert_eq!(skipped, vec![0, 2, 3, 5]);
+    let frames = parse_frames("0..6").unwrap();
+    let resumed = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::SkipExisting).unwrap();
+    assert_eq!((resumed.len(), resumed.skipped()), (4, &[1, 4][..]));
+    let overwritten = plan("0..6", WHOLE, Some(&naming), ResumeMode::Overwrite).unwrap();
+    assert_eq!(overwritten, (0..6).collect::<Vec<_>>());
+    // Only this shard's frames count: frame 4 belongs to the other shard of two.
+    let odd = plan(
+        "0..6",
+        ((1, 2), ShardMode::Interleaved),
+        Some(&naming),
+        ResumeMode::SkipExisting,
+    );
+    assert_eq!(odd.unwrap(), vec![3, 5]);
+}
+
+#[test]
+fn plans_remove_what_killed_runs_left_for_their_frames_only() {
+    let folder = TempFolder::new("job-partials");
+    let naming = OutputNaming::parse(&folder.0, None).unwrap();
+    let partial = |frame: u32| {
+        let name = naming.path(frame);
+        let name = name.file_name().unwrap().to_str().unwrap();
+        folder.0.join(format!(".{name}.x7Qa9z.partial"))
+    };
+    for frame in [2, 9] {
+        std::fs::write(partial(frame), b"half a frame").unwrap();
+    }
+    let other = folder.0.join("notes.txt");
+    std::fs::write(&other, b"kept").unwrap();
+    plan("0..5", WHOLE, Some(&naming), ResumeMode::Error).unwrap();
+    assert!(
+        !partial(2).exists(),
+        "frame 2's abandoned temporary file is removed"
+    );
+    assert!(
+        partial(9).exists(),
+        "frame 9 is not this plan's: its file is left"
+    );
+    assert!(other.exists());
+}
+
+#[test]
+fn an_output_folder_in_the_way_is_an_output_error() {
+    let folder = TempFolder::new("job-in-the-way");
+    let file = folder.0.join("out");
+    std::fs::write(&file, b"a file").unwrap();
+    let naming = OutputNaming::parse(&file, None).unwrap();
+    match plan("0..3", WHOLE, Some(&naming), ResumeMode::Error) {
+        Err(JobError::Output(message)) => assert!(message.contains("a file of that name")),
+        other => panic!("expected an output error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_stop_flag_is_seen_by_every_clone_on_every_thread() {
+    let flag = StopFlag::new();
+    let seen = flag.clone();
+    assert!(!seen.is_stopped());
+    std::thread::spawn(move || flag.stop()).join().unwrap();
+    assert!(seen.is_stopped());
+}
+
+#[test]
+fn the_stats_log_appends_one_line_per_frame() {
+    let folder = TempFolder::new("job-stats");
+    let path = folder.0.join("stats.jsonl");
+    let record = |frame| FrameRecord {
+        frame,
+        stages: vec![
+            ("frame".into(), 3.5),
+            ("trace".into(), 1.0),
+            ("trace".into(), 0.5),
+        ],
+        bounces: vec![BounceStats {
+            rays: 100,
+            shadow_rays: 40,
+            dropped_rays: 2,
+            dropped_shadow_rays: 1,
+        }],
+        device_memory: 1 << 20,
+    };
+    assert_eq!(record(0).gpu_ms(), 3.5);
+    assert_eq!(record(0).dropped_rays(), 3);
+    // Two logs on one file, as two shards would have.
+    let mut first = StatsLog::append(&path).unwrap();
+    let mut second = StatsLog::append(&path).unwrap();
+    first
+        .write(
+            &record(7),
+            0.25,
+            Some(std::path::Path::new("out/frame_0007.png")),
+        )
+        .unwrap();
+    second.write(&record(8), 0.5, None).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["frame"], 7);
+    assert_eq!(lines[0]["gpu_ms"], 3.5);
+    assert_eq!(
+        lines[0]["stages_ms"]["trace"], 1.5,
+        "a stage's times are summed"
+    );
+    assert_eq!(lines[0]["bounces"][0]["dropped_rays"], 2);
+    assert_eq!(lines[0]["file"], "out/frame_0007.png");
+    assert_eq!(lines[1]["frame"], 8);
+    assert!(lines[1]["file"].is_null());
+}
