@@ -1,16 +1,25 @@
-//! The render job's bookkeeping, for `canopy render` and for applications that run frame
-//! jobs of their own: which frames a run renders ([`FramePlan`]: a shard of a frame set, less
-//! the frames written already, with what earlier killed runs left cleaned up), how a stop is
-//! asked for ([`StopFlag`], set by a signal handler or by the application), and what each
-//! finished frame cost ([`FrameRecord`], appended as JSON lines by [`StatsLog`]).
+//! The render job, for `canopy render` and for applications that run frame jobs of their own:
+//! which frames a run renders ([`FramePlan`]: a shard of a frame set, less the frames written
+//! already, with what earlier killed runs left cleaned up), how a stop is asked for
+//! ([`StopFlag`], set by a signal handler or by the application), what each finished frame
+//! cost ([`FrameRecord`], appended as JSON lines by [`StatsLog`]), and the job itself
+//! ([`RenderJob`]: one or more devices rendering the plan's frames, each frame handed to the
+//! image writers, the video in frame order and the stats log, with events for progress).
 
-use crate::export::{FrameSet, OutputNaming, ShardMode, frame_ranges, shard};
+use crate::export::{
+    FrameImage, FrameSet, FrameWriteError, ImageFormat, ImageSequence, OutputNaming, ShardMode,
+    VideoEncoder, VideoError, WriterOptions, frame_ranges, shard,
+};
 use crate::render::BounceStats;
-use crate::sequence::FinishedFrame;
+use crate::render::presets::Subject;
+use crate::sequence::{FinishedFrame, Flow, FrameSequence, SequenceConfig};
+use crate::vk::{Context, ContextOptions};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
 
 /// Why a job cannot go on.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +43,9 @@ pub enum JobError {
     /// A GPU or Vulkan error.
     #[error(transparent)]
     Device(#[from] crate::vk::Error),
+    /// The video could not be fed a frame.
+    #[error(transparent)]
+    Video(VideoError),
 }
 
 /// What a run does with frames whose files exist already.
@@ -306,5 +318,335 @@ impl StatsLog {
             let _ = self.file.unlock();
         }
         result.map_err(|e| JobError::Output(format!("{}: {e}", self.path.display())))
+    }
+}
+
+/// Where a job's frames go.
+#[derive(Default)]
+pub struct JobOutputs {
+    /// Image files, named and encoded as said, written by encoder threads.
+    pub images: Option<(OutputNaming, WriterOptions)>,
+    /// A video, fed the frames in frame order (whichever device finishes them first).
+    pub video: Option<VideoEncoder>,
+    /// A JSON line per finished frame.
+    pub stats: Option<StatsLog>,
+}
+
+/// `(name, value)` text attributes of a file's header.
+pub type Attributes = Vec<(String, String)>;
+
+/// How each device of a job gets ready: its context, and on it the subject it renders.
+pub struct JobSetup<'a, E> {
+    /// Makes a device's context from its options.
+    pub context: &'a (dyn Fn(&ContextOptions) -> Result<Context, E> + Sync),
+    /// Makes the subject on a device's context.
+    pub subject: &'a (dyn Fn(&Context) -> Result<Subject, E> + Sync),
+    /// What the device renders of the subject: size, structure, bounces, caustics, and the
+    /// channels the image format needs ([`crate::export::output_channels`]).
+    pub config: &'a (dyn Fn(&Subject) -> Result<SequenceConfig, E> + Sync),
+    /// The text attributes of a frame's OpenEXR header (its camera, time, number).
+    pub attributes: &'a (dyn Fn(u32, &Subject) -> Attributes + Sync),
+    /// Called on each device's thread when its frames are done (e.g. to say what its
+    /// caustics did).
+    pub finished: &'a (dyn Fn(&Context, &FrameSequence) -> Result<(), E> + Sync),
+}
+
+/// A frame job: the frames of a plan rendered on one or more devices at once (each pulling
+/// the next frame nobody has taken), every finished frame handed to the outputs.
+pub struct RenderJob<'a, E> {
+    /// The frames.
+    pub frames: &'a FramePlan,
+    /// One entry per device (the same device twice runs two sequences on it).
+    pub devices: &'a [ContextOptions],
+    /// How each device gets ready.
+    pub setup: JobSetup<'a, E>,
+    /// Where the frames go.
+    pub outputs: JobOutputs,
+}
+
+/// What a job tells its caller as it goes (on the caller's thread).
+pub enum JobEvent<'a> {
+    /// Every device is ready: their names, and the triangles of the subject. Frames start
+    /// now.
+    Started {
+        /// The devices' names.
+        devices: &'a [String],
+        /// The subject's triangles.
+        triangles: u32,
+    },
+    /// A frame finished and was handed to its outputs.
+    Frame {
+        /// What it cost.
+        record: &'a FrameRecord,
+        /// Its file, when frames are written.
+        file: Option<&'a Path>,
+        /// Frames finished so far, this one included.
+        done: u64,
+    },
+}
+
+/// What a job did.
+pub struct JobReport<E> {
+    /// How the rendering ended: the first error of a device, a frame's output or the video.
+    pub outcome: Result<(), E>,
+    /// A frame the writers could not write (it stopped the job).
+    pub write_failure: Option<FrameWriteError>,
+    /// The frames written to files, ascending.
+    pub written: Vec<u32>,
+    /// The video written and its frames, or why it failed (none without a video, or after a
+    /// failed render, whose video is abandoned).
+    pub video: Option<Result<(PathBuf, u32), VideoError>>,
+    /// Each finished frame's GPU time, in the order they finished.
+    pub gpu_ms: Vec<f64>,
+    /// Rays that did not fit the renderer's lists, over every frame.
+    pub dropped_rays: u64,
+    /// Seconds from the start of the frames to the last frame handed to the outputs.
+    pub wall_s: f64,
+}
+
+/// A device ready to render: its name, the subject's triangles and the frames' size.
+struct Ready {
+    name: String,
+    triangles: u32,
+    size: (u32, u32),
+}
+
+/// A finished frame on its way from a device to the outputs.
+struct Finished {
+    record: FrameRecord,
+    image: Option<FrameImage>,
+    video: Option<Vec<u8>>,
+}
+
+impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
+    /// Runs the job until every frame is done, `stop` is set, or something fails; `on_event`
+    /// hears of the start and of every frame. One code path for one device and for several:
+    /// each device renders on a thread of its own, and the outputs (writers, video order,
+    /// stats) are fed on the caller's.
+    pub fn run(self, stop: &StopFlag, mut on_event: impl FnMut(JobEvent)) -> JobReport<E> {
+        let RenderJob {
+            frames,
+            devices,
+            setup,
+            outputs,
+        } = self;
+        let JobOutputs {
+            images,
+            video,
+            stats,
+        } = outputs;
+        let image_format = images
+            .as_ref()
+            .map(|(naming, options)| (naming.format(), options.png));
+        let wants_video = video.is_some();
+        let mut delivery = Delivery {
+            naming: images.as_ref().map(|(naming, _)| naming.clone()),
+            writers: None,
+            video,
+            video_queue: BTreeMap::new(),
+            video_order: (Box::new(frames.iter()) as Box<dyn Iterator<Item = u32> + Send>)
+                .peekable(),
+            stats,
+            gpu_ms: Vec::new(),
+            dropped_rays: 0,
+        };
+        let mut images = images;
+        let mut started = Instant::now();
+        let taken = Mutex::new(frames.iter());
+        // Set by the caller's flag, a failed device or output, or writers that failed.
+        let halt = AtomicBool::new(false);
+        let outcome = std::thread::scope(|scope| {
+            let (ready_out, ready_in) = mpsc::sync_channel::<Result<Ready, E>>(devices.len());
+            let (frames_out, frames_in) = mpsc::sync_channel::<Finished>(2 * devices.len());
+            let workers: Vec<_> = devices
+                .iter()
+                .map(|options| {
+                    let (ready_out, frames_out) = (ready_out.clone(), frames_out.clone());
+                    let (taken, halt, setup) = (&taken, &halt, &setup);
+                    scope.spawn(move || -> Result<(), E> {
+                        let prepared = (|| {
+                            let ctx = (setup.context)(options)?;
+                            let subject = (setup.subject)(&ctx)?;
+                            let config = (setup.config)(&subject)?;
+                            Ok((ctx, subject, config))
+                        })();
+                        let (ctx, subject, config) = match prepared {
+                            Ok(prepared) => prepared,
+                            Err(e) => {
+                                halt.store(true, Ordering::SeqCst);
+                                let _ = ready_out.send(Err(e));
+                                return Ok(());
+                            }
+                        };
+                        let size = (config.width, config.height);
+                        let mut sequence = match FrameSequence::new(&ctx, &subject, config) {
+                            Ok(sequence) => sequence,
+                            Err(e) => {
+                                halt.store(true, Ordering::SeqCst);
+                                let _ = ready_out.send(Err(JobError::Device(e).into()));
+                                return Ok(());
+                            }
+                        };
+                        let _ = ready_out.send(Ok(Ready {
+                            name: ctx.caps().name.clone(),
+                            triangles: subject.scene.triangle_count,
+                            size,
+                        }));
+                        let pull = || match halt.load(Ordering::SeqCst) {
+                            true => None,
+                            false => taken.lock().ok()?.next(),
+                        };
+                        sequence.render_pulled(pull, |frame| {
+                            let image = match image_format {
+                                Some((format, png)) => {
+                                    let attributes = match format {
+                                        ImageFormat::Exr => {
+                                            (setup.attributes)(frame.frame, &subject)
+                                        }
+                                        _ => Vec::new(),
+                                    };
+                                    Some(
+                                        FrameImage::of(frame.image, (format, png), attributes)
+                                            .ok_or(JobError::Output(
+                                                "the frame lacks the channels its file holds"
+                                                    .into(),
+                                            ))?,
+                                    )
+                                }
+                                None => None,
+                            };
+                            let finished = Finished {
+                                record: FrameRecord::of(frame, &ctx).map_err(JobError::Device)?,
+                                image,
+                                video: wants_video.then(|| frame.image.rgba8().to_vec()),
+                            };
+                            match frames_out.send(finished) {
+                                Ok(()) if !halt.load(Ordering::SeqCst) => Ok(Flow::Continue),
+                                _ => Ok::<_, E>(Flow::Stop),
+                            }
+                        })?;
+                        (setup.finished)(&ctx, &sequence)
+                    })
+                })
+                .collect();
+            drop((ready_out, frames_out));
+            let mut names = Vec::new();
+            let (mut triangles, mut size) = (0, (0, 0));
+            let mut outcome: Result<(), E> = Ok(());
+            for message in ready_in.iter().take(devices.len()) {
+                match message {
+                    Ok(ready) => {
+                        names.push(ready.name);
+                        (triangles, size) = (ready.triangles, ready.size);
+                    }
+                    Err(e) => outcome = outcome.and(Err(e)),
+                }
+            }
+            if outcome.is_ok() {
+                delivery.writers = images
+                    .take()
+                    .map(|(naming, options)| ImageSequence::named(naming, options, size.0, size.1));
+                on_event(JobEvent::Started {
+                    devices: &names,
+                    triangles,
+                });
+                started = Instant::now();
+            }
+            for finished in frames_in.iter() {
+                if outcome.is_err() {
+                    continue;
+                }
+                if let Err(e) = delivery.deliver(finished, started, &mut on_event) {
+                    outcome = Err(e);
+                }
+                // A stop asked for, or a frame the writers could not write, stops the job.
+                let failed = delivery.writers.as_mut().is_some_and(|w| w.failed());
+                if outcome.is_err() || stop.is_stopped() || failed {
+                    halt.store(true, Ordering::SeqCst);
+                }
+            }
+            for worker in workers {
+                let joined = worker.join().unwrap_or_else(|_| {
+                    Err(JobError::Output("a device's render thread panicked".into()).into())
+                });
+                if outcome.is_ok() {
+                    outcome = joined;
+                }
+            }
+            outcome
+        });
+        let wall_s = started.elapsed().as_secs_f64();
+        // A failed render abandons the video (its temporary file is removed).
+        let video = match delivery.video {
+            Some(video) if outcome.is_ok() => {
+                let frames = video.frames();
+                Some(video.finish().map(|path| (path, frames)))
+            }
+            _ => None,
+        };
+        let (written, write_failure) = match delivery.writers {
+            Some(writers) => writers.finish(),
+            None => (Vec::new(), None),
+        };
+        JobReport {
+            outcome,
+            write_failure,
+            written,
+            video,
+            gpu_ms: delivery.gpu_ms,
+            dropped_rays: delivery.dropped_rays,
+            wall_s,
+        }
+    }
+}
+
+/// The outputs' side of a job, on the caller's thread.
+struct Delivery<'a> {
+    naming: Option<OutputNaming>,
+    writers: Option<ImageSequence>,
+    video: Option<VideoEncoder>,
+    /// Frames for the video waiting for those before them.
+    video_queue: BTreeMap<u32, Vec<u8>>,
+    /// The frames in the video's order.
+    video_order: std::iter::Peekable<Box<dyn Iterator<Item = u32> + Send + 'a>>,
+    stats: Option<StatsLog>,
+    gpu_ms: Vec<f64>,
+    dropped_rays: u64,
+}
+
+impl Delivery<'_> {
+    /// Hands `finished` to the stats log, the video (in frame order) and the writers, and
+    /// tells `on_event`.
+    fn deliver<E: From<JobError>>(
+        &mut self,
+        finished: Finished,
+        started: Instant,
+        on_event: &mut impl FnMut(JobEvent),
+    ) -> Result<(), E> {
+        let record = &finished.record;
+        let file = self.naming.as_ref().map(|n| n.path(record.frame));
+        if let Some(stats) = self.stats.as_mut() {
+            stats.write(record, started.elapsed().as_secs_f64(), file.as_deref())?;
+        }
+        if let (Some(video), Some(rgba)) = (self.video.as_mut(), finished.video) {
+            self.video_queue.insert(record.frame, rgba);
+            while let Some(rgba) =
+                (self.video_order.peek()).and_then(|f| self.video_queue.remove(f))
+            {
+                video.submit(&rgba).map_err(JobError::Video)?;
+                self.video_order.next();
+            }
+        }
+        if let (Some(writers), Some(image)) = (self.writers.as_mut(), finished.image) {
+            writers.submit_image(record.frame, image);
+        }
+        self.gpu_ms.push(record.gpu_ms());
+        self.dropped_rays += record.dropped_rays();
+        on_event(JobEvent::Frame {
+            record,
+            file: file.as_deref(),
+            done: self.gpu_ms.len() as u64,
+        });
+        Ok(())
     }
 }

@@ -85,6 +85,7 @@ impl From<canopy::job::JobError> for CliError {
             )),
             JobError::Output(what) => CliError::Io(what),
             JobError::Device(e) => CliError::Canopy(e),
+            JobError::Video(e) => render::video_error(e),
         }
     }
 }

@@ -10,24 +10,24 @@ use canopy::accel::BuildParams;
 use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
-    self, Aov, ExrCompression, ExrOptions, FrameImage, FrameSet, ImageFormat, ImageSequence,
-    OutputNaming, PngCompression, PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError,
-    WriterOptions, frame_ranges,
+    self, Aov, ExrCompression, ExrOptions, FrameSet, ImageFormat, OutputNaming, PngCompression,
+    PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError, WriterOptions, frame_ranges,
 };
 use canopy::geom::morton::MortonBits;
-use canopy::job::{FramePlan, FrameRecord, ResumeMode, StatsLog, count_of};
+use canopy::job::{
+    FramePlan, JobEvent, JobOutputs, JobReport, JobSetup, RenderJob, ResumeMode, StatsLog, count_of,
+};
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, OutputChannel, RenderParams};
 use canopy::scene::AssetAccess;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
-use canopy::sequence::{FRAMES_IN_FLIGHT, FinishedFrame, Flow, FrameSequence, SequenceConfig};
+use canopy::sequence::{FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Options of `canopy render`.
@@ -501,7 +501,7 @@ fn single_to_pattern(path: &Path) -> PathBuf {
 
 /// A video that could not be made: ffmpeg missing is bad input (the machine lacks it), a
 /// failure writing it an I/O error.
-fn video_error(e: VideoError) -> CliError {
+pub(super) fn video_error(e: VideoError) -> CliError {
     match e {
         VideoError::NoFfmpeg => CliError::Input(e.to_string()),
         e => CliError::Io(e.to_string()),
@@ -534,54 +534,6 @@ fn check_name_length(path: &Path, what: &str) -> Result<(), CliError> {
     match path.file_name() {
         Some(name) if name.len() > MAX_FILE_NAME => Err(too_long(name, MAX_FILE_NAME)),
         _ => Ok(()),
-    }
-}
-
-/// A finished frame as the output side takes it, from whichever device rendered it: what it
-/// cost, the image for the writers and the video.
-struct FrameOutput {
-    record: FrameRecord,
-    /// For the image writers.
-    image: Option<FrameImage>,
-    /// RGBA8 for the video.
-    video: Option<Vec<u8>>,
-}
-
-/// What the output side wants of each frame.
-#[derive(Clone, Copy)]
-struct Wanted<'a> {
-    args: &'a RenderArgs,
-    /// The image writers' format, and their PNG encoding.
-    image: Option<(ImageFormat, PngOptions)>,
-    video: bool,
-}
-
-impl FrameOutput {
-    /// Copies what `wanted` needs out of `finished` (before its slot is reused).
-    fn of(
-        finished: &FinishedFrame,
-        (ctx, subject): (&Context, &Subject),
-        wanted: Wanted,
-    ) -> Result<Self, CliError> {
-        let image = match wanted.image {
-            Some((format, png)) => {
-                let attributes = match format {
-                    ImageFormat::Exr => frame_attributes(finished.frame, wanted.args, subject),
-                    _ => Vec::new(),
-                };
-                Some(
-                    FrameImage::of(finished.image, (format, png), attributes).ok_or_else(|| {
-                        CliError::Failed("the frame has no linear output to write".into())
-                    })?,
-                )
-            }
-            None => None,
-        };
-        Ok(Self {
-            record: FrameRecord::of(finished, ctx)?,
-            image,
-            video: wanted.video.then(|| finished.image.rgba8().to_vec()),
-        })
     }
 }
 
@@ -671,12 +623,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         println!("nothing to render: every frame asked for is written already");
         return Ok(());
     }
-    let mut stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
-    let wanted = Wanted {
-        args,
-        image: format.map(|f| (f, png)),
-        video: args.video.is_some(),
-    };
+    let stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
     let writer_options = WriterOptions {
         png,
         exr: ExrOptions {
@@ -692,10 +639,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     let channels = format.map_or(Vec::new(), |f| {
         export::output_channels(f, png, &writer_options.exr)
     });
-    let mut writers = naming
-        .clone()
-        .map(|naming| ImageSequence::named(naming, writer_options, width, height));
-    let mut video = match &args.video {
+    let video = match &args.video {
         Some(path) => Some(
             VideoEncoder::new(
                 path,
@@ -715,170 +659,92 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             interrupt::on_abort(interrupt::Cleanup::Remove(temporary.to_path_buf()));
         }
     }
-    // While frames are rendered, SIGINT or SIGTERM stops the render after the frames already
-    // being written; a second signal while stopping ends the process at once (frames are
-    // still never left half-written under their own names). Before (loading the mesh,
-    // building the structures) an interrupt ends canopy at once.
-    let mut _graceful = None;
-    let stop_flag = interrupt::stop_flag();
-    let progress = indicatif::ProgressBar::new(frames.len()).with_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}")
-            .expect("a valid template"),
-    );
-    // On a terminal a bar; otherwise (a farm's log) one plain line per frame on stderr.
-    let log_lines = !args.quiet && !args.profile && !std::io::stderr().is_terminal();
-    if args.profile || args.quiet || log_lines {
-        progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
     let destination = match (&out, &args.video) {
         (Some(out), Some(video)) => format!("{} and {}", out.display(), video.display()),
         (Some(out), None) => out.display().to_string(),
         (None, Some(video)) => video.display().to_string(),
         (None, None) => "nowhere (--no-write)".to_string(),
     };
-    let announce = |triangles: u32, devices: &str| {
-        println!(
-            "rendering {} of {triangles} triangles at {width}x{height}, {} bounces, on {devices} to \
-             {destination}",
-            count_of(frames.len() as usize, "frame"),
-            args.bounces,
-        );
+    let job = RenderJob {
+        frames: &frames,
+        devices: &devices,
+        setup: JobSetup {
+            context: &super::context,
+            subject: &|ctx| build_subject(ctx, args),
+            config: &|subject| sequence_config(args, subject, channels.clone()),
+            attributes: &|frame, subject| frame_attributes(frame, args, subject),
+            finished: &print_caustics,
+        },
+        outputs: JobOutputs {
+            images: naming.clone().map(|naming| (naming, writer_options)),
+            video,
+            stats,
+        },
     };
-    let started = std::cell::Cell::new(Instant::now());
-    let mut gpu_ms = Vec::new();
-    let mut dropped_rays = 0u64;
-    // Frames for the video wait here until those before them have arrived.
-    let mut video_queue: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
-    let mut video_order = frames.iter().peekable();
-    let mut handle = |output: FrameOutput| -> Result<Flow, CliError> {
-        let record = &output.record;
-        if args.profile {
-            print_frame_profile(record.frame, &record.stages, &record.bounces);
-        }
-        let ms = record.gpu_ms();
-        if let Some(stats) = stats.as_mut() {
-            let path = naming.as_ref().map(|n| n.path(record.frame));
-            let wall = started.get().elapsed().as_secs_f64();
-            stats.write(record, wall, path.as_deref())?;
-        }
-        if let (Some(video), Some(rgba)) = (video.as_mut(), output.video) {
-            video_queue.insert(record.frame, rgba);
-            while let Some(rgba) = video_order.peek().and_then(|f| video_queue.remove(f)) {
-                video.submit(&rgba).map_err(video_error)?;
-                video_order.next();
-            }
-        }
-        if let (Some(writers), Some(image)) = (writers.as_mut(), output.image) {
-            writers.submit_image(record.frame, image);
-        }
-        gpu_ms.push(ms);
-        dropped_rays += record.dropped_rays();
-        progress.inc(1);
-        if log_lines {
-            let elapsed = started.get().elapsed().as_secs_f64();
-            let rate = gpu_ms.len() as f64 / elapsed;
-            let left = frames.len() as usize - gpu_ms.len();
-            let target = match &naming {
-                None => "not written".to_string(),
-                Some(naming) => format!("to {}", naming.path(record.frame).display()),
-            };
-            eprintln!(
-                "frame {} ({}/{}): GPU {ms:.3} ms, {rate:.2} frames/s, ETA {:.0} s, {target}",
-                record.frame,
-                gpu_ms.len(),
-                frames.len(),
-                left as f64 / rate
-            );
-        }
-        // An interrupt, or a frame the writers could not write, stops the render.
-        let stop = stop_flag.is_stopped() || writers.as_mut().is_some_and(|w| w.failed());
-        Ok(if stop { Flow::Stop } else { Flow::Continue })
-    };
-    // Every way out of the render below comes back here, so that the writers always finish
-    // the frames queued and the frames written are always said.
-    let rendered = (|| match devices.as_slice() {
-        [options] => {
-            let ctx = super::context(options)?;
-            let subject = build_subject(&ctx, args)?;
-            let config = sequence_config(args, &subject, channels.clone())?;
-            let mut sequence = FrameSequence::new(&ctx, &subject, config)?;
-            announce(subject.scene.triangle_count, &ctx.caps().name);
+    let mut printer = Printer::new(args, frames.len(), destination);
+    // While frames are rendered, SIGINT or SIGTERM stops the render after the frames already
+    // being written; a second signal while stopping ends the process at once (frames are
+    // still never left half-written under their own names). Before (loading the mesh,
+    // building the structures) an interrupt ends canopy at once.
+    let mut _graceful = None;
+    let stop = interrupt::stop_flag();
+    let report = job.run(&stop, |event| {
+        if let JobEvent::Started { .. } = event {
             _graceful = Some(interrupt::graceful());
-            started.set(Instant::now());
-            let mut pending = frames.iter();
-            sequence.render_pulled(
-                || pending.next(),
-                |finished| handle(FrameOutput::of(finished, (&ctx, &subject), wanted)?),
-            )?;
-            print_caustics(&ctx, &sequence)
         }
-        devices => {
-            render_on_devices(
-                devices,
-                (args, &channels, wanted),
-                &frames,
-                |event| match event {
-                    DeviceEvent::Ready(names, triangles) => {
-                        announce(triangles, &names);
-                        _graceful = Some(interrupt::graceful());
-                        started.set(Instant::now());
-                        Ok(Flow::Continue)
-                    }
-                    DeviceEvent::Frame(output) => handle(output),
-                },
-            )
-        }
-    })();
-    progress.finish_and_clear();
-    let mut outcome = rendered;
-    match video {
-        // A failed render abandons the video (its temporary file is removed).
-        Some(video) if outcome.is_ok() => {
-            let frames = video.frames();
-            match video.finish() {
-                Ok(path) => println!(
-                    "wrote {} ({})",
-                    path.display(),
-                    count_of(frames as usize, "frame")
-                ),
-                Err(e) => outcome = Err(video_error(e)),
-            }
-        }
-        _ => {}
+        printer.print(event);
+    });
+    printer.finish();
+    report_outcome(report, (&naming, args, frames.len()), stop.is_stopped())
+}
+
+/// Says how the job ended: the frames written when it failed or stopped, the video, the
+/// rate; the error whose exit code the process takes (the render's own, else a frame's).
+fn report_outcome(
+    report: JobReport<CliError>,
+    (naming, args, planned): (&Option<OutputNaming>, &RenderArgs, u64),
+    interrupted: bool,
+) -> Result<(), CliError> {
+    let mut outcome = report.outcome;
+    match report.video {
+        Some(Ok((path, frames))) => println!(
+            "wrote {} ({})",
+            path.display(),
+            count_of(frames as usize, "frame")
+        ),
+        Some(Err(e)) => outcome = outcome.and(Err(video_error(e))),
+        None => {}
     }
-    let interrupted = stop_flag.is_stopped();
-    if let Some(writers) = writers {
-        let folder = writers.naming().folder().display().to_string();
-        let (written, failure) = writers.finish();
-        if failure.is_some() || interrupted || outcome.is_err() {
-            eprintln!(
-                "frames written to {folder}: {} ({} of {})",
-                frame_ranges(&written),
-                written.len(),
-                frames.len()
-            );
-        }
-        if let Some(failure) = failure {
-            let failure = CliError::Io(failure.to_string());
-            match outcome {
-                // Both: the render's own error is the exit's, the frame's is said too.
-                Err(_) => eprintln!("error: {failure}"),
-                Ok(()) => outcome = Err(failure),
-            }
+    if let Some(naming) = naming
+        && (report.write_failure.is_some() || interrupted || outcome.is_err())
+    {
+        eprintln!(
+            "frames written to {}: {} ({} of {planned})",
+            naming.folder().display(),
+            frame_ranges(&report.written),
+            report.written.len(),
+        );
+    }
+    if let Some(failure) = report.write_failure {
+        let failure = CliError::Io(failure.to_string());
+        match outcome {
+            // Both: the render's own error is the exit's, the frame's is said too.
+            Err(_) => eprintln!("error: {failure}"),
+            Ok(()) => outcome = Err(failure),
         }
     }
     outcome?;
     if interrupted {
         return Err(CliError::Interrupted);
     }
-    let wall = started.get().elapsed().as_secs_f64();
-    let frames = gpu_ms.len() as f64;
-    let mean_gpu = gpu_ms.iter().sum::<f64>() / frames;
+    let frames = report.gpu_ms.len() as f64;
+    let mean_gpu = report.gpu_ms.iter().sum::<f64>() / frames;
     println!(
-        "{} in {wall:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
-        count_of(gpu_ms.len(), "frame"),
-        frames / wall,
-        match (&naming, &args.video) {
+        "{} in {:.2} s: {:.1} frames/s{}; GPU {mean_gpu:.3} ms per frame",
+        count_of(report.gpu_ms.len(), "frame"),
+        report.wall_s,
+        frames / report.wall_s,
+        match (naming, &args.video) {
             (None, None) => String::new(),
             (None, Some(_)) => " with video output".to_string(),
             (Some(naming), video) => format!(
@@ -888,13 +754,94 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             ),
         },
     );
-    if dropped_rays > 0 {
+    if report.dropped_rays > 0 {
         eprintln!(
-            "warning: {dropped_rays} rays did not fit in the renderer's ray lists and were not \
-             traced (their paths end early); see --profile for the bounces"
+            "warning: {} rays did not fit in the renderer's ray lists and were not traced \
+             (their paths end early); see --profile for the bounces",
+            report.dropped_rays
         );
     }
     Ok(())
+}
+
+/// Prints a job's progress: the start, then a bar on a terminal or one line per frame on
+/// stderr (a farm's log), or each frame's profile with `--profile`.
+struct Printer<'a> {
+    args: &'a RenderArgs,
+    planned: u64,
+    destination: String,
+    progress: indicatif::ProgressBar,
+    log_lines: bool,
+    started: Instant,
+}
+
+impl<'a> Printer<'a> {
+    fn new(args: &'a RenderArgs, planned: u64, destination: String) -> Self {
+        let progress = indicatif::ProgressBar::new(planned).with_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} frames {per_sec} eta {eta}",
+            )
+            .expect("a valid template"),
+        );
+        let log_lines = !args.quiet && !args.profile && !std::io::stderr().is_terminal();
+        if args.profile || args.quiet || log_lines {
+            progress.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        Self {
+            args,
+            planned,
+            destination,
+            progress,
+            log_lines,
+            started: Instant::now(),
+        }
+    }
+
+    fn print(&mut self, event: JobEvent) {
+        match event {
+            JobEvent::Started { devices, triangles } => {
+                let devices = match devices {
+                    [one] => one.clone(),
+                    several => format!("{} devices ({})", several.len(), several.join(", ")),
+                };
+                let (width, height) = self.args.size;
+                println!(
+                    "rendering {} of {triangles} triangles at {width}x{height}, {} bounces, on \
+                     {devices} to {}",
+                    count_of(self.planned as usize, "frame"),
+                    self.args.bounces,
+                    self.destination
+                );
+                self.started = Instant::now();
+            }
+            JobEvent::Frame { record, file, done } => {
+                if self.args.profile {
+                    print_frame_profile(record.frame, &record.stages, &record.bounces);
+                }
+                self.progress.inc(1);
+                if self.log_lines {
+                    let rate = done as f64 / self.started.elapsed().as_secs_f64();
+                    let left = self.planned - done;
+                    let target = match file {
+                        None => "not written".to_string(),
+                        Some(file) => format!("to {}", file.display()),
+                    };
+                    eprintln!(
+                        "frame {} ({done}/{}): GPU {:.3} ms, {rate:.2} frames/s, ETA {:.0} s, \
+                         {target}",
+                        record.frame,
+                        self.planned,
+                        record.gpu_ms(),
+                        left as f64 / rate
+                    );
+                }
+            }
+        }
+    }
+
+    fn finish(&self) {
+        self.progress.finish_and_clear();
+    }
 }
 
 /// The subject `args` asks for, on `ctx`: the default scene or `--mesh`, with the camera
@@ -1027,125 +974,6 @@ fn device_options(
             ..options.clone()
         })
         .collect())
-}
-
-/// Where a device's thread says it is ready (its name and the subject's triangles), or why not.
-type ReadySender = std::sync::mpsc::SyncSender<Result<(String, u32), CliError>>;
-
-/// A device that could not start: every device stops taking frames, and the error goes to
-/// the output side (with its own exit code).
-fn report_failure(
-    error: CliError,
-    (send, stop): (ReadySender, &AtomicBool),
-) -> Result<(), CliError> {
-    stop.store(true, Ordering::SeqCst);
-    let _ = send.send(Err(error));
-    Ok(())
-}
-
-/// What a device's thread tells the output side.
-enum DeviceEvent {
-    /// Every device is ready: their names, and the subject's triangles.
-    Ready(String, u32),
-    /// A finished frame.
-    Frame(FrameOutput),
-}
-
-/// Renders `frames` on every device of `devices` at once: one context, subject, structure and
-/// renderer per device, each pulling the next frame nobody has taken from a shared counter;
-/// `sink` (on this thread) takes the finished frames as they come and may stop them all.
-fn render_on_devices(
-    devices: &[ContextOptions],
-    (args, channels, wanted): (&RenderArgs, &[OutputChannel], Wanted),
-    frames: &FramePlan,
-    mut sink: impl FnMut(DeviceEvent) -> Result<Flow, CliError>,
-) -> Result<(), CliError> {
-    let taken = std::sync::Mutex::new(frames.iter());
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let (send, receive): (ReadySender, _) = std::sync::mpsc::sync_channel(devices.len());
-        let (frames_out, frames_in) =
-            std::sync::mpsc::sync_channel::<FrameOutput>(2 * devices.len());
-        let workers: Vec<_> = devices
-            .iter()
-            .map(|options| {
-                let (send, frames_out) = (send.clone(), frames_out.clone());
-                let (taken, stop) = (&taken, &stop);
-                scope.spawn(move || -> Result<(), CliError> {
-                    let ctx = match super::context(options) {
-                        Ok(ctx) => ctx,
-                        Err(e) => return report_failure(e, (send, stop)),
-                    };
-                    let subject = match build_subject(&ctx, args) {
-                        Ok(subject) => subject,
-                        Err(e) => return report_failure(e, (send, stop)),
-                    };
-                    let sequence = sequence_config(args, &subject, channels.to_vec())
-                        .and_then(|config| Ok(FrameSequence::new(&ctx, &subject, config)?));
-                    let mut sequence = match sequence {
-                        Ok(sequence) => sequence,
-                        Err(e) => return report_failure(e, (send, stop)),
-                    };
-                    let _ = send.send(Ok((ctx.caps().name.clone(), subject.scene.triangle_count)));
-                    let pull = || {
-                        if stop.load(Ordering::SeqCst) {
-                            return None;
-                        }
-                        taken.lock().ok()?.next()
-                    };
-                    sequence.render_pulled(pull, |finished| {
-                        let output = FrameOutput::of(finished, (&ctx, &subject), wanted)?;
-                        match frames_out.send(output) {
-                            Ok(()) if !stop.load(Ordering::SeqCst) => Ok(Flow::Continue),
-                            _ => Ok::<_, CliError>(Flow::Stop),
-                        }
-                    })
-                })
-            })
-            .collect();
-        drop((send, frames_out));
-        let mut names = Vec::new();
-        let mut triangles = 0;
-        let mut outcome = Ok(());
-        for message in receive.iter().take(devices.len()) {
-            match message {
-                Ok((name, count)) => {
-                    names.push(name);
-                    triangles = count;
-                }
-                Err(e) => outcome = outcome.and(Err(e)),
-            }
-        }
-        if outcome.is_ok() {
-            outcome = sink(DeviceEvent::Ready(
-                format!("{} devices ({})", names.len(), names.join(", ")),
-                triangles,
-            ))
-            .map(drop);
-        }
-        for output in frames_in.iter() {
-            if outcome.is_err() {
-                continue;
-            }
-            match sink(DeviceEvent::Frame(output)) {
-                Ok(Flow::Continue) => {}
-                Ok(Flow::Stop) => stop.store(true, Ordering::SeqCst),
-                Err(e) => {
-                    stop.store(true, Ordering::SeqCst);
-                    outcome = Err(e);
-                }
-            }
-        }
-        for worker in workers {
-            let joined = worker.join().unwrap_or_else(|_| {
-                Err(CliError::Failed("a device's render thread panicked".into()))
-            });
-            if outcome.is_ok() {
-                outcome = joined;
-            }
-        }
-        outcome
-    })
 }
 
 /// How `--mesh` is shown (`canopy render`, `canopy bench render`).

@@ -1,11 +1,21 @@
-//! The render job's bookkeeping in process (`canopy::job`), without the binary: frame plans
-//! over shards in both modes, the three resume modes, the clean-up of what killed runs left,
-//! the stop flag shared across threads, and the stats log's lines.
+//! The render job in process (`canopy::job`), without the binary: frame plans over shards in
+//! both modes, the three resume modes, the clean-up of what killed runs left, the stop flag
+//! shared across threads, the stats log's lines, and whole jobs over a source defined here on
+//! one and two devices, stopped and resumed.
 
 use crate::common::files::TempFolder;
-use canopy::export::{OutputNaming, ShardMode, parse_frames};
-use canopy::job::{FramePlan, FrameRecord, JobError, ResumeMode, StatsLog, StopFlag};
+use canopy::export::{
+    ImageFormat, OutputNaming, ShardMode, WriterOptions, output_channels, parse_frames,
+};
+use canopy::job::{
+    FramePlan, FrameRecord, JobError, JobEvent, JobOutputs, JobReport, JobSetup, RenderJob,
+    ResumeMode, StatsLog, StopFlag,
+};
 use canopy::render::BounceStats;
+use canopy::render::presets::Subject;
+use canopy::sequence::SequenceConfig;
+use canopy::vk::{Context, ContextOptions, Validation};
+use std::path::Path;
 
 fn plan(
     frames: &str,
@@ -176,4 +186,140 @@ fn the_stats_log_appends_one_line_per_frame() {
     assert_eq!(lines[0]["file"], "out/frame_0007.png");
     assert_eq!(lines[1]["frame"], 8);
     assert!(lines[1]["file"].is_null());
+}
+
+/// The options of a validated context on the default device (lavapipe in CI).
+fn device() -> ContextOptions {
+    let validation = match std::env::var("CANOPY_VALIDATION").as_deref() {
+        Ok("off") => Validation::Off,
+        _ => Validation::Required,
+    };
+    ContextOptions {
+        device: None,
+        validation,
+        max_workgroup_count: None,
+    }
+}
+
+/// A job of `frames` over a source defined here (the default scene at its smallest, 48x32),
+/// on `devices` devices, writing PNG frames into `out` with `threads` encoders; `stop_after`
+/// frames, the stop flag is set. Every device's context must end without validation errors.
+fn run_job(
+    frames: &FramePlan,
+    devices: usize,
+    (out, threads): (&Path, usize),
+    stats: Option<&Path>,
+    stop_after: Option<u64>,
+) -> JobReport<JobError> {
+    let devices = vec![device(); devices];
+    let naming = OutputNaming::parse(out, None).unwrap();
+    let options = WriterOptions {
+        threads,
+        ..WriterOptions::default()
+    };
+    let channels = output_channels(ImageFormat::Png, options.png, &options.exr);
+    let stop = StopFlag::new();
+    let job = RenderJob {
+        frames,
+        devices: &devices,
+        setup: JobSetup {
+            context: &|options| Ok(Context::new(options)?),
+            subject: &|ctx| Ok(Subject::default_scene(ctx, 1000)?),
+            config: &|_| {
+                Ok(SequenceConfig {
+                    width: 48,
+                    height: 32,
+                    channels: channels.clone(),
+                    ..SequenceConfig::default()
+                })
+            },
+            attributes: &|_, _| Vec::new(),
+            finished: &|ctx, _| Ok(ctx.check_validation()?),
+        },
+        outputs: JobOutputs {
+            images: Some((naming, options)),
+            video: None,
+            stats: stats.map(|path| StatsLog::append(path).unwrap()),
+        },
+    };
+    let mut started = 0;
+    let report = job.run(&stop, |event| match event {
+        JobEvent::Started { devices: names, .. } => started = names.len(),
+        JobEvent::Frame { done, .. } => {
+            if stop_after.is_some_and(|n| done >= n) {
+                stop.stop();
+            }
+        }
+    });
+    assert_eq!(started, devices.len(), "every device said it was ready");
+    report
+}
+
+/// A job in process, on two devices at once (the same device twice), writes every frame of
+/// its plan once, with a stats line each; its PNG files are byte for byte those of one
+/// encoder thread on one device.
+#[test]
+fn a_job_on_two_devices_writes_every_frame_like_one_device() {
+    let folder = TempFolder::new("job-two-devices");
+    let (two, one) = (folder.0.join("two"), folder.0.join("one"));
+    let frames = parse_frames("0..6").unwrap();
+    let stats = folder.0.join("stats.jsonl");
+    let mut reports = Vec::new();
+    for (out, devices, threads, stats) in [(&two, 2, 4, Some(stats.as_path())), (&one, 1, 1, None)]
+    {
+        let naming = OutputNaming::parse(out, None).unwrap();
+        let plan = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::Error).unwrap();
+        let report = run_job(&plan, devices, (out, threads), stats, None);
+        report.outcome.as_ref().unwrap();
+        assert!(report.write_failure.is_none());
+        assert_eq!(report.written, (0..6).collect::<Vec<_>>());
+        assert_eq!(report.gpu_ms.len(), 6);
+        reports.push(report);
+    }
+    for frame in 0..6 {
+        let name = format!("frame_{frame:04}.png");
+        let (a, b) = (
+            std::fs::read(two.join(&name)),
+            std::fs::read(one.join(&name)),
+        );
+        assert_eq!(a.unwrap(), b.unwrap(), "{name} differs between the runs");
+    }
+    let mut logged: Vec<u64> = std::fs::read_to_string(&stats)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["frame"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    logged.sort_unstable();
+    assert_eq!(logged, (0..6).collect::<Vec<_>>());
+}
+
+/// A stop flag set after two frames ends the job with the frames finished written whole and
+/// no temporary file left; the folder then resumes with exactly the missing frames.
+#[test]
+fn a_stopped_job_leaves_whole_frames_and_resumes() {
+    let folder = TempFolder::new("job-stop");
+    let out = folder.0.join("out");
+    let frames = parse_frames("0..12").unwrap();
+    let naming = OutputNaming::parse(&out, None).unwrap();
+    let plan = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::Error).unwrap();
+    let report = run_job(&plan, 1, (&out, 2), None, Some(2));
+    report.outcome.as_ref().unwrap();
+    let written = report.written.clone();
+    assert!(written.len() >= 2 && written.len() < 12, "{written:?}");
+    let mut names = crate::common::files::names(&out);
+    names.sort();
+    let expected: Vec<String> = written
+        .iter()
+        .map(|f| format!("frame_{f:04}.png"))
+        .collect();
+    assert_eq!(names, expected, "only whole frames, no temporary files");
+    let resumed = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::SkipExisting).unwrap();
+    assert_eq!(resumed.skipped(), &written[..]);
+    let rest = run_job(&resumed, 1, (&out, 2), None, None);
+    rest.outcome.as_ref().unwrap();
+    assert_eq!(crate::common::files::names(&out).len(), 12);
 }
