@@ -351,6 +351,35 @@ pub struct JobSetup<'a, E> {
     pub finished: &'a (dyn Fn(&Context, &FrameSequence) -> Result<(), E> + Sync),
 }
 
+impl<'a, E: From<crate::vk::Error>> JobSetup<'a, E> {
+    /// Devices that make `subject` and render it as `config` says, on contexts made by
+    /// [`Context::new`], with no OpenEXR attributes and nothing to do when finished.
+    pub fn new(
+        subject: &'a (dyn Fn(&Context) -> Result<Subject, E> + Sync),
+        config: &'a (dyn Fn(&Subject) -> Result<SequenceConfig, E> + Sync),
+    ) -> Self {
+        Self {
+            context: &new_context::<E>,
+            subject,
+            config,
+            attributes: &no_attributes,
+            finished: &nothing_more::<E>,
+        }
+    }
+}
+
+fn new_context<E: From<crate::vk::Error>>(options: &ContextOptions) -> Result<Context, E> {
+    Ok(Context::new(options)?)
+}
+
+fn no_attributes(_: u32, _: &Subject) -> Attributes {
+    Vec::new()
+}
+
+fn nothing_more<E>(_: &Context, _: &FrameSequence) -> Result<(), E> {
+    Ok(())
+}
+
 /// A frame job: the frames of a plan rendered on one or more devices at once (each pulling
 /// the next frame nobody has taken), every finished frame handed to the outputs.
 pub struct RenderJob<'a, E> {

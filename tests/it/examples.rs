@@ -94,6 +94,19 @@ fn sequence_writes_numbered_frames() {
 }
 
 #[test]
+fn farm_renders_on_two_devices_and_skips_what_is_written() {
+    let out = TempFolder::new("example-farm");
+    let printed = run_example("farm", &[out.0.to_str().unwrap()]);
+    assert!(printed.starts_with("8 written, 0 skipped"), "{printed}");
+    assert_eq!(out.names().len(), 8);
+    std::fs::remove_file(out.0.join("frame_0005.png")).unwrap();
+    let again = run_example("farm", &[out.0.to_str().unwrap()]);
+    assert!(again.starts_with("1 written, 7 skipped"), "{again}");
+    let frame = read_png(&out.0.join("frame_0005.png")).unwrap();
+    assert_eq!((frame.0, frame.1), (320, 180));
+}
+
+#[test]
 fn knn_finds_the_neighbours_brute_force_finds() {
     let bunny = common::test_data("meshes/bunny_small.obj");
     let printed = run_example("knn", &[bunny.to_str().unwrap(), "12"]);
