@@ -89,6 +89,9 @@ enum BenchCommand {
     Knn(cli::bench_knn::KnnBenchArgs),
     /// Skinning, Loop subdivision and a vertex-animation sequence streamed from disk.
     Animation(cli::bench_animation::AnimationBenchArgs),
+    /// The fixed cost of a dispatch and its barrier in a chain, the copy bandwidth, and the
+    /// fraction of it an LBVH traversal's node reads reach.
+    Dispatch(cli::bench_dispatch::DispatchBenchArgs),
     /// A GPU run's JSON files (tools/gpu-bench.sh) against canopy's targets, as Markdown rows.
     Report(cli::bench_report::ReportArgs),
 }
@@ -160,6 +163,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         Command::Bench(BenchCommand::Report(ref report)) => cli::bench_report::run(report),
         Command::Bench(BenchCommand::Animation(ref bench)) => {
             cli::bench_animation::run(&cli::context(&options)?, bench)
+        }
+        Command::Bench(BenchCommand::Dispatch(ref bench)) => {
+            cli::bench_dispatch::run(&cli::context(&options)?, bench)
         }
         Command::Bench(BenchCommand::Knn(ref bench)) => {
             cli::bench_knn::run(&cli::context(&options)?, bench)

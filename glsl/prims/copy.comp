@@ -1,7 +1,8 @@
 #version 460
 // Copies `count` u32 words (a multiple of 4) from one device buffer to another with 16-byte
-// loads and stores: the device-local bandwidth yardstick of `canopy bench prims`, since
-// vkCmdCopyBuffer runs several times below the memory's bandwidth on some drivers.
+// loads and stores: the device-local bandwidth yardstick of `canopy bench prims` and
+// `canopy bench dispatch`, since vkCmdCopyBuffer runs several times below the memory's
+// bandwidth on some drivers.
 #include "../common/prelude.glsl"
 
 layout(constant_id = 2) const uint VECTORS_PER_INVOCATION = 4;

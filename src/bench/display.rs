@@ -3,6 +3,7 @@
 //! structure and run.
 
 use super::animation::AnimationReport;
+use super::dispatch::{ChainReport, CopyReport, NodeReadReport};
 use super::frames::FrameReport;
 use super::prims::{PrimRow, PrimsReport, Yardsticks};
 use super::structures::StructureReport;
@@ -507,6 +508,80 @@ impl Display for AnimationReport {
                 s.waited_ms,
                 s.readers,
                 s.read_ms
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for CopyReport {
+    /// One line: the copy's size, `vkCmdCopyBuffer` and each compute copy.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "device-local copy, {:.0} MiB (GB/s read + written): vkCmdCopyBuffer {:.1} ({:.4} ms)",
+            mib(self.bytes),
+            self.cmd_copy_bytes_per_s * 1e-9,
+            self.cmd_copy.median_ms
+        )?;
+        for copy in &self.compute {
+            write!(
+                f,
+                ", compute copy {} B/invocation {:.1} ({:.4} ms)",
+                copy.bytes_per_invocation,
+                copy.bytes_per_s * 1e-9,
+                copy.time.median_ms
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for ChainReport {
+    /// One line: the chain, its time per dispatch and in all, and what was counted.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "{} empty dispatches x {} workgroup{}, {:<15} {:>8.3} us each, {:>9.2} us in all ({}; {} workgroups run)",
+            self.length,
+            self.groups,
+            if self.groups == 1 { "" } else { "s" },
+            if self.barriers {
+                "with barriers:"
+            } else {
+                "no barriers:"
+            },
+            self.per_dispatch_us,
+            self.total_us,
+            self.work,
+            self.workgroups_run
+        )
+    }
+}
+
+impl Display for NodeReadReport {
+    /// A line for the tree, then one per kind of rays.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        write!(
+            f,
+            "LBVH over {} triangles ({:.1} MiB; {} B a node, {} B a leaf triangle), node reads:",
+            self.triangles,
+            mib(self.tree_bytes),
+            self.node_bytes,
+            self.primitive_bytes
+        )?;
+        for row in &self.rays {
+            write!(
+                f,
+                "\n  {:<9} {:>9} rays {:>8.4} ms {:>7.3} G rays/s  nodes/ray {:>6.2}  nodes {:>7.1} GB/s = {:.3} of the compute copy  (nodes + triangles {:.1} GB/s)",
+                row.rays.name(),
+                row.count,
+                row.time.median_ms,
+                row.rays_per_s * 1e-9,
+                row.nodes_per_ray,
+                row.node_bytes_per_s * 1e-9,
+                row.node_fraction_of_copy,
+                row.fetched_bytes_per_s * 1e-9
             )?;
         }
         Ok(())

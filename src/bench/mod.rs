@@ -4,6 +4,8 @@
 //!
 //! - [`harness`]: GPU timestamps around repeated runs ([`time_runs`]) and the work counters
 //!   of one run ([`count_work`]).
+//! - [`dispatch`]: the fixed cost of a dispatch and its barrier in a chain, the copy
+//!   bandwidth, and the fraction of it a BVH traversal's node reads reach.
 //! - [`prims`]: every GPU primitive over a range of sizes, against the copy bandwidth.
 //! - [`structures`]: builds of every [`StructureKind`](crate::accel::StructureKind) over a
 //!   mesh: times, work, memory, tree shape and SAH cost, traversal work ([`traversal`]), the
@@ -19,6 +21,7 @@
 //! hand (DESIGN.md rule 8).
 
 pub mod animation;
+pub mod dispatch;
 pub mod display;
 pub mod frames;
 pub mod harness;

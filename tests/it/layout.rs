@@ -40,6 +40,7 @@ use canopy::accel::pointkd::build::{PointKdBuildPush, PointKdBuildRefs, PointKdB
 use canopy::accel::pointkd::knn::{KnnCounters, KnnPush, PointKdHeader};
 use canopy::accel::pointkd::radius::{RadiusEstimatePush, RadiusSelectPush, RadiusStorePush};
 use canopy::accel::radix_tree::{MortonPush, PrimitiveBoundsPush, RadixTreePush};
+use canopy::bench::dispatch::EmptyPush;
 use canopy::geom::aabb::Aabb;
 use canopy::geom::ray::{Hit, Ray, RayWork};
 use canopy::points::NormalsPush;
@@ -881,6 +882,13 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
         ),
         // {u64 src_address, u64 dst_address, u32 vector_count}: the bench's copy (src/cli/bench.rs).
         (shaders::PRIMS_COPY, GlslOffsets(&[0, 8, 16])),
+        (
+            shaders::BENCH_EMPTY,
+            Rust(rust_layout!(EmptyPush {
+                counter_address,
+                group_count
+            })),
+        ),
     ]
 }
 

@@ -8,6 +8,7 @@ mod common;
 mod animation;
 mod bench;
 mod bench_cli;
+mod bench_dispatch;
 mod bih;
 mod compact_segreduce;
 mod conformance;
