@@ -486,7 +486,9 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
         let halt = AtomicBool::new(false);
         let outcome = std::thread::scope(|scope| {
             let (ready_out, ready_in) = mpsc::sync_channel::<Result<Ready, E>>(devices.len());
-            let (frames_out, frames_in) = mpsc::sync_channel::<Finished>(2 * devices.len());
+            // One finished frame waits per device: with the frame each device is finishing and
+            // the one being handed to the outputs, what frames hold beyond the writers' bound.
+            let (frames_out, frames_in) = mpsc::sync_channel::<Finished>(devices.len());
             let workers: Vec<_> = devices
                 .iter()
                 .map(|options| {
