@@ -773,6 +773,13 @@ impl ImageSequence {
         }
     }
 
+    /// Frames written so far, and frames queued or being encoded (their backlog).
+    pub fn progress(&mut self) -> (usize, usize) {
+        self.collect();
+        let written = self.written.len();
+        (written, self.submitted.len().saturating_sub(written))
+    }
+
     /// Whether a frame has failed to be written so far (the render should stop).
     pub fn failed(&mut self) -> bool {
         self.collect();

@@ -411,6 +411,10 @@ pub enum JobEvent<'a> {
         file: Option<&'a Path>,
         /// Frames finished so far, this one included.
         done: u64,
+        /// Frames written to files so far.
+        written: usize,
+        /// Frames queued for the encoders or being encoded.
+        backlog: usize,
     },
 }
 
@@ -673,10 +677,13 @@ impl Delivery<'_> {
         }
         self.gpu_ms.push(record.gpu_ms());
         self.dropped_rays += record.dropped_rays();
+        let (written, backlog) = self.writers.as_mut().map_or((0, 0), |w| w.progress());
         on_event(JobEvent::Frame {
             record,
             file: file.as_deref(),
             done: self.gpu_ms.len() as u64,
+            written,
+            backlog,
         });
         Ok(())
     }

@@ -814,7 +814,13 @@ impl<'a> Printer<'a> {
                 );
                 self.started = Instant::now();
             }
-            JobEvent::Frame { record, file, done } => {
+            JobEvent::Frame {
+                record,
+                file,
+                done,
+                written,
+                backlog,
+            } => {
                 if self.args.profile {
                     print_frame_profile(record.frame, &record.stages, &record.bounces);
                 }
@@ -824,7 +830,10 @@ impl<'a> Printer<'a> {
                     let left = self.planned - done;
                     let target = match file {
                         None => "not written".to_string(),
-                        Some(file) => format!("to {}", file.display()),
+                        Some(file) => format!(
+                            "to {} ({written} written, {backlog} encoding)",
+                            file.display()
+                        ),
                     };
                     eprintln!(
                         "frame {} ({done}/{}): GPU {:.3} ms, {rate:.2} frames/s, ETA {:.0} s, \

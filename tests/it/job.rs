@@ -245,7 +245,14 @@ fn run_job(
     let mut started = 0;
     let report = job.run(&stop, |event| match event {
         JobEvent::Started { devices: names, .. } => started = names.len(),
-        JobEvent::Frame { done, .. } => {
+        JobEvent::Frame {
+            done,
+            written,
+            backlog,
+            ..
+        } => {
+            // Every frame handed over is written or still with the encoders.
+            assert_eq!(written + backlog, done as usize);
             if stop_after.is_some_and(|n| done >= n) {
                 stop.stop();
             }
