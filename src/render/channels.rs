@@ -47,6 +47,28 @@ pub enum ChannelSource {
 }
 
 impl ChannelSource {
+    /// Every source, in the order of their numbers.
+    pub const ALL: [ChannelSource; 15] = {
+        use ChannelSource::*;
+        [
+            Red,
+            Green,
+            Blue,
+            Coverage,
+            Depth,
+            NormalX,
+            NormalY,
+            NormalZ,
+            AlbedoRed,
+            AlbedoGreen,
+            AlbedoBlue,
+            PositionX,
+            PositionY,
+            PositionZ,
+            ObjectId,
+        ]
+    };
+
     /// Whether it is the radiance (else what the camera rays hit, [`PixelAovs`]).
     pub fn is_radiance(self) -> bool {
         matches!(self, Self::Red | Self::Green | Self::Blue)

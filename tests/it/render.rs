@@ -651,29 +651,12 @@ fn skinned_character_matches_cpu_render() {
 
 /// Every source as 32-bit values (the object id as integers).
 fn exact_channels() -> Vec<OutputChannel> {
-    use ChannelSource::*;
-    let sources = [
-        Red,
-        Green,
-        Blue,
-        Coverage,
-        Depth,
-        NormalX,
-        NormalY,
-        NormalZ,
-        AlbedoRed,
-        AlbedoGreen,
-        AlbedoBlue,
-        PositionX,
-        PositionY,
-        PositionZ,
-    ];
-    let mut channels: Vec<OutputChannel> = sources
-        .iter()
-        .map(|&s| OutputChannel::new(s, ChannelEncoding::F32))
-        .collect();
-    channels.push(OutputChannel::new(ObjectId, ChannelEncoding::U32));
-    channels
+    let exact = |source| match source {
+        ChannelSource::ObjectId => ChannelEncoding::U32,
+        _ => ChannelEncoding::F32,
+    };
+    let channels = ChannelSource::ALL.map(|source| OutputChannel::new(source, exact(source)));
+    channels.into()
 }
 
 /// The linear radiance and [`PixelAovs`] of every pixel, from a readback of
