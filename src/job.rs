@@ -505,22 +505,21 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                             let config = (setup.config)(&subject)?;
                             Ok((ctx, subject, config))
                         })();
+                        // A device that cannot start stops every device; its error goes to
+                        // the caller's thread.
+                        let fail = |e: E| {
+                            halt.store(true, Ordering::SeqCst);
+                            let _ = ready_out.send(Err(e));
+                            Ok(())
+                        };
                         let (ctx, subject, config) = match prepared {
                             Ok(prepared) => prepared,
-                            Err(e) => {
-                                halt.store(true, Ordering::SeqCst);
-                                let _ = ready_out.send(Err(e));
-                                return Ok(());
-                            }
+                            Err(e) => return fail(e),
                         };
                         let size = (config.width, config.height);
                         let mut sequence = match FrameSequence::new(&ctx, &subject, config) {
                             Ok(sequence) => sequence,
-                            Err(e) => {
-                                halt.store(true, Ordering::SeqCst);
-                                let _ = ready_out.send(Err(JobError::Device(e).into()));
-                                return Ok(());
-                            }
+                            Err(e) => return fail(JobError::Device(e).into()),
                         };
                         let _ = ready_out.send(Ok(Ready {
                             name: ctx.caps().name.clone(),
