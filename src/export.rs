@@ -394,19 +394,11 @@ impl FrameImage {
         (format, png): (ImageFormat, PngOptions),
         attributes: Vec<(String, String)>,
     ) -> Option<Self> {
-        let planes = || -> Vec<(OutputChannel, Vec<u8>)> {
-            readback
-                .channels()
-                .map(|(c, plane)| (c, plane.to_vec()))
-                .collect()
-        };
         Some(match format {
-            ImageFormat::Exr => Self::Channels {
-                planes: planes(),
-                attributes,
-            },
-            ImageFormat::Png if png.sixteen_bit => Self::Channels {
-                planes: planes(),
+            _ if format == ImageFormat::Exr || png.sixteen_bit => Self::Channels {
+                planes: (readback.channels())
+                    .map(|(c, plane)| (c, plane.to_vec()))
+                    .collect(),
                 attributes,
             },
             ImageFormat::Png if png.transparent => {
