@@ -521,6 +521,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                             Ok(sequence) => sequence,
                             Err(e) => return fail(JobError::Device(e).into()),
                         };
+                        log::debug!("{}: ready to render", ctx.caps().name);
                         let _ = ready_out.send(Ok(Ready {
                             name: ctx.caps().name.clone(),
                             triangles: subject.scene.triangle_count,
@@ -559,6 +560,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                                 _ => Ok::<_, E>(Flow::Stop),
                             }
                         })?;
+                        log::debug!("{}: no frame left to render", ctx.caps().name);
                         (setup.finished)(&ctx, &sequence)
                     })
                 })
@@ -599,6 +601,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                     halt.store(true, Ordering::SeqCst);
                 }
             }
+            log::debug!("every device has handed over its last frame");
             for worker in workers {
                 let joined = worker.join().unwrap_or_else(|_| {
                     Err(JobError::Output("a device's render thread panicked".into()).into())

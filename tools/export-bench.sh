@@ -8,12 +8,17 @@
 #
 # BINARY is a release `canopy`; OUT_FOLDER (default /tmp/canopy-export-bench) receives the
 # frames, and is emptied before and after each configuration. Every configuration runs ROUNDS
-# times (default 2), interleaved, so that the spread is seen.
+# times (default 2), interleaved, so that the spread is seen. DEVICES (e.g. `0,1`) renders on
+# those devices (`--devices`), and FRAMES_TIMES multiplies every configuration's frame count
+# (default 1), so that runs on several GPUs last long enough to measure. ONLY (a regular
+# expression such as `no-write|png8`) keeps the configurations whose whole name it matches.
 set -uo pipefail
 canopy=${1:?usage: tools/export-bench.sh BINARY [OUT_FOLDER] [ROUNDS]}
 out=${2:-/tmp/canopy-export-bench}
 rounds=${3:-2}
 scene=(--triangles 1000000 --size 1920x1080 --bounces 2 --validation off)
+[ -n "${DEVICES:-}" ] && scene+=(--devices "$DEVICES")
+frames_times=${FRAMES_TIMES:-1}
 
 # name, frames, then the output's arguments.
 configs=(
@@ -65,10 +70,12 @@ run() {
     rm -rf "$out"
 }
 
-echo "canopy export benchmark: $("$canopy" --version 2>&1), $(nproc) cores, $(date -u +%FT%TZ)"
+echo "canopy export benchmark: $("$canopy" --version 2>&1), $(nproc) cores, devices ${DEVICES:-default}, $(date -u +%FT%TZ)"
 for round in $(seq "$rounds"); do
     for config in "${configs[@]}"; do
         IFS='|' read -r name frames args <<<"$config"
+        [[ -n ${ONLY:-} && ! $name =~ ^(${ONLY})$ ]] && continue
+        frames="0..$((${frames#0..} * frames_times))"
         # shellcheck disable=SC2086
         run "$name" "$frames" $args
     done

@@ -875,6 +875,11 @@ fn pick_device(instance: &ash::Instance, options: &ContextOptions) -> Result<vk:
         .unwrap())
 }
 
+/// Held while a context destroys the device and instance it owns. NVIDIA's driver (580, four
+/// H200s) deadlocks when several threads destroy their contexts at once, as a render on several
+/// devices does when its frames are done: one context at a time is released instead.
+static RELEASE_ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 impl Drop for Shared {
     fn drop(&mut self) {
         if self.timed_out.load(Ordering::SeqCst) {
@@ -883,6 +888,11 @@ impl Drop for Shared {
             log::warn!("the Vulkan device is not destroyed: GPU work timed out and may still run");
             return;
         }
+        let _one_at_a_time = self.owned.then(|| {
+            RELEASE_ONE_AT_A_TIME
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        });
         unsafe {
             if self.owned {
                 let _ = self.device.device_wait_idle();
