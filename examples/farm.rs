@@ -4,8 +4,10 @@
 //!
 //! `cargo run --release --example farm -- [OUT_FOLDER]` (default: `target/farm`).
 
-use canopy::export::{OutputNaming, ShardMode, WriterOptions, parse_frames};
-use canopy::job::{FramePlan, JobError, JobOutputs, JobSetup, RenderJob, ResumeMode, StopFlag};
+use canopy::export::{OutputNaming, Shard, WriterOptions, parse_frames};
+use canopy::job::{
+    FramePlan, ImageOutput, JobError, JobOutputs, JobSetup, RenderJob, ResumeMode, StopFlag,
+};
 use canopy::render::presets::Subject;
 use canopy::sequence::SequenceConfig;
 use canopy::vk::{ContextOptions, Validation};
@@ -14,9 +16,13 @@ use std::path::PathBuf;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::args().nth(1).unwrap_or("target/farm".into()));
     let naming = OutputNaming::parse(&out, None)?;
-    let whole = ((0, 1), ShardMode::Interleaved);
     let frames = parse_frames("0..8")?;
-    let plan = FramePlan::new(&frames, whole, Some(&naming), ResumeMode::SkipExisting)?;
+    let plan = FramePlan::new(
+        &frames,
+        Shard::WHOLE,
+        Some(&naming),
+        ResumeMode::SkipExisting,
+    )?;
     // The validation layer where it is installed: a validation error fails the example.
     let device = ContextOptions {
         validation: Validation::IfAvailable,
@@ -36,7 +42,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         devices: &[device.clone(), device],
         setup: JobSetup::new(&subject, &config),
         outputs: JobOutputs {
-            images: Some((naming, WriterOptions::default())),
+            images: Some(ImageOutput {
+                naming,
+                options: WriterOptions::default(),
+            }),
             ..JobOutputs::default()
         },
     }

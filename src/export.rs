@@ -391,7 +391,8 @@ impl FrameImage {
     /// [`output_channels`] for it must be set).
     pub fn of(
         readback: &ImageReadback,
-        (format, png): (ImageFormat, PngOptions),
+        format: ImageFormat,
+        png: PngOptions,
         attributes: Vec<(String, String)>,
     ) -> Option<Self> {
         Some(match format {
@@ -437,7 +438,8 @@ pub fn write_png_atomically(
 /// on any failure); see [`crate::atomic_file`].
 pub fn write_atomically(
     path: &Path,
-    (format, options): (ImageFormat, &WriterOptions),
+    format: ImageFormat,
+    options: &WriterOptions,
     (width, height): (u32, u32),
     image: &FrameImage,
 ) -> std::io::Result<()> {
@@ -682,7 +684,7 @@ impl ImageSequence {
         let format = naming.format();
         let threads = options.writers(format, (width, height));
         let writer = move |_frame: u32, path: &Path, image: &FrameImage| {
-            write_atomically(path, (format, &options), (width, height), image)
+            write_atomically(path, format, &options, (width, height), image)
         };
         Self::with_writer(naming, threads, Arc::new(writer))
     }
@@ -922,7 +924,8 @@ impl VideoEncoder {
         path: &Path,
         (width, height): (u32, u32),
         fps: f32,
-        (codec, crf): (VideoCodec, u32),
+        codec: VideoCodec,
+        crf: u32,
     ) -> Result<Self, VideoError> {
         let temporary = crate::atomic_file::create_temporary(path).map_err(|e| {
             VideoError::Io(std::io::Error::new(
@@ -1447,17 +1450,38 @@ pub enum ShardMode {
     Block,
 }
 
-/// Shard `index` of `count` of `frames` (see [`ShardMode`]); every frame is in exactly one
-/// shard. `index` must be below `count`. Nothing is listed: the shard is a description too.
-pub fn shard(frames: &FrameSet, (index, count): (u32, u32), mode: ShardMode) -> FrameSet {
-    let (index, count) = (index as u64, count.max(1) as u64);
-    match mode {
-        ShardMode::Interleaved => frames.every(index, count),
-        ShardMode::Block => {
-            let len = frames.len() as u128;
-            let start = (len * index as u128 / count as u128) as u64;
-            let end = (len * (index as u128 + 1) / count as u128) as u64;
-            frames.part(start, end)
+/// One part of a frame list split among machines or processes (`canopy render --shard
+/// INDEX/COUNT --shard-mode MODE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// This part, from 0; below `count`.
+    pub index: u32,
+    /// The number of parts.
+    pub count: u32,
+    /// How the frames are dealt to the parts.
+    pub mode: ShardMode,
+}
+
+impl Shard {
+    /// The whole list: part 0 of 1.
+    pub const WHOLE: Shard = Shard {
+        index: 0,
+        count: 1,
+        mode: ShardMode::Interleaved,
+    };
+
+    /// This part of `frames`; every frame is in exactly one part. Nothing is listed: the part
+    /// is a description too.
+    pub fn of(&self, frames: &FrameSet) -> FrameSet {
+        let (index, count) = (self.index as u64, self.count.max(1) as u64);
+        match self.mode {
+            ShardMode::Interleaved => frames.every(index, count),
+            ShardMode::Block => {
+                let len = frames.len() as u128;
+                let start = (len * index as u128 / count as u128) as u64;
+                let end = (len * (index as u128 + 1) / count as u128) as u64;
+                frames.part(start, end)
+            }
         }
     }
 }
@@ -1521,17 +1545,17 @@ mod tests {
             for count in 1..=7 {
                 for mode in [ShardMode::Interleaved, ShardMode::Block] {
                     let mut all: Vec<u32> = (0..count)
-                        .flat_map(|index| list(&shard(&frames, (index, count), mode)))
+                        .flat_map(|index| list(&Shard { index, count, mode }.of(&frames)))
                         .collect();
                     all.sort_unstable();
                     assert_eq!(all, list(&frames), "{count} shards, {mode:?}");
                     let sizes: Vec<u64> = (0..count)
-                        .map(|index| shard(&frames, (index, count), mode).len())
+                        .map(|index| Shard { index, count, mode }.of(&frames).len())
                         .collect();
                     let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
                     assert!(hi.unwrap() - lo.unwrap() <= 1, "{sizes:?}");
                     for index in 0..count {
-                        let part = shard(&frames, (index, count), mode);
+                        let part = Shard { index, count, mode }.of(&frames);
                         assert_eq!(part.len(), list(&part).len() as u64);
                         for f in list(&frames) {
                             assert_eq!(part.contains(f), list(&part).contains(&f));
@@ -1543,11 +1567,25 @@ mod tests {
         // Interleaved: frame f of 0..n in shard f mod N; block: contiguous.
         let frames = parse_frames("0..12").unwrap();
         assert_eq!(
-            list(&shard(&frames, (1, 4), ShardMode::Interleaved)),
+            list(
+                &Shard {
+                    index: 1,
+                    count: 4,
+                    mode: ShardMode::Interleaved
+                }
+                .of(&frames)
+            ),
             vec![1, 5, 9]
         );
         assert_eq!(
-            list(&shard(&frames, (1, 4), ShardMode::Block)),
+            list(
+                &Shard {
+                    index: 1,
+                    count: 4,
+                    mode: ShardMode::Block
+                }
+                .of(&frames)
+            ),
             vec![3, 4, 5]
         );
     }
@@ -1741,7 +1779,7 @@ mod tests {
                 ..WriterOptions::default()
             };
             let size = (width as u32, height as u32);
-            write_atomically(&path, (ImageFormat::Exr, &options), size, &image).unwrap();
+            write_atomically(&path, ImageFormat::Exr, &options, size, &image).unwrap();
             let read = exr::prelude::read_all_flat_layers_from_file(&path).unwrap();
             let channels = &read.layer_data[0].channel_data.list;
             let named = |name: &str| {

@@ -7,8 +7,8 @@
 //! image writers, the video in frame order and the stats log, with events for progress).
 
 use crate::export::{
-    FrameImage, FrameSet, FrameWriteError, ImageFormat, ImageSequence, OutputNaming, ShardMode,
-    VideoEncoder, VideoError, WriterOptions, frame_ranges, shard,
+    FrameImage, FrameSet, FrameWriteError, ImageFormat, ImageSequence, OutputNaming, Shard,
+    VideoEncoder, VideoError, WriterOptions, frame_ranges,
 };
 use crate::render::BounceStats;
 use crate::render::presets::Subject;
@@ -71,7 +71,7 @@ pub struct FramePlan {
 }
 
 impl FramePlan {
-    /// The frames of `frames` in shard `(index, count)` (as `mode` deals them) that `resume`
+    /// The frames of `frames` in `shard` that `resume`
     /// leaves to render, into `naming`'s folder when frames are written (`None`: not
     /// written). Makes the output folder and removes the temporary files an earlier run,
     /// killed while writing these frames, left there (not those of a writer still alive).
@@ -79,12 +79,12 @@ impl FramePlan {
     /// folder's, whatever the range.
     pub fn new(
         frames: &FrameSet,
-        (shard_of, mode): ((u32, u32), ShardMode),
+        shard: Shard,
         naming: Option<&OutputNaming>,
         resume: ResumeMode,
     ) -> Result<Self, JobError> {
         let mut plan = FramePlan {
-            frames: shard(frames, shard_of, mode),
+            frames: shard.of(frames),
             skipped: Vec::new(),
         };
         let Some(naming) = naming else {
@@ -324,12 +324,20 @@ impl StatsLog {
 /// Where a job's frames go.
 #[derive(Default)]
 pub struct JobOutputs {
-    /// Image files, named and encoded as said, written by encoder threads.
-    pub images: Option<(OutputNaming, WriterOptions)>,
+    /// Image files, written by encoder threads.
+    pub images: Option<ImageOutput>,
     /// A video, fed the frames in frame order (whichever device finishes them first).
     pub video: Option<VideoEncoder>,
     /// A JSON line per finished frame.
     pub stats: Option<StatsLog>,
+}
+
+/// A job's image files.
+pub struct ImageOutput {
+    /// Their folder, names and format.
+    pub naming: OutputNaming,
+    /// How they are encoded, and by how many threads.
+    pub options: WriterOptions,
 }
 
 /// `(name, value)` text attributes of a file's header.
@@ -470,10 +478,10 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
         } = outputs;
         let image_format = images
             .as_ref()
-            .map(|(naming, options)| (naming.format(), options.png));
+            .map(|images| (images.naming.format(), images.options.png));
         let wants_video = video.is_some();
         let mut delivery = Delivery {
-            naming: images.as_ref().map(|(naming, _)| naming.clone()),
+            naming: images.as_ref().map(|images| images.naming.clone()),
             writers: None,
             video,
             video_queue: BTreeMap::new(),
@@ -541,7 +549,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                                         _ => Vec::new(),
                                     };
                                     Some(
-                                        FrameImage::of(frame.image, (format, png), attributes)
+                                        FrameImage::of(frame.image, format, png, attributes)
                                             .ok_or(JobError::Output(
                                                 "the frame lacks the channels its file holds"
                                                     .into(),
@@ -579,9 +587,9 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                 }
             }
             if outcome.is_ok() {
-                delivery.writers = images
-                    .take()
-                    .map(|(naming, options)| ImageSequence::named(naming, options, size.0, size.1));
+                delivery.writers = images.take().map(|images| {
+                    ImageSequence::named(images.naming, images.options, size.0, size.1)
+                });
                 on_event(JobEvent::Started {
                     devices: &names,
                     triangles,

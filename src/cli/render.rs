@@ -11,11 +11,13 @@ use canopy::accel::StructureKind;
 use canopy::accel::bvh::lbvh::{BvhLayout, BvhQuality, LbvhParams};
 use canopy::export::{
     self, Aov, ExrCompression, ExrOptions, FrameSet, ImageFormat, OutputNaming, PngCompression,
-    PngOptions, ShardMode, VideoCodec, VideoEncoder, VideoError, WriterOptions, frame_ranges,
+    PngOptions, Shard, ShardMode, VideoCodec, VideoEncoder, VideoError, WriterOptions,
+    frame_ranges,
 };
 use canopy::geom::morton::MortonBits;
 use canopy::job::{
-    FramePlan, JobEvent, JobOutputs, JobReport, JobSetup, RenderJob, ResumeMode, StatsLog, count_of,
+    FramePlan, ImageOutput, JobEvent, JobOutputs, JobReport, JobSetup, RenderJob, ResumeMode,
+    StatsLog, count_of,
 };
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
@@ -610,8 +612,13 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         (false, true) => ResumeMode::Overwrite,
         (false, false) => ResumeMode::Error,
     };
-    let shard_of = (args.shard.unwrap_or((0, 1)), args.shard_mode.into());
-    let frames = FramePlan::new(&args.frames, shard_of, naming.as_ref(), resume)?;
+    let (index, count) = args.shard.unwrap_or((0, 1));
+    let shard = Shard {
+        index,
+        count,
+        mode: args.shard_mode.into(),
+    };
+    let frames = FramePlan::new(&args.frames, shard, naming.as_ref(), resume)?;
     if !frames.skipped().is_empty() {
         println!(
             "skipping {} written already: {}",
@@ -641,13 +648,8 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
     });
     let video = match &args.video {
         Some(path) => Some(
-            VideoEncoder::new(
-                path,
-                (width, height),
-                args.fps,
-                (args.codec.into(), args.crf),
-            )
-            .map_err(video_error)?,
+            VideoEncoder::new(path, (width, height), args.fps, args.codec.into(), args.crf)
+                .map_err(video_error)?,
         ),
         None => None,
     };
@@ -676,7 +678,10 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
             finished: &print_caustics,
         },
         outputs: JobOutputs {
-            images: naming.clone().map(|naming| (naming, writer_options)),
+            images: naming.clone().map(|naming| ImageOutput {
+                naming,
+                options: writer_options,
+            }),
             video,
             stats,
         },

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use canopy::export::{OutputNaming, ShardMode, parse_frames, shard};
+use canopy::export::{OutputNaming, Shard, ShardMode, parse_frames};
 use canopy::render::Camera;
 use common::files::TempFolder;
 use glam::Vec3;
@@ -65,7 +65,12 @@ fn a_huge_frame_range_is_parsed_sharded_and_iterated_at_once() {
     assert_eq!(frames.iter().take(4).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     assert_eq!(frames.get(4_294_967_294), Some(4_294_967_294));
     assert!(frames.contains(4_000_000_000));
-    let interleaved = shard(&frames, (3, 7), ShardMode::Interleaved);
+    let interleaved = Shard {
+        index: 3,
+        count: 7,
+        mode: ShardMode::Interleaved,
+    }
+    .of(&frames);
     assert_eq!(
         interleaved.iter().take(3).collect::<Vec<_>>(),
         vec![3, 10, 17]
@@ -73,7 +78,12 @@ fn a_huge_frame_range_is_parsed_sharded_and_iterated_at_once() {
     assert_eq!(interleaved.len(), (4_294_967_295u64 - 3).div_ceil(7));
     assert!(interleaved.contains(3 + 7 * 500_000_000));
     assert!(!interleaved.contains(4));
-    let block = shard(&frames, (6, 7), ShardMode::Block);
+    let block = Shard {
+        index: 6,
+        count: 7,
+        mode: ShardMode::Block,
+    }
+    .of(&frames);
     let first = block.get(0).unwrap();
     assert_eq!(first as u64, 4_294_967_295u64 * 6 / 7);
     assert_eq!(block.get(block.len() - 1), Some(4_294_967_294));

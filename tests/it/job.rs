@@ -5,11 +5,11 @@
 
 use crate::common::files::TempFolder;
 use canopy::export::{
-    ImageFormat, OutputNaming, ShardMode, WriterOptions, output_channels, parse_frames,
+    ImageFormat, OutputNaming, Shard, ShardMode, WriterOptions, output_channels, parse_frames,
 };
 use canopy::job::{
-    FramePlan, FrameRecord, JobError, JobEvent, JobOutputs, JobReport, JobSetup, RenderJob,
-    ResumeMode, StatsLog, StopFlag,
+    FramePlan, FrameRecord, ImageOutput, JobError, JobEvent, JobOutputs, JobReport, JobSetup,
+    RenderJob, ResumeMode, StatsLog, StopFlag,
 };
 use canopy::render::BounceStats;
 use canopy::render::presets::Subject;
@@ -19,7 +19,7 @@ use std::path::Path;
 
 fn plan(
     frames: &str,
-    shard: ((u32, u32), ShardMode),
+    shard: Shard,
     naming: Option<&OutputNaming>,
     resume: ResumeMode,
 ) -> Result<Vec<u32>, JobError> {
@@ -27,22 +27,33 @@ fn plan(
     FramePlan::new(&frames, shard, naming, resume).map(|plan| plan.iter().collect())
 }
 
-const WHOLE: ((u32, u32), ShardMode) = ((0, 1), ShardMode::Interleaved);
+/// Part `index` of `count`, dealt as `mode` deals.
+fn part(index: u32, count: u32, mode: ShardMode) -> Shard {
+    Shard { index, count, mode }
+}
+
+const WHOLE: Shard = Shard::WHOLE;
 
 #[test]
 fn shards_deal_every_frame_once_in_both_modes() {
     for mode in [ShardMode::Interleaved, ShardMode::Block] {
         let mut all: Vec<u32> = (0..3)
-            .flat_map(|i| plan("0..20:2", ((i, 3), mode), None, ResumeMode::Error).unwrap())
+            .flat_map(|i| plan("0..20:2", part(i, 3, mode), None, ResumeMode::Error).unwrap())
             .collect();
         all.sort_unstable();
         assert_eq!(all, (0..20).step_by(2).collect::<Vec<_>>(), "{mode:?}");
     }
-    let block = plan("0..12", ((1, 4), ShardMode::Block), None, ResumeMode::Error).unwrap();
+    let block = plan(
+        "0..12",
+        part(1, 4, ShardMode::Block),
+        None,
+        ResumeMode::Error,
+    )
+    .unwrap();
     assert_eq!(block, vec![3, 4, 5]);
     let interleaved = plan(
         "0..12",
-        ((1, 4), ShardMode::Interleaved),
+        part(1, 4, ShardMode::Interleaved),
         None,
         ResumeMode::Error,
     );
@@ -84,7 +95,7 @@ fn frames_written_already_are_named_skipped_or_overwritten() {
     // Only this shard's frames count: frame 4 belongs to the other shard of two.
     let odd = plan(
         "0..6",
-        ((1, 2), ShardMode::Interleaved),
+        part(1, 2, ShardMode::Interleaved),
         Some(&naming),
         ResumeMode::SkipExisting,
     );
@@ -237,7 +248,7 @@ fn run_job(
             finished: &|ctx, _| Ok(ctx.check_validation()?),
         },
         outputs: JobOutputs {
-            images: Some((naming, options)),
+            images: Some(ImageOutput { naming, options }),
             video: None,
             stats: stats.map(|path| StatsLog::append(path).unwrap()),
         },
