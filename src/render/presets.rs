@@ -436,15 +436,10 @@ impl Subject {
                 files,
                 first,
                 looping,
-            } => VertexSource::Files(FileStream::new(ctx, files, &first, (root, looping), slots)?),
+            } => VertexSource::Files(FileStream::new(ctx, files, &first, root, looping, slots)?),
         };
-        let animated = AnimatedMesh::new(
-            ctx,
-            source,
-            (Some(subdivider), displacement),
-            surface,
-            smooth,
-        )?;
+        let animated =
+            AnimatedMesh::new(ctx, source, Some(subdivider), displacement, surface, smooth)?;
         Ok(Self {
             scene,
             motion: Motion::Mesh(Box::new(animated)),
@@ -500,7 +495,8 @@ impl Subject {
                 rec,
                 at,
                 &self.scene.positions,
-                (&self.scene.triangles, &self.scene.normals),
+                &self.scene.triangles,
+                &self.scene.normals,
             ),
             Motion::Still => Ok(()),
         }

@@ -329,7 +329,8 @@ fn cloth_sequence_streams_its_files_to_the_gpu() {
             &ctx,
             by_folder.clone(),
             &meshes[0],
-            (Mat4::IDENTITY, looping),
+            Mat4::IDENTITY,
+            looping,
             2,
         )
         .unwrap();
@@ -404,7 +405,7 @@ fn bad_sequences_name_the_file() {
     let ctx = context();
     let first = Mesh::load(&frame(0)).unwrap();
     let files = FrameFiles::open(&folder.0).unwrap();
-    let stream = FileStream::new(&ctx, files, &first, (Mat4::IDENTITY, false), 2).unwrap();
+    let stream = FileStream::new(&ctx, files, &first, Mat4::IDENTITY, false, 2).unwrap();
     assert_eq!(stream.positions(0).unwrap(), first.positions);
     let error = stream.positions(1).unwrap_err().to_string();
     assert!(error.contains("frame_0001.obj"), "{error}");
@@ -479,8 +480,10 @@ fn normals_and_displacement_match_the_cpu() {
         surface.record(rec, &positions_gpu, &triangles_gpu, &normals_gpu)?;
         surface.record_displacement(
             rec,
-            (&positions_gpu, &triangles_gpu),
-            (&heights_gpu, 0.1),
+            &positions_gpu,
+            &triangles_gpu,
+            &heights_gpu,
+            0.1,
             &displaced_gpu,
         )
     })

@@ -67,7 +67,8 @@ pub fn best_clip(
 pub fn best_binned_split(
     boxes: &[Bounds],
     indices: &[u32],
-    (centroid_bounds, region): (&Bounds, &Bounds),
+    centroid_bounds: &Bounds,
+    region: &Bounds,
     params: &BihParams,
 ) -> Option<BinnedSplit> {
     let bins = params.bins as usize;
@@ -170,7 +171,7 @@ pub fn build_bih(positions: &[[f32; 3]], triangles: &[[u32; 3]], params: &BihPar
         let may_split = count > params.max_leaf as usize && depth < params.max_depth;
         let leaf_cost = params.intersection_cost as f64 * count as f64;
         let split = may_split
-            .then(|| best_binned_split(&boxes, range, (&centroid_bounds, &region), params))
+            .then(|| best_binned_split(&boxes, range, &centroid_bounds, &region, params))
             .flatten()
             .filter(|s| s.cost < leaf_cost);
         let clip = (may_split && params.clip_nodes && !task.below_clip)

@@ -304,13 +304,15 @@ pub struct FileStream {
 }
 
 impl FileStream {
-    /// A stream of `files`, every position placed by `root`, with `slots` staging buffers
-    /// (one per frame in flight); `first` is frame 0's mesh (its topology is every file's).
+    /// A stream of `files`, every position placed by `root`, from the first again after the
+    /// last when `looping`, with `slots` staging buffers (one per frame in flight); `first` is
+    /// frame 0's mesh (its topology is every file's).
     pub fn new(
         ctx: &Context,
         files: FrameFiles,
         first: &Mesh,
-        (root, looping): (Mat4, bool),
+        root: Mat4,
+        looping: bool,
         slots: usize,
     ) -> Result<Self> {
         let vertex_count = first.positions.len() as u32;

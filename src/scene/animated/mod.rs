@@ -113,7 +113,8 @@ impl AnimatedMesh {
     pub fn new(
         ctx: &Context,
         source: VertexSource,
-        (subdivider, displacement): (Option<Subdivider>, Option<Displacement>),
+        subdivider: Option<Subdivider>,
+        displacement: Option<Displacement>,
         normals: SurfaceNormals,
         smooth: bool,
     ) -> Result<Self> {
@@ -172,7 +173,8 @@ impl AnimatedMesh {
         rec: &mut Recorder,
         at: FrameTime,
         positions: &Buffer,
-        (triangles, normals): (&Buffer, &Buffer),
+        triangles: &Buffer,
+        normals: &Buffer,
     ) -> Result<()> {
         let refined = self.undisplaced.as_ref().unwrap_or(positions);
         match (&self.subdivider, &self.control) {
@@ -186,8 +188,10 @@ impl AnimatedMesh {
         if let (Some(displacement), Some(undisplaced)) = (&self.displacement, &self.undisplaced) {
             self.normals.record_displacement(
                 rec,
-                (undisplaced, triangles),
-                (&displacement.heights, displacement.amount),
+                undisplaced,
+                triangles,
+                &displacement.heights,
+                displacement.amount,
                 positions,
             )?;
         }

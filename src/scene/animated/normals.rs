@@ -152,8 +152,10 @@ impl SurfaceNormals {
     pub fn record_displacement(
         &self,
         rec: &mut Recorder,
-        (positions, triangles): (&Buffer, &Buffer),
-        (heights, amount): (&Buffer, f32),
+        positions: &Buffer,
+        triangles: &Buffer,
+        heights: &Buffer,
+        amount: f32,
         displaced: &Buffer,
     ) -> Result<()> {
         self.dispatch(
