@@ -6,11 +6,11 @@
 // distance, index) order, as knn.comp's) bounds it: until the list is full a point or a box
 // counts when it lies within the starting radius r0, after that when it lies no farther than
 // the list's farthest entry (a point at that distance enters with a lower index, so the
-// answer is the exact, deterministic k nearest, whatever the order of the walk). A popped box that the list has
-// since outgrown is skipped. Where r0 held fewer than k points the walk runs again bounded
-// by max_radius alone (INF for plain KNN), so any r0 costs time, never exactness. Against
-// Alg. 6 (knn.comp) this is one walk instead of three range searches, and no histogram in
-// shared memory.
+// answer is the exact, deterministic k nearest, whatever the order of the walk). A popped box
+// that the list has since outgrown is skipped. Where r0 held fewer than k points the walk runs
+// again bounded by max_radius alone (INF for plain KNN), so any r0 costs time, never
+// exactness. Against Alg. 6 (knn.comp) this is one walk instead of three range searches, and
+// no histogram in shared memory.
 //
 // Example, k = 2, r0 = 1: the walk reaches the query's leaf first and keeps its two points at
 // d2 0.04 and 0.09; from then on only boxes within d2 0.09 are opened, and a point at d2 0.01
