@@ -1,7 +1,7 @@
 //! k-nearest-neighbour queries as a library call: a point cloud (a PLY or OBJ file's vertices,
-//! or a seeded random cloud), its VVH point kd-tree built on the GPU, each point's starting
-//! radius (seed 000 Alg. 7) and its k nearest neighbours found on the GPU (Alg. 6), all in one
-//! recorded command buffer, checked against brute force on a sample, with the GPU time of each.
+//! or a seeded random cloud), its VVH point kd-tree built on the GPU and each point's k nearest
+//! neighbours found on the GPU (one nearest-first walk per point), both in one recorded
+//! command buffer, checked against brute force on a sample, with the GPU time of each.
 //!
 //! `cargo run --release --example knn -- [CLOUD|POINTS] [K]` (a file, or that many random
 //! points in the unit cube; defaults: 20,000 random points, k = 16); exits non-zero on a wrong
@@ -9,10 +9,9 @@
 
 use canopy::accel::PointStructure;
 use canopy::accel::pointkd::PointKdParams;
-use canopy::accel::pointkd::build::{PointKdBuilder, PointKdStructure};
+use canopy::accel::pointkd::build::PointKdStructure;
 use canopy::accel::pointkd::cpu::knn_brute_force;
-use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
-use canopy::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
+use canopy::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, UNBOUNDED};
 use canopy::geom::PointInput;
 use canopy::rng::Rng;
 use canopy::scene::Mesh;
@@ -52,31 +51,27 @@ fn main() -> Result<(), Box<dyn Error>> {
     let ids = ctx.create_buffer("neighbours", slots * 4, MemoryKind::Device)?;
     let distances = ctx.create_buffer("distances", slots * 4, MemoryKind::Device)?;
     let found = ctx.create_buffer("found", n as u64 * 8, MemoryKind::Device)?;
-    let radii = ctx.create_buffer("starting radii", n as u64 * 4, MemoryKind::Device)?;
     let knn = Knn::new(&ctx, 2)?;
-    let node_capacity = PointKdBuilder::max_nodes(n, params.large_node);
-    let estimator = RadiusEstimator::new(&ctx, RadiusParams::default(), node_capacity)?;
     let output = KnnOutput {
         ids: Slice::whole(&ids),
         distances2: Slice::whole(&distances),
         found: Slice::<KnnFound>::whole(&found),
         counters: None,
     };
-    // The tree's build, the starting radii, then every point's k nearest (the tree's own points
-    // as queries, run in its leaf order), in one command buffer.
+    // The tree's build, then every point's k nearest (the tree's own points as queries, run in
+    // its leaf order, each search bounded by its own list), in one command buffer.
     let mut profiler = Profiler::new(&ctx, 64)?;
     ctx.submit_profiled(&mut profiler, |rec| {
         rec.begin_stage("build");
         tree.record_build(rec, &input, 0)?;
         rec.end_stage();
-        let queries = KnnQueries::every_point(tree.tree(), Some(Slice::whole(&radii)));
-        estimator.record_precompute(rec, &knn, tree.tree(), k, None)?;
-        estimator.record_estimate(rec, tree.tree(), &queries)?;
+        let queries = KnnQueries {
+            radius: UNBOUNDED,
+            ..KnnQueries::every_point(tree.tree(), None)
+        };
         knn.record(rec, tree.tree(), &queries, k, &output)
     })?;
     let build_ms = profiler.stage_ms("build")?.unwrap_or(0.0);
-    let radii_ms = profiler.stage_ms("knn: node radii")?.unwrap_or(0.0)
-        + profiler.stage_ms("knn: starting radii")?.unwrap_or(0.0);
     let ms = profiler.stage_ms("knn")?.unwrap_or(0.0);
 
     // Every 97th answer against brute force.
@@ -92,8 +87,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     println!(
         "{n} points, {} tree nodes built in {build_ms:.3} ms; {n} queries of k = {k} on {}: \
-         starting radii {radii_ms:.3} ms, search {ms:.3} ms (GPU); {wrong} differing from brute \
-         force",
+         search {ms:.3} ms (GPU); {wrong} differing from brute force",
         tree.status().node_count,
         ctx.caps().name
     );

@@ -8,6 +8,9 @@
 
 const uint POINT_KD_LEAF = 3;
 
+// The deepest tree a query walks, the size of its stack (src/accel/pointkd/mod.rs MAX_DEPTH).
+const uint POINT_KD_STACK_SIZE = 64;
+
 // word0: axis or POINT_KD_LEAF in bits 0-1, then the left child (internal) or the point count
 // (leaf); word1: the split's bits (internal) or the leaf's first entry.
 struct PointKdNode {

@@ -20,57 +20,22 @@
 // subgroup.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
+#include "pointkd/knn.glsl"
 #include "pointkd/search.glsl"
 
-layout(constant_id = 2) const uint K_MAX = 64;
 const uint NHIST = 32;
-const uint MISS = 0xffffffffu;
-
-layout(push_constant, scalar) uniform Push {
-    uint64_t nodes_address;     // PointKdNode, the root first
-    uint64_t header_address;    // PointKdHeader
-    uint64_t entries_address;   // vec4 per leaf entry: position, index bits
-    uint64_t queries_address;   // vec3 per query, or 0: every point of the tree
-    uint64_t radii_address;     // float r0 per query (by point index for the tree's points),
-                                // or 0: `radius` for all
-    uint64_t ids_address;       // out: k indices per query
-    uint64_t distances_address; // out: k squared distances per query
-    uint64_t found_address;     // out: uvec2 per query: points within the final radius, its bits
-    uint64_t count_address;
-    uint64_t counters_address;  // KnnCounters, or 0
-    uint host_count;
-    uint k;
-    float radius;               // r0 when radii_address is 0 (0: the tree's R)
-    float max_radius;           // range bound (INF for plain KNN)
-    uint niter;
-    uint pad;
-} pc;
 
 shared uint histogram[WORKGROUP_SIZE][NHIST];
-
-// The work counted (src/accel/pointkd/knn.rs KnnCounters).
-struct KnnCounters {
-    uint64_t queries;
-    uint64_t range_searches;
-    uint64_t nodes_tested;
-    uint64_t points_tested;
-};
-layout(buffer_reference, scalar, buffer_reference_align = 8) buffer KnnCountersBuffer { KnnCounters c; };
-// The k nearest so far, in (squared distance, index) order.
-float best_d2[K_MAX];
-uint best_id[K_MAX];
 
 // What a range search does with each point it finds besides counting it.
 const uint COUNT = 0;     // nothing
 const uint HISTOGRAM = 1; // count it in this invocation's histogram row by (d - rmin) / (r - rmin)
 const uint GATHER = 2;    // keep the nearest `limit` in best_d2/best_id (how many: `kept`)
 
-// The current search's mode and its histogram's range, or its list's length and bound.
+// The current search's mode and its histogram's range.
 uint mode = COUNT;
 float histogram_min = 0.0;
 float histogram_scale = 0.0;
-uint kept = 0;
-uint limit = 0;
 
 void visit_point(vec4 entry, float d2) {
     if (mode == HISTOGRAM) {
@@ -81,18 +46,9 @@ void visit_point(vec4 entry, float d2) {
         return;
     }
     uint id = floatBitsToUint(entry.w);
-    if (kept == limit && (d2 > best_d2[limit - 1] || (d2 == best_d2[limit - 1] && id > best_id[limit - 1]))) {
-        return;
+    if (list_takes(d2, id)) {
+        list_insert(d2, id);
     }
-    uint at = kept < limit ? kept : limit - 1;
-    while (at > 0 && (best_d2[at - 1] > d2 || (best_d2[at - 1] == d2 && best_id[at - 1] > id))) {
-        best_d2[at] = best_d2[at - 1];
-        best_id[at] = best_id[at - 1];
-        at -= 1;
-    }
-    best_d2[at] = d2;
-    best_id[at] = id;
-    kept = min(kept + 1, limit);
 }
 
 // The points within r of q, each handled as `search_mode` says; returns how many there are.
@@ -135,25 +91,13 @@ void main() {
     if (i >= element_count(pc.count_address, pc.host_count)) {
         return;
     }
-    // Every point of the tree in leaf order (neighbouring invocations walk neighbouring
-    // paths), answered at its own index; or the given queries.
     vec3 q;
-    uint slot = i;
-    if (pc.queries_address == 0ul) {
-        vec4 entry = PointEntries(pc.entries_address).v[i];
-        q = entry.xyz;
-        slot = floatBitsToUint(entry.w);
-    } else {
-        q = Vec3s(pc.queries_address).v[i];
-    }
+    uint slot;
+    knn_query(i, q, slot);
     PointKdHeader header = PointKdHeaders(pc.header_address).h;
     limit = min(pc.k, K_MAX);
     uint wanted = min(limit, header.point_count);
-    float r = pc.radius > 0.0 ? pc.radius : header.query_radius;
-    if (pc.radii_address != 0ul) {
-        r = F32s(pc.radii_address).v[slot];
-    }
-    r = min(max(r, 1e-30), pc.max_radius);
+    float r = starting_radius(header, slot);
     float holding = r;
     if (pc.niter > 0 && wanted > 0) {
         // The first histogram counts too: the radius doubles until it holds `wanted` points
@@ -185,29 +129,6 @@ void main() {
             kept = final_mode == GATHER ? kept : min(inside, wanted);
         }
     }
-    if (pc.ids_address != 0ul) {
-        uint base = slot * pc.k;
-        for (uint j = 0; j < pc.k; ++j) {
-            bool have = j < kept;
-            U32s(pc.ids_address).v[base + j] = have ? best_id[j] : MISS;
-            F32s(pc.distances_address).v[base + j] = have ? best_d2[j] : INF;
-        }
-    }
-    U32s(pc.found_address).v[2 * slot] = inside;
-    U32s(pc.found_address).v[2 * slot + 1] = floatBitsToUint(r);
-    if (pc.counters_address != 0ul) {
-        // A subgroup's sums fit 32 bits: a search tests each point at most once, and a query makes
-        // a few searches.
-        uint subgroup_searches = subgroupAdd(search_count_walks);
-        uint subgroup_nodes = subgroupAdd(search_count_nodes);
-        uint subgroup_points = subgroupAdd(search_count_points);
-        uint subgroup_queries = subgroupAdd(1u);
-        if (subgroupElect()) {
-            KnnCountersBuffer counters = KnnCountersBuffer(pc.counters_address);
-            atomicAdd(counters.c.queries, uint64_t(subgroup_queries));
-            atomicAdd(counters.c.range_searches, uint64_t(subgroup_searches));
-            atomicAdd(counters.c.nodes_tested, uint64_t(subgroup_nodes));
-            atomicAdd(counters.c.points_tested, uint64_t(subgroup_points));
-        }
-    }
+    write_answers(slot, inside, r);
+    add_work(search_count_walks, search_count_nodes, search_count_points);
 }

@@ -8,9 +8,6 @@
 #define CANOPY_POINTKD_SEARCH
 #include "pointkd/format.glsl"
 
-// The deepest tree a search walks (src/accel/pointkd/mod.rs MAX_DEPTH).
-const uint SEARCH_STACK_SIZE = 64;
-
 uint search_count_walks = 0;
 uint search_count_nodes = 0;
 uint search_count_points = 0;
@@ -21,7 +18,7 @@ void visit_point(vec4 entry, float d2);
 uint range_search(uint64_t nodes_address, uint64_t entries_address, vec3 q, float r2) {
     PointKdNodes nodes = PointKdNodes(nodes_address);
     PointEntries entries = PointEntries(entries_address);
-    uint stack[SEARCH_STACK_SIZE];
+    uint stack[POINT_KD_STACK_SIZE];
     uint top = 0;
     uint node = 0;
     uint count = 0;

@@ -1,9 +1,9 @@
 //! Point kd-trees and neighbour queries measured (`canopy bench knn`): for clouds of each
 //! distribution and size, the GPU build (time per stage, work, memory) and every point's k
-//! nearest neighbours for each k: the time of the starting radii (Alg. 7) and of the search,
-//! the work per query (range searches, nodes and points tested, against k), and how far the
-//! starting and final radii lie from the true k-th neighbour's on a sample of queries (brute
-//! force).
+//! nearest neighbours for each k: the time of the starting radii (Alg. 7, where asked for) and
+//! of the search, the work per query (range searches, nodes and points tested, against k), and
+//! how far the starting and final radii lie from the true k-th neighbour's on a sample of
+//! queries (brute force).
 //!
 //! Clouds, seeded: **uniform** in the unit cube; **clustered**: 32 tight clusters in it;
 //! **surface**: evenly spread on the unit sphere (a Fibonacci lattice), as scans are.
@@ -16,7 +16,9 @@ use crate::accel::pointkd::PointKdParams;
 use crate::accel::pointkd::build::PointKdBuilder;
 use crate::accel::pointkd::build::PointKdStructure;
 use crate::accel::pointkd::cpu::knn_brute_force;
-use crate::accel::pointkd::knn::{Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries};
+use crate::accel::pointkd::knn::{
+    Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries, KnnSearch, UNBOUNDED,
+};
 use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use crate::geom::PointInput;
 use crate::points::PointNormals;
@@ -115,6 +117,10 @@ pub struct KnnConfig {
     /// Neighbours for the point-cloud modelling measured after the queries (normals, density
     /// and orientation), or none.
     pub modelling_k: Option<u32>,
+    /// How the k nearest are searched.
+    pub search: KnnSearch,
+    /// Whether the queries start from Alg. 7's radii (else unbounded: [`UNBOUNDED`]).
+    pub starting_radii: bool,
 }
 
 /// Point-cloud modelling of a cloud (seed 000 §6) after its k nearest: normals and density,
@@ -138,7 +144,8 @@ pub struct KnnQueryReport {
     pub k: u32,
     /// Queries (every point).
     pub queries: u32,
-    /// GPU time: the starting radii (`knn: starting radii`) and the search (`knn`).
+    /// GPU time: the starting radii when asked for (`knn: node radii`, `knn: starting radii`)
+    /// and the search (`knn`).
     pub time: Timing,
     /// Nodes whose k-th radius the starting radii needed (PRECOMPUTERADIUS's queries).
     pub node_queries: u32,
@@ -148,11 +155,12 @@ pub struct KnnQueryReport {
     pub work: KnnCounters,
     /// The starting radius over the true k-th neighbour's distance, mean over the sampled
     /// queries whose k-th neighbour is not at distance 0 (none for k = 1: a point is its own
-    /// nearest).
+    /// nearest; none without starting radii).
     pub r0_over_rk: Option<f64>,
     /// The final search radius over the true k-th neighbour's distance, likewise.
     pub final_over_rk: Option<f64>,
-    /// Points within the final radius per query, likewise (at least k).
+    /// [`KnnFound::within`] per query, likewise (at least k: the points within the final
+    /// radius, or for the nearest-first search the neighbours found).
     pub found_per_query: Option<f64>,
 }
 
@@ -183,7 +191,7 @@ pub fn measure(
     config: &KnnConfig,
     mut each: impl FnMut(&KnnReport),
 ) -> Result<Vec<KnnReport>> {
-    let knn = Knn::new(ctx, 2)?;
+    let knn = Knn::new(ctx, 2)?.with_search(config.search);
     let normals = PointNormals::new(ctx)?;
     let mut reports = Vec::new();
     for &distribution in &config.distributions {
@@ -219,7 +227,13 @@ pub fn measure(
             )?;
             for &k in &config.ks {
                 let tree = structure.tree();
-                let q = KnnQueries::every_point(tree, Some(Slice::whole(&radii)));
+                let q = match config.starting_radii {
+                    true => KnnQueries::every_point(tree, Some(Slice::whole(&radii))),
+                    false => KnnQueries {
+                        radius: UNBOUNDED,
+                        ..KnnQueries::every_point(tree, None)
+                    },
+                };
                 let out = KnnOutput {
                     ids: Slice::new(&ids, 0, n as u64 * k as u64),
                     distances2: Slice::new(&d2, 0, n as u64 * k as u64),
@@ -229,8 +243,10 @@ pub fn measure(
                 let search = |rec: &mut crate::vk::Recorder,
                               counted: Option<(Slice<KnnCounters>, Slice<KnnCounters>)>|
                  -> crate::vk::Result<()> {
-                    estimator.record_precompute(rec, &knn, tree, k, counted.map(|c| c.0))?;
-                    estimator.record_estimate(rec, tree, &q)?;
+                    if config.starting_radii {
+                        estimator.record_precompute(rec, &knn, tree, k, counted.map(|c| c.0))?;
+                        estimator.record_estimate(rec, tree, &q)?;
+                    }
                     let out = KnnOutput {
                         counters: counted.map(|c| c.1),
                         ..out
@@ -245,8 +261,14 @@ pub fn measure(
                     search(rec, Some(halves))
                 })?;
                 let counted: Vec<KnnCounters> = ctx.download(&counters, 0, 2)?;
-                let node_queries: u32 = ctx.download(estimator.chosen_count(), 0, 1)?[0];
-                let starts: Vec<f32> = ctx.download(&radii, 0, n as usize)?;
+                let node_queries: u32 = match config.starting_radii {
+                    true => ctx.download(estimator.chosen_count(), 0, 1)?[0],
+                    false => 0,
+                };
+                let starts: Option<Vec<f32>> = match config.starting_radii {
+                    true => Some(ctx.download(&radii, 0, n as usize)?),
+                    false => None,
+                };
                 let answers: Vec<KnnFound> = ctx.download(&found, 0, n as usize)?;
                 let step = (n / config.sampled.max(1)).max(1) as usize;
                 let (mut r0_ratio, mut final_ratio, mut within, mut m) = (0.0, 0.0, 0.0, 0);
@@ -254,7 +276,9 @@ pub fn measure(
                     let nearest = knn_brute_force(&points, points[i], k as usize);
                     let rk = nearest.last().map_or(0.0, |l| l.0.sqrt()) as f64;
                     if rk > 0.0 {
-                        r0_ratio += starts[i] as f64 / rk;
+                        if let Some(starts) = &starts {
+                            r0_ratio += starts[i] as f64 / rk;
+                        }
                         final_ratio += answers[i].radius as f64 / rk;
                         within += answers[i].within as f64;
                         m += 1;
@@ -268,7 +292,7 @@ pub fn measure(
                     node_queries,
                     node_work: counted[0],
                     work: counted[1],
-                    r0_over_rk: mean(r0_ratio),
+                    r0_over_rk: starts.and(mean(r0_ratio)),
                     final_over_rk: mean(final_ratio),
                     found_per_query: mean(within),
                 });

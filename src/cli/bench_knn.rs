@@ -3,7 +3,7 @@
 
 use super::CliError;
 use canopy::accel::pointkd::PointKdParams;
-use canopy::accel::pointkd::knn::MAX_K;
+use canopy::accel::pointkd::knn::{KnnSearch, MAX_K};
 use canopy::bench::knn::{Distribution, KnnConfig, measure};
 use canopy::vk::Context;
 use std::path::PathBuf;
@@ -36,6 +36,14 @@ pub struct KnnBenchArgs {
     /// The trees' leaf size below which nodes are leaves without pricing.
     #[arg(long, default_value_t = PointKdParams::default().max_leaf)]
     pub max_leaf: u32,
+    /// How the k nearest are searched: nearest-first (one walk per query) or histogram
+    /// (Alg. 6).
+    #[arg(long, default_value = "nearest-first")]
+    pub search: KnnSearch,
+    /// Start the queries from Alg. 7's radii (computed and timed with them, as the histogram
+    /// search wants) instead of unbounded.
+    #[arg(long)]
+    pub starting_radii: bool,
     /// Neighbours for the point-cloud modelling measured after the queries (normals, density,
     /// orientation); 0: none.
     #[arg(long, default_value_t = 16)]
@@ -76,6 +84,8 @@ pub fn run(ctx: &Context, args: &KnnBenchArgs) -> Result<(), CliError> {
             ..PointKdParams::default()
         },
         modelling_k: (args.modelling_k > 0).then_some(args.modelling_k),
+        search: args.search,
+        starting_radii: args.starting_radii,
     };
     let reports = measure(ctx, &config, |report| print!("{report}"))?;
     super::write_json(args.json.as_deref(), ctx, "bench knn", &reports)

@@ -3,15 +3,14 @@
 //! handle and to the static handles (a handle is a set of points; a point's distance to it is
 //! to its nearest point). As the paper does it, two point kd-trees are built, one over the
 //! active handle and one over the static handles, and every point's nearest neighbour is found
-//! in each (with Alg. 7's starting radii); `glsl/points/strength.comp` turns the two distances
+//! in each (one nearest-first walk per point); `glsl/points/strength.comp` turns the two distances
 //! into `t = beta(d_s / (d_s + d_a))`, `beta(x) = x² (3 - 2x)`. Rebuilding when the user
 //! changes the handles is one recording of [`DeformationField::record`].
 
 use crate::accel::PointStructure;
 use crate::accel::pointkd::PointKdParams;
-use crate::accel::pointkd::build::{PointKdBuilder, PointKdStructure};
-use crate::accel::pointkd::knn::{Knn, KnnOutput, KnnQueries};
-use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
+use crate::accel::pointkd::build::PointKdStructure;
+use crate::accel::pointkd::knn::{Knn, KnnOutput, KnnQueries, UNBOUNDED};
 use crate::geom::PointInput;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
@@ -38,11 +37,9 @@ pub struct StrengthPush {
 /// size.
 pub struct DeformationField {
     knn: Knn,
-    estimator: RadiusEstimator,
     handles: [PointKdStructure; 2],
     strength: Arc<Pipeline>,
     capacity: u32,
-    radii: Buffer,
     ids: Buffer,
     distances: [Buffer; 2],
     found: Buffer,
@@ -58,15 +55,9 @@ impl DeformationField {
         let handle = || PointKdStructure::new(ctx, params, handle_points.max(1));
         Ok(Self {
             knn: Knn::new(ctx, 2)?,
-            estimator: RadiusEstimator::new(
-                ctx,
-                RadiusParams::default(),
-                PointKdBuilder::max_nodes(handle_points, params.large_node),
-            )?,
             handles: [handle()?, handle()?],
             strength: ctx.pipeline(&shaders::POINTS_STRENGTH, WORKGROUP_SIZE, &[])?,
             capacity: points,
-            radii: device("strength starting radii", n * 4)?,
             ids: device("strength nearest", n * 4)?,
             distances: [
                 device("strength to the active handle", n * 4)?,
@@ -99,8 +90,8 @@ impl DeformationField {
         let queries = KnnQueries {
             points: Some(positions),
             count: Count::Host(count),
-            radii: Some(Slice::whole(&self.radii)),
-            radius: 0.0,
+            radii: None,
+            radius: UNBOUNDED,
         };
         let handles = [Some(active), fixed];
         for (side, handle) in handles.iter().enumerate() {
@@ -113,9 +104,6 @@ impl DeformationField {
             structure.record_build(rec, handle, 0)?;
             rec.end_stage();
             let tree = structure.tree();
-            self.estimator
-                .record_precompute(rec, &self.knn, tree, 1, None)?;
-            self.estimator.record_estimate(rec, tree, &queries)?;
             let nearest = KnnOutput {
                 ids: Slice::whole(&self.ids),
                 distances2: Slice::whole(&self.distances[side]),

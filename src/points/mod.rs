@@ -12,9 +12,8 @@ pub mod orient;
 
 use crate::accel::PointStructure;
 use crate::accel::pointkd::PointKdParams;
-use crate::accel::pointkd::build::{PointKdBuilder, PointKdStructure};
-use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries};
-use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
+use crate::accel::pointkd::build::PointKdStructure;
+use crate::accel::pointkd::knn::{Knn, KnnFound, KnnOutput, KnnQueries, UNBOUNDED};
 use crate::geom::PointInput;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
@@ -111,17 +110,15 @@ pub struct CloudAnalysis {
 }
 
 /// The stages of [`analyse`], as its profile names them.
-pub const ANALYSIS_STAGES: [&str; 6] = [
+pub const ANALYSIS_STAGES: [&str; 4] = [
     "point kd-tree build",
-    "knn: node radii",
-    "knn: starting radii",
     "knn",
     "points: normals and density",
     "points: orientation",
 ];
 
-/// Analyses `points` on the GPU in one submission: the tree, the starting radii (Alg. 7),
-/// every point's `k` nearest neighbours, normals and densities, and the orientation.
+/// Analyses `points` on the GPU in one submission: the tree, every point's `k` nearest
+/// neighbours, normals and densities, and the orientation.
 ///
 /// The result does not depend on the cloud's place or units: the GPU works on the cloud
 /// centred on its bounding box and scaled to it (so coordinates around 1e6, or a cloud a
@@ -154,11 +151,8 @@ pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysi
     let ids = device("cloud neighbours", slots * 4)?;
     let distances = device("cloud distances", slots * 4)?;
     let found = device("cloud found", n as u64 * 8)?;
-    let radii = device("cloud starting radii", n as u64 * 4)?;
     let results = device("cloud normals", n as u64 * 16)?;
     let knn = Knn::new(ctx, 2)?;
-    let node_capacity = PointKdBuilder::max_nodes(n, params.large_node);
-    let estimator = RadiusEstimator::new(ctx, RadiusParams::default(), node_capacity)?;
     let normals = PointNormals::new(ctx)?;
     let orienter = NormalOrienter::new(ctx, n)?;
     let output = KnnOutput {
@@ -177,9 +171,10 @@ pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysi
         structure.record_build(rec, &input, 0)?;
         rec.end_stage();
         let tree = structure.tree();
-        let queries = KnnQueries::every_point(tree, Some(Slice::whole(&radii)));
-        estimator.record_precompute(rec, &knn, tree, k, None)?;
-        estimator.record_estimate(rec, tree, &queries)?;
+        let queries = KnnQueries {
+            radius: UNBOUNDED,
+            ..KnnQueries::every_point(tree, None)
+        };
         knn.record(rec, tree, &queries, k, &output)?;
         let cloud = (Slice::whole(&positions), n);
         normals.record(rec, cloud.0, n, (&output, k), Slice::whole(&results))?;

@@ -120,6 +120,27 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             host_count
         })
     };
+    // Both k-nearest kernels take the same push constants (glsl/pointkd/knn.glsl).
+    let knn = || {
+        rust_layout!(KnnPush {
+            nodes_address,
+            header_address,
+            entries_address,
+            queries_address,
+            radii_address,
+            ids_address,
+            distances_address,
+            found_address,
+            count_address,
+            counters_address,
+            host_count,
+            k,
+            radius,
+            max_radius,
+            niter,
+            pad
+        })
+    };
     vec![
         (shaders::PRIMS_SCAN, Rust(scan())),
         (shaders::PRIMS_REDUCE, Rust(reduce())),
@@ -457,27 +478,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 any_hit
             })),
         ),
-        (
-            shaders::POINTKD_KNN,
-            Rust(rust_layout!(KnnPush {
-                nodes_address,
-                header_address,
-                entries_address,
-                queries_address,
-                radii_address,
-                ids_address,
-                distances_address,
-                found_address,
-                count_address,
-                counters_address,
-                host_count,
-                k,
-                radius,
-                max_radius,
-                niter,
-                pad
-            })),
-        ),
+        (shaders::POINTKD_KNN, Rust(knn())),
+        (shaders::POINTKD_KNN_NEAREST, Rust(knn())),
         (
             shaders::POINTKD_RADIUS_SELECT,
             Rust(rust_layout!(RadiusSelectPush {

@@ -1,15 +1,16 @@
 //! Point kd-trees (seed 000 §5.1-5.2): the CPU VVH builder's invariants on uniform, clustered,
-//! duplicate-heavy and planar clouds and on bad input, and the GPU neighbour queries (Alg. 6)
-//! against brute force, exactly: the same indices and the same squared distances in the same
-//! order, for k from 1 to 64 and beyond the point count, from starting radii far too small and
-//! far too large, range queries, and query counts that fold the dispatch grid.
+//! duplicate-heavy and planar clouds and on bad input, and the GPU neighbour queries (Alg. 6's
+//! histogram search and the nearest-first walk) against brute force, exactly: the same indices
+//! and the same squared distances in the same order, for k from 1 to 64 and beyond the point
+//! count, from starting radii far too small and far too large, range queries, and query counts
+//! that fold the dispatch grid.
 
 use crate::common;
 
 use canopy::accel::pointkd::build::PointKdBuilder;
 use canopy::accel::pointkd::cpu::{self, check, knn_brute_force, range_count_brute_force};
 use canopy::accel::pointkd::knn::{
-    Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries, MAX_K, PointKdTreeGpu,
+    Knn, KnnCounters, KnnFound, KnnOutput, KnnQueries, KnnSearch, MAX_K, PointKdTreeGpu, UNBOUNDED,
 };
 use canopy::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
 use canopy::accel::pointkd::{PointKdParams, PointKdTree};
@@ -86,11 +87,12 @@ fn build(points: &[[f32; 3]], label: &str) -> PointKdTree {
     tree
 }
 
-/// The GPU's answers to `queries`: ids, squared distances and what each found; `range`: a
-/// range query of that radius, or (negative) a k-nearest search bounded by minus it.
+/// The GPU's answers to `queries`, searched by `search`: ids, squared distances and what each
+/// found; `range`: a range query of that radius, or (negative) a k-nearest search bounded by
+/// minus it.
 fn gpu_knn(
     ctx: &Context,
-    tree: &PointKdTreeGpu,
+    (tree, search): (&PointKdTreeGpu, KnnSearch),
     queries: &[[f32; 3]],
     k: u32,
     radius: f32,
@@ -109,7 +111,7 @@ fn gpu_knn(
     let found = ctx
         .create_buffer("found", n as u64 * 8, MemoryKind::Device)
         .unwrap();
-    let knn = Knn::new(ctx, 2).unwrap();
+    let knn = Knn::new(ctx, 2).unwrap().with_search(search);
     let q = KnnQueries {
         points: Some(Slice::whole(&points)),
         count: Count::Device {
@@ -157,7 +159,7 @@ fn assert_nearest(
     expected
 }
 
-/// The GPU's k nearest equal brute force's for every query.
+/// The GPU's k nearest equal brute force's for every query, by either search.
 fn assert_knn(
     ctx: &Context,
     points: &[[f32; 3]],
@@ -167,7 +169,26 @@ fn assert_knn(
     label: &str,
 ) {
     let tree = PointKdTreeGpu::upload(ctx, &build(points, label), points).unwrap();
-    let (ids, d2, found) = gpu_knn(ctx, &tree, queries, k, radius, None);
+    for search in KnnSearch::ALL {
+        let label = format!("{label}, {}", search.name());
+        assert_knn_by(
+            points,
+            queries,
+            k,
+            &label,
+            gpu_knn(ctx, (&tree, search), queries, k, radius, None),
+        );
+    }
+}
+
+/// Asserts the answers `(ids, d2, found)` to `queries` are brute force's k nearest.
+fn assert_knn_by(
+    points: &[[f32; 3]],
+    queries: &[[f32; 3]],
+    k: u32,
+    label: &str,
+    (ids, d2, found): (Vec<u32>, Vec<f32>, Vec<KnnFound>),
+) {
     for (i, &q) in queries.iter().enumerate() {
         let expected = knn_brute_force(points, q, k as usize);
         let k = k as usize;
@@ -245,6 +266,7 @@ fn knn_equals_brute_force_on_every_kind_of_cloud() {
         ("clustered", clustered(&mut rng, 3000)),
         ("duplicates", duplicates(&mut rng, 500)),
         ("planar", planar(&mut rng, 3000)),
+        ("thin", thin(&mut rng, 3000)),
     ] {
         let mut queries = uniform(&mut rng, 150);
         queries.extend(points.iter().step_by(37).copied());
@@ -274,6 +296,7 @@ fn knn_beyond_the_point_count_and_from_any_starting_radius() {
     let points = uniform(&mut rng, 2000);
     assert_knn(&ctx, &points, &queries, 16, 1e-6, "radius far too small");
     assert_knn(&ctx, &points, &queries, 16, 100.0, "radius far too large");
+    assert_knn(&ctx, &points, &queries, 16, UNBOUNDED, "unbounded");
     assert_knn(
         &ctx,
         &duplicates(&mut rng, 300),
@@ -294,7 +317,8 @@ fn range_queries_count_and_return_the_nearest_inside() {
     let mut queries = uniform(&mut rng, 50);
     queries.extend(points.iter().step_by(97).copied());
     for (radius, most) in [(0.02, 8), (0.05, 64), (0.0, 4), (1000.0, 10)] {
-        let (ids, d2, found) = gpu_knn(&ctx, &tree, &queries, most, radius, Some(radius));
+        let searched = (&tree, KnnSearch::default());
+        let (ids, d2, found) = gpu_knn(&ctx, searched, &queries, most, radius, Some(radius));
         for (i, &q) in queries.iter().enumerate() {
             let inside = range_count_brute_force(&points, q, radius * radius);
             assert_eq!(
@@ -320,7 +344,7 @@ fn range_queries_count_and_return_the_nearest_inside() {
 /// and the queries' work counters.
 fn assert_estimated_radii(
     ctx: &Context,
-    (points, tree): (&[[f32; 3]], &PointKdTreeGpu),
+    (points, tree, search): (&[[f32; 3]], &PointKdTreeGpu, KnnSearch),
     queries: Option<&[[f32; 3]]>,
     k: u32,
     label: &str,
@@ -336,7 +360,7 @@ fn assert_estimated_radii(
     let counters = ctx
         .create_buffer_with("counters", &[KnnCounters::default(); 2])
         .unwrap();
-    let knn = Knn::new(ctx, 2).unwrap();
+    let knn = Knn::new(ctx, 2).unwrap().with_search(search);
     let capacity = PointKdBuilder::max_nodes(points.len() as u32, 32);
     let estimator = RadiusEstimator::new(ctx, RadiusParams::default(), capacity).unwrap();
     let out = KnnOutput {
@@ -403,13 +427,26 @@ fn starting_radii_never_fall_short_and_keep_the_search_exact() {
                 .iter()
                 .map(|q| q.map(|x| 4.0 * x - 1.5)),
         );
-        for k in [1, 8, 16, 50] {
-            let cloud = (&points[..], &tree);
-            let (chosen, work) = assert_estimated_radii(&ctx, cloud, Some(&queries), k, name);
+        for (k, search) in [1, 8, 16, 50]
+            .into_iter()
+            .flat_map(|k| KnnSearch::ALL.map(|s| (k, s)))
+        {
+            let cloud = (&points[..], &tree, search);
+            let name = format!("{name}, {}", search.name());
+            let (chosen, work) = assert_estimated_radii(&ctx, cloud, Some(&queries), k, &name);
             let n = queries.len() as u64;
             assert_eq!(work.queries, n, "{name}: queries counted");
-            // The histogram passes and the gather at least.
-            assert!(work.range_searches >= 3 * n, "{name}: {work:?}");
+            match search {
+                // One walk, a second only where a radius on the k-th distance holds k - 1.
+                KnnSearch::NearestFirst => {
+                    assert!(
+                        (n..=2 * n).contains(&work.range_searches),
+                        "{name}: {work:?}"
+                    )
+                }
+                // The histogram passes and the gather at least.
+                KnnSearch::Histogram => assert!(work.range_searches >= 3 * n, "{name}: {work:?}"),
+            }
             let wanted = (k as u64).min(points.len() as u64);
             assert!(work.points_tested >= wanted * n, "{name}: {work:?}");
             assert!(work.nodes_tested >= work.range_searches, "{name}: {work:?}");
@@ -437,8 +474,11 @@ fn bounded_searches_return_the_nearest_within_the_bound() {
         .map(|q| q.map(|x| 100.0 * x))
         .collect::<Vec<_>>();
     queries.extend(points.iter().step_by(101).copied());
-    for (bound, k) in [(0.01, 8), (0.05, 50), (3.0, 16)] {
-        let (ids, d2, found) = gpu_knn(&ctx, &tree, &queries, k, 0.001, Some(-bound));
+    for ((bound, k), search) in [(0.01, 8), (0.05, 50), (3.0, 16)]
+        .into_iter()
+        .flat_map(|b| KnnSearch::ALL.map(|s| (b, s)))
+    {
+        let (ids, d2, found) = gpu_knn(&ctx, (&tree, search), &queries, k, 0.001, Some(-bound));
         for (i, &q) in queries.iter().enumerate() {
             let inside = range_count_brute_force(&points, q, bound * bound);
             let expected = knn_brute_force(&points, q, (k as usize).min(inside));
@@ -467,9 +507,11 @@ fn many_queries_fold_the_dispatch_grid() {
     let points = uniform(&mut rng, 50_000);
     let queries = uniform(&mut rng, 20_000);
     let tree = PointKdTreeGpu::upload(&ctx, &build(&points, "folded"), &points).unwrap();
-    let (ids, d2, _) = gpu_knn(&ctx, &tree, &queries, 8, 0.02, None);
-    for (i, &q) in queries.iter().enumerate().step_by(7) {
-        assert_nearest(&points, (i, q), 8, (&ids, &d2), "folded");
+    for search in KnnSearch::ALL {
+        let (ids, d2, _) = gpu_knn(&ctx, (&tree, search), &queries, 8, 0.02, None);
+        for (i, &q) in queries.iter().enumerate().step_by(7) {
+            assert_nearest(&points, (i, q), 8, (&ids, &d2), search.name());
+        }
     }
     assert_valid(&ctx);
 }
@@ -613,7 +655,7 @@ fn gpu_trees_answer_queries_and_fold_at_the_default_scene_size() {
     assert!(stats.leaves > 254_114 / 32, "{stats:?}");
     let gpu = PointKdTreeGpu::upload(&ctx, &tree, &points).unwrap();
     let queries: Vec<[f32; 3]> = points.iter().step_by(2003).copied().collect();
-    let (ids, d2, _) = gpu_knn(&ctx, &gpu, &queries, 16, 0.01, None);
+    let (ids, d2, _) = gpu_knn(&ctx, (&gpu, KnnSearch::default()), &queries, 16, 0.01, None);
     for (i, &q) in queries.iter().enumerate() {
         assert_nearest(&points, (i, q), 16, (&ids, &d2), "default scene size");
     }

@@ -1,24 +1,35 @@
-//! Neighbour queries on the GPU through a point kd-tree (`glsl/pointkd/knn.comp`, seed 000
-//! Alg. 6): k nearest neighbours, the nearest neighbour (k = 1) and fixed-radius range queries,
-//! recordable into any command buffer, with query counts on the host or the device.
+//! Neighbour queries on the GPU through a point kd-tree: k nearest neighbours, the nearest
+//! neighbour (k = 1) and fixed-radius range queries, recordable into any command buffer, with
+//! query counts on the host or the device. k nearest are found by one nearest-first walk per
+//! query (`glsl/pointkd/knn_nearest.comp`, the default [`KnnSearch`]) or by seed 000's Alg. 6
+//! (`glsl/pointkd/knn.comp`: histogram passes, then a gathering range search); radii and range
+//! queries are Alg. 6's.
 //!
 //! Every query writes its `k` nearest indices and squared distances, sorted by squared distance
 //! then index (the same order as [`super::cpu::knn_brute_force`], so answers are exact and
 //! deterministic; squared distances are compared, not distances, so no square root rounds
 //! them), `u32::MAX` and infinity past the points it found (k larger than the point count
-//! returns every point), and a [`KnnFound`]: how many points lie within its final radius, and
-//! that radius (the k-th neighbour's distance, narrowed to within the histogram's resolution).
+//! returns every point), and a [`KnnFound`]: its final radius (at least the k-th neighbour's
+//! distance: that distance rounded up for the nearest-first walk, within the histogram's
+//! resolution of it for Alg. 6) and how many points it counted within it.
 
 use super::{MAX_DEPTH, PointKdNode, PointKdTree};
 use crate::geom::ray::MISS;
 use crate::prims::{WORKGROUP_SIZE, check_count};
 use crate::shaders;
-use crate::vk::{Buffer, Context, Count, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
+use crate::vk::{
+    Buffer, Context, Count, Error, Kernel, MemoryKind, Pipeline, Recorder, Result, Slice,
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The most neighbours one query returns (`K_MAX` in `knn.comp`).
 pub const MAX_K: u32 = 64;
+
+/// A starting radius that bounds nothing ([`KnnQueries::radius`]): the start of a
+/// [`KnnSearch::NearestFirst`] search, whose list bounds its walk once it holds k points (a
+/// tighter start, such as Alg. 7's radii, saves it no work worth their cost).
+pub const UNBOUNDED: f32 = f32::MAX;
 
 /// Push constants of `knn.comp`.
 #[repr(C)]
@@ -62,7 +73,8 @@ pub struct KnnPush {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct KnnFound {
-    /// Points within `radius` (at least the neighbours returned).
+    /// Points within `radius` (at least the neighbours returned): every one for Alg. 6's
+    /// searches, the neighbours returned for [`KnnSearch::NearestFirst`].
     pub within: u32,
     /// The final search radius.
     pub radius: f32,
@@ -233,8 +245,9 @@ pub struct KnnQueries<'a> {
     /// query.
     pub radii: Option<Slice<'a, f32>>,
     /// The starting radius when there is none per query; 0: the tree's `R` (the radius its
-    /// VVH priced, [`PointKdHeader::query_radius`]). Too small a radius is doubled until it
-    /// holds k points; too large a one costs time, not exactness.
+    /// VVH priced, [`PointKdHeader::query_radius`]); [`UNBOUNDED`]: none. Too small a radius
+    /// is doubled until it holds k points (Alg. 6), or the walk runs again unbounded
+    /// ([`KnnSearch::NearestFirst`]); too large a one costs time, not exactness.
     pub radius: f32,
 }
 
@@ -312,29 +325,99 @@ struct Answers<'a> {
     stage: &'a str,
 }
 
-/// The neighbour-query kernel.
+/// How [`Knn::record`] and [`Knn::record_bounded`] find each query's k nearest. Both give
+/// the same neighbours (exact, in the same order); they differ in time and in
+/// [`KnnFound`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KnnSearch {
+    /// One walk per query, the nearer child first, bounded by the list's k-th distance once
+    /// it is full (`knn_nearest.comp`). [`KnnFound::within`] is the neighbours found and
+    /// [`KnnFound::radius`] the k-th one's distance (rounded up).
+    #[default]
+    NearestFirst,
+    /// Seed 000's Alg. 6 (`knn.comp`): histogram passes narrow the starting radius to the k-th
+    /// neighbour's, and a range search gathers the list. [`KnnFound::within`] counts every
+    /// point within the narrowed radius.
+    Histogram,
+}
+
+impl KnnSearch {
+    /// Both searches.
+    pub const ALL: [KnnSearch; 2] = [KnnSearch::NearestFirst, KnnSearch::Histogram];
+
+    /// `nearest-first` or `histogram`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KnnSearch::NearestFirst => "nearest-first",
+            KnnSearch::Histogram => "histogram",
+        }
+    }
+}
+
+impl std::str::FromStr for KnnSearch {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        KnnSearch::ALL
+            .into_iter()
+            .find(|s| s.name() == text.trim())
+            .ok_or_else(|| format!("'{text}': expected nearest-first or histogram"))
+    }
+}
+
+/// A kernel specialised for lists of 8, 16, 32 and 64 neighbours: a query keeps its list in
+/// private memory, as small as k allows.
+struct ListSizes(Vec<(u32, Arc<Pipeline>)>);
+
+impl ListSizes {
+    fn new(ctx: &Context, kernel: &Kernel) -> Result<Self> {
+        let sizes = [8, 16, 32, MAX_K].into_iter().map(|size| {
+            let pipeline = ctx.pipeline(kernel, WORKGROUP_SIZE, &[("K_MAX", size)])?;
+            Ok((size, pipeline))
+        });
+        Ok(Self(sizes.collect::<Result<_>>()?))
+    }
+
+    /// The smallest list that holds `k`.
+    fn holding(&self, k: u32) -> &Pipeline {
+        let (_, pipeline) = self
+            .0
+            .iter()
+            .find(|(size, _)| *size >= k)
+            .expect("a list size holds every k up to MAX_K");
+        pipeline
+    }
+}
+
+/// The neighbour-query kernels.
 pub struct Knn {
-    /// The kernel specialised for lists of 8, 16, 32 and 64 neighbours: a query keeps its
-    /// list in private memory, which the smaller sizes keep in registers.
-    pipelines: Vec<(u32, Arc<Pipeline>)>,
+    /// Alg. 6 (`knn.comp`): radii, range queries, and lists under [`KnnSearch::Histogram`].
+    histogram: ListSizes,
+    /// Lists under [`KnnSearch::NearestFirst`] (`knn_nearest.comp`).
+    nearest: ListSizes,
     /// Histogram iterations (the paper: 2).
     iterations: u32,
+    /// How lists are searched.
+    search: KnnSearch,
 }
 
 impl Knn {
-    /// The queries of Alg. 6 with `iterations` histogram passes (the paper's `niter`: 2).
+    /// The queries with `iterations` histogram passes (the paper's `niter`: 2) where Alg. 6
+    /// runs (radii, and lists under [`KnnSearch::Histogram`]); lists by the default
+    /// [`KnnSearch`].
     pub fn new(ctx: &Context, iterations: u32) -> Result<Self> {
         Ok(Self {
-            pipelines: [8, 16, 32, MAX_K]
-                .into_iter()
-                .map(|size| {
-                    let pipeline =
-                        ctx.pipeline(&shaders::POINTKD_KNN, WORKGROUP_SIZE, &[("K_MAX", size)])?;
-                    Ok((size, pipeline))
-                })
-                .collect::<Result<_>>()?,
+            histogram: ListSizes::new(ctx, &shaders::POINTKD_KNN)?,
+            nearest: ListSizes::new(ctx, &shaders::POINTKD_KNN_NEAREST)?,
             iterations,
+            search: KnnSearch::default(),
         })
+    }
+
+    /// The same kernels, lists searched by `search`.
+    pub fn with_search(self, search: KnnSearch) -> Self {
+        Self { search, ..self }
     }
 
     /// Records the `k` nearest neighbours (1 to [`MAX_K`]) of every query.
@@ -347,7 +430,8 @@ impl Knn {
         out: &KnnOutput,
     ) -> Result<()> {
         check_starting_radius(queries)?;
-        self.record_search(rec, tree, queries, (k, f32::INFINITY, self.iterations), out)
+        let limits = (k, f32::INFINITY, self.iterations);
+        self.record_search(rec, tree, queries, limits, out, self.lists())
     }
 
     /// Records the `k` nearest neighbours of every query within `max_radius` (a photon gather):
@@ -367,7 +451,8 @@ impl Knn {
                 "search radius bound {max_radius}: a finite positive number"
             )));
         }
-        self.record_search(rec, tree, queries, (k, max_radius, self.iterations), out)
+        let limits = (k, max_radius, self.iterations);
+        self.record_search(rec, tree, queries, limits, out, self.lists())
     }
 
     /// Records the k-th neighbour's radius of every query (a radius holding `k` points, within
@@ -395,7 +480,7 @@ impl Knn {
             stage: "knn: radii",
         };
         let limits = (k, max_radius, self.iterations);
-        self.record_pass(rec, tree, queries, limits, answers)
+        self.record_pass(rec, tree, queries, limits, answers, &self.histogram)
     }
 
     /// Records fixed-radius range queries: every point within `radius` of each query, the
@@ -419,7 +504,8 @@ impl Knn {
             radius,
             ..*queries
         };
-        self.record_search(rec, tree, &queries, (most, radius, 0), out)
+        // The gathering range search of Alg. 6 alone.
+        self.record_search(rec, tree, &queries, (most, radius, 0), out, &self.histogram)
     }
 
     fn record_search(
@@ -429,6 +515,7 @@ impl Knn {
         queries: &KnnQueries,
         limits: (u32, f32, u32),
         out: &KnnOutput,
+        kernel: &ListSizes,
     ) -> Result<()> {
         let answers = Answers {
             lists: Some((out.ids, out.distances2)),
@@ -436,10 +523,18 @@ impl Knn {
             counters: out.counters,
             stage: "knn",
         };
-        self.record_pass(rec, tree, queries, limits, answers)
+        self.record_pass(rec, tree, queries, limits, answers, kernel)
     }
 
-    /// One dispatch of `knn.comp`: neighbour lists when given, else radii only.
+    /// The kernel that searches k-nearest lists.
+    fn lists(&self) -> &ListSizes {
+        match self.search {
+            KnnSearch::NearestFirst => &self.nearest,
+            KnnSearch::Histogram => &self.histogram,
+        }
+    }
+
+    /// One dispatch of `kernel`: neighbour lists when given, else radii only.
     fn record_pass(
         &self,
         rec: &mut Recorder,
@@ -452,6 +547,7 @@ impl Knn {
             counters,
             stage,
         }: Answers,
+        kernel: &ListSizes,
     ) -> Result<()> {
         if !(1..=MAX_K).contains(&k) {
             return Err(Error::InvalidInput(format!(
@@ -491,12 +587,7 @@ impl Knn {
         rec.begin_stage(stage);
         // Device counts over-launch to their bound: invocations past the count return at once.
         let groups = queries.count.max().div_ceil(WORKGROUP_SIZE);
-        let (_, pipeline) = self
-            .pipelines
-            .iter()
-            .find(|(size, _)| *size >= k)
-            .expect("a list size holds every k up to MAX_K");
-        rec.dispatch(pipeline, &push, groups)?;
+        rec.dispatch(kernel.holding(k), &push, groups)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

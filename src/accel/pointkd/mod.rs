@@ -19,8 +19,9 @@
 //! [`PointKdTree::point_ids`].
 //!
 //! [`cpu`] builds trees on the CPU and answers queries by brute force (the reference);
-//! [`knn`] runs the queries on the GPU (Alg. 6: range searches with a histogram of distances
-//! that narrow the radius to the k-th neighbour's, then one gathering the k nearest).
+//! [`knn`] runs the queries on the GPU: k nearest by one nearest-first walk per query, or by
+//! Alg. 6 (range searches with a histogram of distances that narrow the radius to the k-th
+//! neighbour's, then one gathering the k nearest), which also answers radii and range queries.
 
 pub mod build;
 pub mod cpu;
@@ -142,6 +143,6 @@ impl Default for PointKdParams {
     }
 }
 
-/// The deepest tree the GPU queries walk: their stack size (`SEARCH_STACK_SIZE` in
-/// `glsl/pointkd/search.glsl`).
+/// The deepest tree the GPU queries walk: their stack size (`POINT_KD_STACK_SIZE` in
+/// `glsl/pointkd/format.glsl`).
 pub const MAX_DEPTH: u32 = 64;

@@ -1,6 +1,8 @@
-//! Starting radii for neighbour queries (seed 000 Appendix A, Alg. 7): a search that starts
-//! from a radius close above the k-th neighbour's distance counts few points and never has to
-//! double, so a good `r0` per query is most of a fast [`super::knn::Knn`].
+//! Starting radii for neighbour queries (seed 000 Appendix A, Alg. 7): an Alg. 6 search that
+//! starts from a radius close above the k-th neighbour's distance counts few points and never
+//! has to double, so a good `r0` per query is most of a fast histogram search (the photon
+//! gathers' radii, [`super::knn::KnnSearch::Histogram`]). The nearest-first search bounds its
+//! walk by its own list and gains too little from them to pay for them.
 //!
 //! [`RadiusEstimator::record_precompute`] (PRECOMPUTERADIUS, once per tree and `k`) chooses
 //! the top nodes of a work list, with their descendants down to `levels` levels, and finds the
