@@ -1271,7 +1271,7 @@ impl FrameSegment {
 }
 
 /// A set of frame numbers ([`parse_frames`]), ascending: ranges with steps and single frames,
-/// or a shard of those ([`shard`]). It is counted, iterated, indexed and asked whether it
+/// or a shard of those ([`Shard::of`]). It is counted, iterated, indexed and asked whether it
 /// holds a frame without ever listing its frames, so any range costs the same.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameSet {

@@ -22,10 +22,35 @@
 //! [`accel::RayStructure`] or [`accel::PointStructure`]); those rays go through are
 //! [`accel::Traversable`] by [`trace::Tracer`].
 //!
+//! # The front door
+//!
+//! One-off work in blocking calls ([`quick`]): a structure built over a mesh and rays traced
+//! through it, a point cloud's k nearest neighbours and normals.
+//!
+//! ```no_run
+//! use canopy::{Accel, Context, ContextOptions, Mesh, PointCloud, Ray, StructureKind};
+//!
+//! # fn main() -> canopy::vk::Result<()> {
+//! let ctx = Context::new(&ContextOptions::default())?;
+//! let mesh = Mesh {
+//!     positions: vec![[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+//!     triangles: vec![[0, 1, 2]],
+//!     normals: Vec::new(),
+//! };
+//! let bvh = Accel::build(&ctx, StructureKind::Lbvh, &mesh)?;
+//! let down = Ray { origin: [0.2, 0.2, -1.0], tmin: 0.0, direction: [0.0, 0.0, 1.0], tmax: 9.0 };
+//! let hits = bvh.intersect(&[down])?;
+//! let nearest = PointCloud::build(&ctx, &mesh.positions)?.knn(&[[0.9, 0.1, 0.0]], 2)?;
+//! # let _ = (hits, nearest);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Three ways to use it
 //!
 //! - **Headless batch rendering**: [`render::Renderer`] and [`sequence::FrameSequence`];
-//!   `examples/batch.rs`.
+//!   `examples/batch.rs`. A whole job (frames over several devices, files written by encoder
+//!   threads, shards, resume): `job::RenderJob` (feature `png`), `examples/farm.rs`.
 //! - **Offline animation export**: a deforming mesh rebuilt every frame, two frames in flight,
 //!   each frame to a sink ([`sequence::FrameSequence`], `export` with the `png` feature);
 //!   `examples/sequence.rs`.
@@ -41,31 +66,48 @@
 //! use canopy::trace::Tracer;
 //! use canopy::vk::{Buffer, Context, Count, ExternalDevice, Recorder, Slice, raw};
 //!
-//! /// Records an LBVH build over the application's triangles and a closest-hit trace of its
-//! /// rays into the application's command buffer `cmd` (in the recording state). The
-//! /// application orders its writes of the buffers before, and its reads of `hits` after.
-//! fn record_frame(
-//!     ctx: &Context,
-//!     cmd: raw::CommandBuffer,
-//!     (builder, bvh, tracer): (&LbvhBuilder, &mut Bvh, &Tracer),
-//!     [positions, triangles, rays, hits]: [&Buffer; 4],
-//!     (triangle_count, ray_count): (u32, u32),
-//! ) -> canopy::vk::Result<()> {
-//!     let mut rec = Recorder::new(ctx, cmd);
-//!     let input = TriangleInput::whole(positions, triangles, triangle_count);
-//!     builder.record(&mut rec, &input, bvh)?;
-//!     let (rays, hits) = (Slice::whole(rays), Slice::whole(hits));
-//!     tracer.record(&mut rec, bvh, Query::Closest, rays, hits, Count::Host(ray_count))
+//! /// What the application keeps on its device: canopy's builder, tree and tracer.
+//! struct RayCaster {
+//!     builder: LbvhBuilder,
+//!     bvh: Bvh,
+//!     tracer: Tracer,
+//! }
+//!
+//! impl RayCaster {
+//!     fn new(ctx: &Context, max_triangles: u32) -> canopy::vk::Result<Self> {
+//!         Ok(Self {
+//!             builder: LbvhBuilder::new(ctx, LbvhParams::default(), max_triangles)?,
+//!             bvh: Bvh::new(ctx, max_triangles)?,
+//!             tracer: Tracer::new(ctx)?,
+//!         })
+//!     }
+//!
+//!     /// Records an LBVH build over the application's triangles and a closest-hit trace of
+//!     /// `ray_count` rays into `hits`, into the application's command buffer `cmd` (in the
+//!     /// recording state). The application orders its writes of the buffers before, and its
+//!     /// reads of `hits` after.
+//!     fn record_frame(
+//!         &mut self,
+//!         ctx: &Context,
+//!         cmd: raw::CommandBuffer,
+//!         triangles: &TriangleInput,
+//!         rays: &Buffer,
+//!         hits: &Buffer,
+//!         ray_count: u32,
+//!     ) -> canopy::vk::Result<()> {
+//!         let mut rec = Recorder::new(ctx, cmd);
+//!         self.builder.record(&mut rec, triangles, &mut self.bvh)?;
+//!         let (rays, hits, count) = (Slice::whole(rays), Slice::whole(hits), Count::Host(ray_count));
+//!         self.tracer.record(&mut rec, &self.bvh, Query::Closest, rays, hits, count)
+//!     }
 //! }
 //!
 //! fn embed(device: ExternalDevice, max_triangles: u32) -> canopy::vk::Result<()> {
 //!     let ctx = Context::from_external(device)?;
-//!     let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), max_triangles)?;
-//!     let mut bvh = Bvh::new(&ctx, max_triangles)?;
-//!     let tracer = Tracer::new(&ctx)?;
+//!     let caster = RayCaster::new(&ctx, max_triangles)?;
 //!     // Each frame: wrap the application's buffers with ctx.wrap_buffer(...) once, then
-//!     // record_frame(&ctx, cmd, (&builder, &mut bvh, &tracer), buffers, counts).
-//!     # let _ = (builder, bvh, tracer);
+//!     // caster.record_frame(&ctx, cmd, &TriangleInput::whole(...), &rays, &hits, count).
+//!     # let _ = caster;
 //!     Ok(())
 //! }
 //! ```
@@ -79,6 +121,7 @@
 //! - [`scene`]: meshes, loaders and the procedural default scene.
 //! - [`accel`]: acceleration structures built on the GPU.
 //! - [`trace`]: ray casting through them.
+//! - [`quick`]: the front door's blocking calls ([`Accel`], [`PointCloud`]).
 //! - [`render`]: the headless renderer.
 //! - [`sequence`]: frame sequences, frames in flight.
 //! - `export` (feature `png`): frame sinks (PNG sequences written atomically).
@@ -106,12 +149,24 @@ pub mod geom;
 pub mod job;
 pub mod points;
 pub mod prims;
+pub mod quick;
 pub mod render;
 pub mod rng;
 pub mod scene;
 pub mod sequence;
 pub mod trace;
 pub mod vk;
+
+// What each use needs first, at the root.
+pub use accel::StructureKind;
+pub use geom::ray::{Hit, MISS, Ray};
+#[cfg(feature = "png")]
+pub use job::RenderJob;
+pub use quick::{Accel, Neighbours, PointCloud};
+pub use render::Renderer;
+pub use scene::Mesh;
+pub use sequence::{FrameSequence, SequenceConfig};
+pub use vk::{Context, ContextOptions, Validation};
 
 /// SPIR-V of every kernel under `glsl/`, compiled by build.rs.
 pub mod shaders {

@@ -30,6 +30,7 @@ mod octree;
 mod photons;
 mod pointkd;
 mod points;
+mod quick;
 mod radix_sort;
 mod reduce_scan;
 mod render;
