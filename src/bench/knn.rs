@@ -308,14 +308,17 @@ pub fn measure(
                     let tree = structure.tree();
                     let q = KnnQueries::every_point(tree, None);
                     ctx.submit_and_wait(|rec| knn.record(rec, tree, &q, k, &out))?;
-                    let cloud = (Slice::whole(&positions), n);
+                    let cloud = PointInput {
+                        positions: Slice::whole(&positions),
+                        count: n,
+                    };
                     let time = time_runs(
                         ctx,
                         config.repeats,
                         |_| Ok(()),
                         |rec| {
-                            normals.record(rec, cloud.0, n, (&out, k), Slice::whole(&modelled))?;
-                            orienter.record(rec, cloud, (out.ids, k), Slice::whole(&modelled))
+                            normals.record(rec, &cloud, &out, k, Slice::whole(&modelled))?;
+                            orienter.record(rec, &cloud, out.ids, k, Slice::whole(&modelled))
                         },
                     )?;
                     let stats = orienter.stats(ctx)?;

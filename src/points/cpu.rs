@@ -97,7 +97,8 @@ pub struct Orientation {
 /// normal turned up (+y).
 pub fn orient_normals(
     points: &[[f32; 3]],
-    (neighbours, k): (&[u32], usize),
+    neighbours: &[u32],
+    k: usize,
     normals: &mut [[f32; 3]],
 ) -> Orientation {
     let n = points.len();

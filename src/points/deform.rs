@@ -74,10 +74,12 @@ impl DeformationField {
     pub fn record(
         &mut self,
         rec: &mut Recorder,
-        (positions, count): (Slice<[f32; 3]>, u32),
-        (active, fixed): (&PointInput, Option<&PointInput>),
+        cloud: &PointInput,
+        active: &PointInput,
+        fixed: Option<&PointInput>,
         out: Slice<f32>,
     ) -> Result<()> {
+        let (positions, count) = (cloud.positions, cloud.count);
         if count > self.capacity || active.count == 0 {
             return Err(Error::InvalidInput(format!(
                 "deformation strength of {count} points (at most {}) from an active handle of {} \
@@ -185,8 +187,12 @@ pub fn deformation_strength(
     ctx.submit_and_wait(|rec| {
         field.record(
             rec,
-            (Slice::whole(&cloud), n),
-            (&active_input, Some(&fixed_input)),
+            &PointInput {
+                positions: Slice::whole(&cloud),
+                count: n,
+            },
+            &active_input,
+            Some(&fixed_input),
             Slice::whole(&strength),
         )
     })?;

@@ -54,16 +54,17 @@ impl PointNormals {
         })
     }
 
-    /// Records, for each of `count` points of `positions`, its normal and density from its `k`
-    /// neighbours in `neighbours` (a [`Knn`] answer for the same points) into `out`.
+    /// Records, for each point of `cloud`, its normal and density from its `k` neighbours in
+    /// `neighbours` (a [`Knn`] answer for the same points) into `out`.
     pub fn record(
         &self,
         rec: &mut Recorder,
-        positions: Slice<[f32; 3]>,
-        count: u32,
-        (neighbours, k): (&KnnOutput, u32),
+        cloud: &PointInput,
+        neighbours: &KnnOutput,
+        k: u32,
         out: Slice<[f32; 4]>,
     ) -> Result<()> {
+        let (positions, count) = (cloud.positions, cloud.count);
         positions.check("normals positions", count as u64, 4)?;
         neighbours
             .ids
@@ -176,9 +177,12 @@ pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysi
             ..KnnQueries::every_point(tree, None)
         };
         knn.record(rec, tree, &queries, k, &output)?;
-        let cloud = (Slice::whole(&positions), n);
-        normals.record(rec, cloud.0, n, (&output, k), Slice::whole(&results))?;
-        orienter.record(rec, cloud, (Slice::whole(&ids), k), Slice::whole(&results))
+        let cloud = PointInput {
+            positions: Slice::whole(&positions),
+            count: n,
+        };
+        normals.record(rec, &cloud, &output, k, Slice::whole(&results))?;
+        orienter.record(rec, &cloud, Slice::whole(&ids), k, Slice::whole(&results))
     })?;
     if structure.status().overflow != 0 {
         return Err(Error::InvalidInput(format!(

@@ -5,6 +5,7 @@
 //! forest by Kruskal's algorithm (edges are totally ordered, so the forest is unique) and is
 //! the reference the GPU result equals exactly.
 
+use crate::geom::PointInput;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
@@ -122,15 +123,16 @@ impl NormalOrienter {
     }
 
     /// Records the orientation of the normals (`[nx, ny, nz, density]` per point, turned in
-    /// place) of `count` points at `positions`, over the graph of their `k` neighbours each in
-    /// `ids`.
+    /// place) of the points of `cloud`, over the graph of their `k` neighbours each in `ids`.
     pub fn record(
         &self,
         rec: &mut Recorder,
-        (positions, count): (Slice<[f32; 3]>, u32),
-        (ids, k): (Slice<u32>, u32),
+        cloud: &PointInput,
+        ids: Slice<u32>,
+        k: u32,
         normals: Slice<[f32; 4]>,
     ) -> Result<()> {
+        let (positions, count) = (cloud.positions, cloud.count);
         if count > self.capacity || count as u64 * k as u64 >= 1 << 32 || k == 0 {
             return Err(Error::InvalidInput(format!(
                 "orienting {count} points of {k} neighbours: at most {} points, 1 or more \

@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use canopy::geom::PointInput;
 use canopy::points::cpu::{orient_normals, pca_normal};
 use canopy::points::{analyse, normal_columns, write_ply};
 use canopy::scene::Mesh;
@@ -88,7 +89,7 @@ fn a_closed_surface_is_oriented_outwards() {
             *n = n.map(|x| -x);
         }
     }
-    orient_normals(&points, (&result.neighbours, 12), &mut normals);
+    orient_normals(&points, &result.neighbours, 12, &mut normals);
     assert_eq!(normals, result.normals);
 }
 
@@ -351,8 +352,12 @@ fn gpu_orientation_equals_kruskal() {
         ctx.submit_and_wait(|rec| {
             orienter.record(
                 rec,
-                (Slice::whole(&positions), n as u32),
-                (Slice::whole(&neighbours), k as u32),
+                &PointInput {
+                    positions: Slice::whole(&positions),
+                    count: n as u32,
+                },
+                Slice::whole(&neighbours),
+                k as u32,
                 Slice::whole(&oriented),
             )
         })
@@ -360,7 +365,7 @@ fn gpu_orientation_equals_kruskal() {
         let gpu: Vec<[f32; 4]> = ctx.download(&oriented, 0, n).unwrap();
         let stats = orienter.stats(&ctx).unwrap();
         let mut cpu: Vec<[f32; 3]> = normals.iter().map(|v| [v[0], v[1], v[2]]).collect();
-        let summary = orient_normals(&points, (&ids, k), &mut cpu);
+        let summary = orient_normals(&points, &ids, k, &mut cpu);
         for (i, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
             assert_eq!([g[0], g[1], g[2]], *c, "{label}: point {i}");
             assert_eq!(g[3], 1.0, "{label}: point {i}'s density kept");
