@@ -435,16 +435,34 @@ pub fn write_png_atomically(
 
 /// Writes `image` in `format` at `path` through a temporary file beside it, created
 /// exclusively under a random name, renamed over `path` once complete and synced (and removed
-/// on any failure); see [`crate::atomic_file`].
+/// on any failure); see [`crate::atomic_file`]. Returns the file's size in bytes.
 pub fn write_atomically(
     path: &Path,
     format: ImageFormat,
     options: &WriterOptions,
     (width, height): (u32, u32),
     image: &FrameImage,
-) -> std::io::Result<()> {
+) -> std::io::Result<u64> {
+    use std::io::Seek;
     let (png, exr) = (options.png.compression, &options.exr);
-    crate::atomic_file::write_atomically_with(path, |file| match (format, image) {
+    let mut bytes = 0;
+    crate::atomic_file::write_atomically_with(path, |file| {
+        encode(file, format, (width, height), image, (png, exr))?;
+        bytes = file.stream_position()?;
+        Ok(())
+    })?;
+    Ok(bytes)
+}
+
+/// Encodes `image` into `file` as `format`.
+fn encode(
+    file: &mut std::fs::File,
+    format: ImageFormat,
+    (width, height): (u32, u32),
+    image: &FrameImage,
+    (png, exr): (PngCompression, &ExrOptions),
+) -> std::io::Result<()> {
+    match (format, image) {
         (ImageFormat::Png, FrameImage::Rgba8(rgba)) => {
             write_png(file, (width, height), PngPixels::Eight(rgba), png)
         }
@@ -460,7 +478,7 @@ pub fn write_atomically(
             "a {} frame cannot be written from this image",
             format.extension()
         ))),
-    })
+    }
 }
 
 /// 16-bit PNG pixels, big-endian RGBA, from the red, green, blue and (when transparent)
@@ -650,9 +668,20 @@ impl Default for WriterOptions {
     }
 }
 
-/// What writes one frame's file: the frame, its path and its image.
+/// What writes one frame's file: the frame, its path and its image; returns the bytes written.
 pub type FrameWriter =
-    dyn Fn(u32, &Path, &FrameImage) -> std::io::Result<()> + Send + Sync + 'static;
+    dyn Fn(u32, &Path, &FrameImage) -> std::io::Result<u64> + Send + Sync + 'static;
+
+/// A frame an [`ImageSequence`] wrote.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WrittenFrame {
+    /// The frame's number.
+    pub frame: u32,
+    /// Its file's size.
+    pub bytes: u64,
+    /// Seconds its encoder took to encode and write it.
+    pub encode_s: f64,
+}
 
 /// Frames of one size written as [`OutputNaming`] says by worker threads, fed through a
 /// bounded queue. The writers run in parallel, one frame each; a frame that fails (or whose
@@ -662,10 +691,12 @@ pub struct ImageSequence {
     naming: OutputNaming,
     queue: Option<mpsc::SyncSender<Job>>,
     workers: Vec<std::thread::JoinHandle<()>>,
-    outcomes: mpsc::Receiver<Result<u32, FrameWriteError>>,
+    outcomes: mpsc::Receiver<Result<WrittenFrame, FrameWriteError>>,
     /// Frames queued, to tell when a worker vanished without a word.
     submitted: Vec<u32>,
-    written: Vec<u32>,
+    written: Vec<WrittenFrame>,
+    /// How many of `written` [`ImageSequence::take_written`] has handed out.
+    taken: usize,
     failure: Option<FrameWriteError>,
 }
 
@@ -708,6 +739,7 @@ impl ImageSequence {
                             .recv();
                         let Ok((frame, image)) = job else { return };
                         let path = naming.path(frame);
+                        let started = std::time::Instant::now();
                         let written =
                             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                 writer(frame, &path, &image)
@@ -722,11 +754,17 @@ impl ImageSequence {
                                     "the writer panicked: {what}"
                                 )))
                             });
-                        let outcome = written.map(|()| frame).map_err(|source| FrameWriteError {
-                            frame,
-                            path,
-                            source,
-                        });
+                        let outcome = written
+                            .map(|bytes| WrittenFrame {
+                                frame,
+                                bytes,
+                                encode_s: started.elapsed().as_secs_f64(),
+                            })
+                            .map_err(|source| FrameWriteError {
+                                frame,
+                                path,
+                                source,
+                            });
                         if report.send(outcome).is_err() {
                             return;
                         }
@@ -741,6 +779,7 @@ impl ImageSequence {
             outcomes,
             submitted: Vec::new(),
             written: Vec::new(),
+            taken: 0,
             failure: None,
         }
     }
@@ -756,9 +795,9 @@ impl ImageSequence {
         }
     }
 
-    fn record(&mut self, outcome: Result<u32, FrameWriteError>) {
+    fn record(&mut self, outcome: Result<WrittenFrame, FrameWriteError>) {
         match outcome {
-            Ok(frame) => self.written.push(frame),
+            Ok(written) => self.written.push(written),
             Err(e) => {
                 if self.failure.is_none() {
                     self.failure = Some(e);
@@ -772,6 +811,14 @@ impl ImageSequence {
         self.collect();
         let written = self.written.len();
         (written, self.submitted.len().saturating_sub(written))
+    }
+
+    /// The frames written since the last call, in the order they were written.
+    pub fn take_written(&mut self) -> Vec<WrittenFrame> {
+        self.collect();
+        let new = self.written[self.taken..].to_vec();
+        self.taken = self.written.len();
+        new
     }
 
     /// Whether a frame has failed to be written so far (the render should stop).
@@ -794,20 +841,18 @@ impl ImageSequence {
     }
 
     /// Waits until every queued frame is written or has failed. Returns the frames written,
-    /// in order, and the first failure (a frame no writer reported on is one).
-    pub fn finish(mut self) -> (Vec<u32>, Option<FrameWriteError>) {
+    /// in frame order, and the first failure (a frame no writer reported on is one).
+    pub fn finish(mut self) -> (Vec<WrittenFrame>, Option<FrameWriteError>) {
         drop(self.queue.take());
         let mut panicked = false;
         for worker in std::mem::take(&mut self.workers) {
             panicked |= worker.join().is_err();
         }
         self.collect();
-        self.written.sort_unstable();
+        self.written.sort_unstable_by_key(|w| w.frame);
         if self.failure.is_none() {
-            let lost = self
-                .submitted
-                .iter()
-                .find(|f| self.written.binary_search(f).is_err());
+            let lost = (self.submitted.iter())
+                .find(|&&f| self.written.binary_search_by_key(&f, |w| w.frame).is_err());
             if let Some(&frame) = lost {
                 let why = match panicked {
                     true => "its writer thread panicked",
@@ -1607,12 +1652,12 @@ mod tests {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
         let (n, m) = (now.clone(), most.clone());
-        let slow = move |_: u32, _: &Path, _: &FrameImage| {
+        let slow = move |frame: u32, _: &Path, _: &FrameImage| {
             let running = n.fetch_add(1, Ordering::SeqCst) + 1;
             m.fetch_max(running, Ordering::SeqCst);
             std::thread::sleep(std::time::Duration::from_millis(60));
             n.fetch_sub(1, Ordering::SeqCst);
-            Ok(())
+            Ok(1000 + frame as u64)
         };
         let mut writers = sequence(4, Arc::new(slow));
         let started = std::time::Instant::now();
@@ -1621,7 +1666,13 @@ mod tests {
         }
         let (written, failure) = writers.finish();
         assert!(failure.is_none(), "{failure:?}");
-        assert_eq!(written, (0..8).collect::<Vec<_>>());
+        let frames: Vec<u32> = written.iter().map(|w| w.frame).collect();
+        assert_eq!(frames, (0..8).collect::<Vec<_>>());
+        // Each frame's bytes as its writer said, and at least the writer's time to encode.
+        assert!(
+            (written.iter()).all(|w| w.bytes == 1000 + w.frame as u64 && w.encode_s >= 0.06),
+            "{written:?}"
+        );
         let most = most.load(Ordering::SeqCst);
         assert!(most >= 2, "at most {most} frame written at a time");
         // One at a time would take 8 x 60 ms.
@@ -1640,7 +1691,7 @@ mod tests {
             let writer = move |frame: u32, _: &Path, _: &FrameImage| match frame {
                 3 if bad == 3 => Err(std::io::Error::other("disk on fire")),
                 5 if bad == 5 => panic!("boom"),
-                _ => Ok(()),
+                _ => Ok(0),
             };
             let mut writers = sequence(2, Arc::new(writer));
             for frame in 0..10 {
@@ -1653,7 +1704,8 @@ mod tests {
             let text = failure.to_string();
             assert!(text.contains(message) && text.contains("frame"), "{text}");
             let expected: Vec<u32> = (0..10).filter(|&f| f != bad).collect();
-            assert_eq!(written, expected, "the other frames are written");
+            let frames: Vec<u32> = written.iter().map(|w| w.frame).collect();
+            assert_eq!(frames, expected, "the other frames are written");
         }
     }
 

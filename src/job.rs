@@ -8,7 +8,7 @@
 
 use crate::export::{
     FrameImage, FrameSet, FrameWriteError, ImageFormat, ImageSequence, OutputNaming, Shard,
-    VideoEncoder, VideoError, WriterOptions, frame_ranges,
+    VideoEncoder, VideoError, WriterOptions, WrittenFrame, frame_ranges,
 };
 use crate::render::BounceStats;
 use crate::render::presets::Subject;
@@ -267,13 +267,14 @@ impl StatsLog {
         })
     }
 
-    /// Appends `record`'s line: `wall_s` seconds into the job, written to `written` (none when
-    /// frames are not written).
+    /// Appends `record`'s line: `wall_s` seconds into the job, its file `file` (none when
+    /// frames are not written) and what writing it took (none when it was not written).
     pub fn write(
         &mut self,
         record: &FrameRecord,
         wall_s: f64,
-        written: Option<&Path>,
+        file: Option<&Path>,
+        written: Option<&WrittenFrame>,
     ) -> Result<(), JobError> {
         let mut summed: Vec<(String, f64)> = Vec::new();
         for (name, ms) in &record.stages {
@@ -304,7 +305,9 @@ impl StatsLog {
                 .collect::<serde_json::Map<_, _>>(),
             "bounces": bounces,
             "device_memory_bytes": record.device_memory,
-            "file": written.map(|p| p.display().to_string()),
+            "file": file.map(|p| p.display().to_string()),
+            "bytes": written.map(|w| w.bytes),
+            "encode_ms": written.map(|w| w.encode_s * 1e3),
         });
         // One write of the whole line under an exclusive lock: O_APPEND alone keeps lines of
         // several writers whole only on local file systems (not on NFS, where the lock does).
@@ -488,6 +491,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
             video_order: (Box::new(frames.iter()) as Box<dyn Iterator<Item = u32> + Send>)
                 .peekable(),
             stats,
+            unlogged: BTreeMap::new(),
             gpu_ms: Vec::new(),
             dropped_rays: 0,
         };
@@ -622,21 +626,23 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
         });
         let wall_s = started.elapsed().as_secs_f64();
         // A failed render abandons the video (its temporary file is removed).
-        let video = match delivery.video {
+        let video = match delivery.video.take() {
             Some(video) if outcome.is_ok() => {
                 let frames = video.frames();
                 Some(video.finish().map(|path| (path, frames)))
             }
             _ => None,
         };
-        let (written, write_failure) = match delivery.writers {
+        let (written, write_failure) = match delivery.writers.take() {
             Some(writers) => writers.finish(),
             None => (Vec::new(), None),
         };
+        let logged = delivery.log_the_rest(&written);
+        let outcome = outcome.and(logged.map_err(E::from));
         JobReport {
             outcome,
             write_failure,
-            written,
+            written: written.iter().map(|w| w.frame).collect(),
             video,
             gpu_ms: delivery.gpu_ms,
             dropped_rays: delivery.dropped_rays,
@@ -655,6 +661,9 @@ struct Delivery<'a> {
     /// The frames in the video's order.
     video_order: std::iter::Peekable<Box<dyn Iterator<Item = u32> + Send + 'a>>,
     stats: Option<StatsLog>,
+    /// Frames handed to the writers whose stats lines wait for their files: each frame's
+    /// record and the seconds into the job it was handed over.
+    unlogged: BTreeMap<u32, (FrameRecord, f64)>,
     gpu_ms: Vec<f64>,
     dropped_rays: u64,
 }
@@ -670,8 +679,9 @@ impl Delivery<'_> {
     ) -> Result<(), E> {
         let record = &finished.record;
         let file = self.naming.as_ref().map(|n| n.path(record.frame));
-        if let Some(stats) = self.stats.as_mut() {
-            stats.write(record, started.elapsed().as_secs_f64(), file.as_deref())?;
+        let wall_s = started.elapsed().as_secs_f64();
+        if let (Some(stats), None) = (self.stats.as_mut(), &self.writers) {
+            stats.write(record, wall_s, None, None)?;
         }
         if let (Some(video), Some(rgba)) = (self.video.as_mut(), finished.video) {
             self.video_queue.insert(record.frame, rgba);
@@ -695,6 +705,39 @@ impl Delivery<'_> {
             written,
             backlog,
         });
+        if let (Some(_), Some(writers)) = (&self.stats, self.writers.as_mut()) {
+            self.unlogged
+                .insert(record.frame, (finished.record, wall_s));
+            let written = writers.take_written();
+            self.log_written(&written)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the stats lines of the frames in `written` (those that wait for them).
+    fn log_written(&mut self, written: &[WrittenFrame]) -> Result<(), JobError> {
+        let (Some(stats), Some(naming)) = (self.stats.as_mut(), &self.naming) else {
+            return Ok(());
+        };
+        for done in written {
+            if let Some((record, wall_s)) = self.unlogged.remove(&done.frame) {
+                let file = naming.path(done.frame);
+                stats.write(&record, wall_s, Some(&file), Some(done))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the stats lines still waiting: of the frames in `written` (all the writers
+    /// wrote), then of those never written (no file).
+    fn log_the_rest(&mut self, written: &[WrittenFrame]) -> Result<(), JobError> {
+        self.log_written(written)?;
+        let Some(stats) = self.stats.as_mut() else {
+            return Ok(());
+        };
+        for (record, wall_s) in std::mem::take(&mut self.unlogged).into_values() {
+            stats.write(&record, wall_s, None, None)?;
+        }
         Ok(())
     }
 }

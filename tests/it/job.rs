@@ -5,7 +5,8 @@
 
 use crate::common::files::TempFolder;
 use canopy::export::{
-    ImageFormat, OutputNaming, Shard, ShardMode, WriterOptions, output_channels, parse_frames,
+    ImageFormat, OutputNaming, Shard, ShardMode, WriterOptions, WrittenFrame, output_channels,
+    parse_frames,
 };
 use canopy::job::{
     FramePlan, FrameRecord, ImageOutput, JobError, JobEvent, JobOutputs, JobReport, JobSetup,
@@ -173,14 +174,16 @@ fn the_stats_log_appends_one_line_per_frame() {
     // Two logs on one file, as two shards would have.
     let mut first = StatsLog::append(&path).unwrap();
     let mut second = StatsLog::append(&path).unwrap();
+    let written = WrittenFrame {
+        frame: 7,
+        bytes: 4096,
+        encode_s: 0.002,
+    };
+    let file = std::path::Path::new("out/frame_0007.png");
     first
-        .write(
-            &record(7),
-            0.25,
-            Some(std::path::Path::new("out/frame_0007.png")),
-        )
+        .write(&record(7), 0.25, Some(file), Some(&written))
         .unwrap();
-    second.write(&record(8), 0.5, None).unwrap();
+    second.write(&record(8), 0.5, None, None).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<serde_json::Value> = text
         .lines()
@@ -195,8 +198,10 @@ fn the_stats_log_appends_one_line_per_frame() {
     );
     assert_eq!(lines[0]["bounces"][0]["dropped_rays"], 2);
     assert_eq!(lines[0]["file"], "out/frame_0007.png");
+    assert_eq!(lines[0]["bytes"], 4096);
+    assert_eq!(lines[0]["encode_ms"], 2.0);
     assert_eq!(lines[1]["frame"], 8);
-    assert!(lines[1]["file"].is_null());
+    assert!(lines[1]["file"].is_null() && lines[1]["bytes"].is_null());
 }
 
 /// The options of a validated context on the default device (lavapipe in CI).
@@ -302,13 +307,16 @@ fn a_job_on_two_devices_writes_every_frame_like_one_device() {
         );
         assert_eq!(a.unwrap(), b.unwrap(), "{name} differs between the runs");
     }
+    // Each line follows its file: its size, and the time its encoder took.
     let mut logged: Vec<u64> = std::fs::read_to_string(&stats)
         .unwrap()
         .lines()
         .map(|line| {
-            serde_json::from_str::<serde_json::Value>(line).unwrap()["frame"]
-                .as_u64()
-                .unwrap()
+            let line = serde_json::from_str::<serde_json::Value>(line).unwrap();
+            let file = std::fs::metadata(line["file"].as_str().unwrap()).unwrap();
+            assert_eq!(line["bytes"].as_u64(), Some(file.len()), "{line}");
+            assert!(line["encode_ms"].as_f64().unwrap() > 0.0, "{line}");
+            line["frame"].as_u64().unwrap()
         })
         .collect();
     logged.sort_unstable();
