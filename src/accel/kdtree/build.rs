@@ -61,6 +61,16 @@ pub const CHUNK: u32 = 256;
 /// The most records a small root may hold: the width of its masks.
 pub const MAX_SMALL: u32 = 64;
 /// Counter levels: large levels 0..=MAX_DEPTH, plus the one after the last.
+/// How far the build lists may grow: this many times the capacities the default parameters
+/// give the builder's triangles. A mesh whose tree needs more (triangles nested in or
+/// overlapping each other, each in a great many cells) gets a shallower tree instead, so that
+/// a small hostile file cannot make the build take gigabytes: its depth limit is lowered by
+/// [`DEPTH_STEP`] for every overflow past the bound.
+pub const GROWTH_BOUND: u32 = 64;
+
+/// Levels the depth limit falls each time the lists would grow past [`GROWTH_BOUND`].
+const DEPTH_STEP: u32 = 3;
+
 const COUNTER_LEVELS: u64 = MAX_DEPTH as u64 + 2;
 const STATUS_BYTES: u64 = std::mem::size_of::<KdBuildStatus>() as u64;
 const LEVEL_BYTES: u64 = std::mem::size_of::<KdLevelCounters>() as u64;
@@ -229,6 +239,16 @@ impl KdCapacity {
             small_records,
             small_roots: scaled(params.small_root_factor, small_records)?,
         })
+    }
+
+    /// Whether any list is more than `times` the same list of `bound`.
+    fn beyond(&self, bound: &KdCapacity, times: u32) -> bool {
+        let over = |list: u32, of: u32| list as u64 > times as u64 * of as u64;
+        over(self.records, bound.records)
+            || over(self.nodes, bound.nodes)
+            || over(self.leaf_triangles, bound.leaf_triangles)
+            || over(self.small_records, bound.small_records)
+            || over(self.small_roots, bound.small_roots)
     }
 
     /// Large nodes per level: each holds more than `T` records in a disjoint range of the
@@ -844,7 +864,9 @@ impl KdTreeBuilder {
     }
 
     /// Doubles the lists that `overflow` names, and the small roots with their records
-    /// (reallocating the scratch arena); trees must then be allocated again.
+    /// (reallocating the scratch arena); trees must then be allocated again. Where that would
+    /// pass [`GROWTH_BOUND`], the lists stay as they are and the depth limit is lowered
+    /// instead; the build must be recorded again either way.
     pub fn grow(&mut self, ctx: &Context, overflow: KdOverflow) -> Result<()> {
         let mut capacity = self.arena.capacity;
         let double = |x: u32| x.saturating_mul(2).min(u32::MAX / 8);
@@ -864,6 +886,21 @@ impl KdTreeBuilder {
         // The small roots are sized as a share of their records: they grow with them.
         if bits & (OVERFLOW_SMALL_RECORDS | OVERFLOW_SMALL_NODES) != 0 {
             capacity.small_roots = double(capacity.small_roots);
+        }
+        let bound = KdCapacity::new(capacity.triangles, &KdBuildParams::default())?;
+        if capacity.beyond(&bound, GROWTH_BOUND) {
+            let depth = self.params.depth_limit(capacity.triangles);
+            if depth > 0 {
+                let shallower = depth.saturating_sub(DEPTH_STEP);
+                self.params.costs.max_depth = Some(shallower);
+                log::warn!(
+                    "kd-tree build: {} would grow past {GROWTH_BOUND} times their first size \
+                     (the triangles overlap in many cells); depth limit lowered from {depth} \
+                     to {shallower}",
+                    overflow.lists().join(", ")
+                );
+                return Ok(());
+            }
         }
         if capacity == self.arena.capacity {
             return Err(Error::InvalidInput(format!(
