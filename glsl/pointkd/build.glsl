@@ -65,7 +65,6 @@ struct PointKdBuildState {
     uint tasks;        // large tasks of this level
     uint next_tasks;   // tasks appended for the next level
     uint small_tasks;  // small tasks (built after the levels)
-    uint medium_tasks; // medium tasks (built by medium.comp after the levels)
     uint to_partition; // list elements to partition this level (0: nothing splits)
     uint parity;       // which buffers hold the current lists and owners
     uint queue;        // which task queue this level reads
@@ -81,7 +80,6 @@ struct PointKdBuildRefs {
     uint64_t tasks[2];    // task queues
     uint64_t splits;      // PointKdSplit per task of the level
     uint64_t small;       // small tasks
-    uint64_t medium;      // medium tasks
     uint64_t flags;       // scan input: element goes left
     uint64_t offsets;     // scan output
     uint64_t keys;        // sort keys: 3 lists of coordinate bits
@@ -103,7 +101,7 @@ struct PointKdBuildRefs {
     float radius;         // R (0: init.comp estimates it and writes it here)
     uint k_estimate;      // neighbours R is estimated for
     uint local_radius;    // 1: R was not given, small nodes price for their own density
-    uint medium_capacity;
+    uint pad;
 };
 
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer PointKdBuildRefsBuffer { PointKdBuildRefs r; };
@@ -175,129 +173,6 @@ float next_up(float x) {
     }
     uint bits = floatBitsToUint(x);
     return uintBitsToFloat(x > 0.0 ? bits + 1u : bits - 1u);
-}
-
-// The most points of a medium task: a node above T points whose whole subtree one workgroup of
-// medium.comp builds. Its levels hold at most MEDIUM_LEVEL_TASKS tasks: only nodes above T
-// points split, and fewer than MEDIUM_LEVEL_TASKS / 2 of them fit in a medium task.
-const uint MEDIUM_LEVEL_TASKS = 128;
-
-uint medium_limit() {
-    return (MEDIUM_LEVEL_TASKS / 2) * (refs.large_node + 1) - 1;
-}
-
-// The decision of a large task (split.comp, medium.comp), as src/accel/pointkd/cpu.rs makes
-// it, over its lists at `lists` (read coherently: medium.comp's workgroup rewrites them): the
-// node's box from the ends of its sorted lists (O(1)); a leaf when it is small enough, as deep
-// as allowed or all one point; a small task (exact VVH later) at or below T points; else the
-// empty part of its cell cut off when it exceeds Ce on some side (the largest), or the spatial
-// median of its box on its longest axis, its left points counted by binary search in the sorted
-// list of its axis. A leaf is written and a small task appended here (axis NO_SPLIT returned);
-// a split is returned (its left_task unset) with the box in `lo` and `hi` for the caller to
-// allocate the children.
-PointKdSplit decide_large_task(PointKdTask task, uint64_t lists_address, out vec3 lo, out vec3 hi) {
-    CoherentU32s lists = CoherentU32s(lists_address);
-    PointKdBuildStates state = build_state();
-    uint n = task.end - task.begin;
-    lo = vec3(INF);
-    hi = vec3(-INF);
-    if (n > 0) {
-        for (uint a = 0; a < 3; ++a) {
-            lo[a] = point(lists.v[a * refs.stride + task.begin])[a];
-            hi[a] = point(lists.v[a * refs.stride + task.end - 1])[a];
-        }
-    }
-    PointKdSplit split = PointKdSplit(NO_SPLIT, 0.0, 0, 0);
-    PointKdNodes nodes = PointKdNodes(refs.nodes);
-    if (n <= refs.max_leaf || task.depth >= refs.max_depth || lo == hi) {
-        nodes.v[task.node] = PointKdNode(lo, POINT_KD_LEAF | (n << 2), hi, task.begin);
-        return split;
-    }
-    if (n <= refs.large_node) {
-        uint s = atomicAdd(state.v[0].small_tasks, 1);
-        if (s < refs.small_capacity) {
-            store_task(refs.small, s, task);
-        } else {
-            atomicOr(state.v[0].overflow, 1);
-        }
-        return split;
-    }
-    // Empty space first, the largest part beyond Ce.
-    float best = -1.0;
-    uint axis = 0;
-    float plane = 0.0;
-    for (uint a = 0; a < 3; ++a) {
-        float extent = task.cell_hi[a] - task.cell_lo[a];
-        float below = lo[a] - task.cell_lo[a];
-        float above = task.cell_hi[a] - hi[a];
-        float fraction_below = extent > 0.0 ? below / extent : 0.0;
-        float fraction_above = extent > 0.0 ? above / extent : 0.0;
-        if (fraction_below > refs.empty_space && fraction_below > best) {
-            best = fraction_below;
-            axis = a;
-            plane = lo[a];
-        }
-        // A cut just above the points must still lie inside the cell, or it would cut
-        // nothing off (a flat box in a cell a few ulps wide), level after level.
-        if (fraction_above > refs.empty_space && fraction_above > best && next_up(hi[a]) < task.cell_hi[a]) {
-            best = fraction_above;
-            axis = a;
-            plane = next_up(hi[a]);
-        }
-    }
-    if (best < 0.0) {
-        // The longest axis (the last of equals), its middle.
-        axis = 0;
-        for (uint a = 1; a < 3; ++a) {
-            if (hi[a] - lo[a] >= hi[axis] - lo[axis]) {
-                axis = a;
-            }
-        }
-        // Exact as written: the product by 0.5 does not round, so a fused multiply-add agrees.
-        float middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
-        plane = middle > lo[axis] ? middle : hi[axis];
-    }
-    // Points below the plane: a prefix of the axis's sorted list.
-    uint first = task.begin;
-    uint last = task.end;
-    while (first < last) {
-        uint mid = (first + last) / 2;
-        if (point(lists.v[axis * refs.stride + mid])[axis] < plane) {
-            first = mid + 1;
-        } else {
-            last = mid;
-        }
-    }
-    return PointKdSplit(axis, plane, first - task.begin, 0);
-}
-
-// The split node `task` written with its children allocated as the pair from `children`, and
-// the children's tasks (in `left` and `right`, the next level's).
-void split_node(PointKdTask task, PointKdSplit split, vec3 lo, vec3 hi, uint children, out PointKdTask left, out PointKdTask right) {
-    PointKdNodes nodes = PointKdNodes(refs.nodes);
-    nodes.v[task.node] = PointKdNode(lo, split.axis | (children << 2), hi, floatBitsToUint(split.plane));
-    vec3 left_hi = task.cell_hi;
-    left_hi[split.axis] = split.plane;
-    vec3 right_lo = task.cell_lo;
-    right_lo[split.axis] = split.plane;
-    uint mid_entry = task.begin + split.left_count;
-    left = PointKdTask(children, task.begin, mid_entry, task.depth + 1, task.cell_lo, 0, left_hi, 0);
-    right = PointKdTask(children + 1, mid_entry, task.end, task.depth + 1, right_lo, 0, task.cell_hi, 0);
-}
-
-// A split that could not be stored (a capacity exceeded): the node becomes a leaf of all its
-// points and the build reports the overflow.
-void overflow_leaf(PointKdTask task, vec3 lo, vec3 hi) {
-    atomicOr(build_state().v[0].overflow, 1);
-    PointKdNodes nodes = PointKdNodes(refs.nodes);
-    nodes.v[task.node] = PointKdNode(lo, POINT_KD_LEAF | ((task.end - task.begin) << 2), hi, task.begin);
-}
-
-// Where the stable partition of a split task's list moves the element at `position`: among the
-// task's entries from `begin`, its `left_count` left ones first, each side in list order;
-// `left_before` elements of its list left of the split precede it within the task.
-uint partition_target(uint position, uint begin, uint left_count, bool left, uint left_before) {
-    return left ? begin + left_before : begin + left_count + (position - begin - left_before);
 }
 
 #endif

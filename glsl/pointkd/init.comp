@@ -12,7 +12,7 @@ void main() {
         return;
     }
     PointKdBuildStates state = build_state();
-    state.v[0] = PointKdBuildState(1, 1, 0, 0, 0, 0, 0, 0, 0);
+    state.v[0] = PointKdBuildState(1, 1, 0, 0, 0, 0, 0, 0);
     vec3 lo = vec3(0.0);
     vec3 hi = vec3(0.0);
     if (refs.count > 0) {

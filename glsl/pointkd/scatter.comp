@@ -39,7 +39,7 @@ void main() {
     U32s offsets = U32s(refs.offsets);
     uint left_before = offsets.v[i] - offsets.v[axis_list * refs.stride + begin];
     bool left = U32s(refs.flags).v[i] != 0;
-    uint to = partition_target(position, begin, split.left_count, left, left_before);
+    uint to = left ? begin + left_before : begin + split.left_count + (position - begin - left_before);
     target.v[axis_list * refs.stride + to] = source.v[i];
     if (axis_list == 0) {
         owners_next.v[to] = left ? split.left_task : split.left_task + 1;

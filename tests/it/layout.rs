@@ -572,10 +572,6 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
             Rust(rust_layout!(PointKdBuildPush { refs_address })),
         ),
         (
-            shaders::POINTKD_MEDIUM,
-            Rust(rust_layout!(PointKdBuildPush { refs_address })),
-        ),
-        (
             shaders::POINTKD_SMALL,
             Rust(rust_layout!(PointKdBuildPush { refs_address })),
         ),
@@ -1055,29 +1051,26 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::POINTKD_SPLIT,
             name: "PointKdBuildState",
-            shape: &[
-                "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
-            ],
+            shape: &["u32", "u32", "u32", "u32", "u32", "u32", "u32", "u32"],
             rust: rust_layout!(PointKdBuildState {
                 node_count,
                 tasks,
                 next_tasks,
                 small_tasks,
-                medium_tasks,
                 to_partition,
                 parity,
                 queue,
                 overflow
             }),
-            offsets: &[0, 4, 8, 12, 16, 20, 24, 28, 32],
+            offsets: &[0, 4, 8, 12, 16, 20, 24, 28],
         },
         SharedStruct {
             kernel: shaders::POINTKD_SPLIT,
             name: "PointKdBuildRefs",
             shape: &[
                 "u64", "[u64; 2]", "[u64; 2]", "[u64; 2]", "u64", "u64", "u64", "u64", "u64",
-                "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32",
-                "u32", "u32", "f32", "f32", "f32", "u32", "u32", "u32",
+                "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u32", "u32", "u32",
+                "u32", "f32", "f32", "f32", "u32", "u32", "u32",
             ],
             rust: rust_layout!(PointKdBuildRefs {
                 positions,
@@ -1086,7 +1079,6 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 tasks,
                 splits,
                 small,
-                medium,
                 flags,
                 offsets,
                 keys,
@@ -1108,11 +1100,11 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 radius,
                 k_estimate,
                 local_radius,
-                medium_capacity
+                pad
             }),
             offsets: &[
-                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 148, 152, 156,
-                160, 164, 168, 172, 176, 180, 184, 188, 192, 196,
+                0, 8, 24, 40, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 140, 144, 148, 152,
+                156, 160, 164, 168, 172, 176, 180, 184, 188,
             ],
         },
         SharedStruct {

@@ -4,18 +4,14 @@
 //!    coordinate order; `init.comp` makes the root's task (its cell the points' box, read from
 //!    the lists' ends) and estimates `R` when none is given.
 //! 2. **pointkd: large nodes**, one round per level up to the depth limit, sized on the GPU:
-//!    `split.comp` decides each task (leaf, small task, medium task, or a spatial-median or
-//!    empty-space split whose children are allocated as a pair); `flags.comp`, a scan and
-//!    `scatter.comp` partition the three lists stably within every split node, so each list
-//!    stays sorted within each child (node boxes in O(1), a split in one pass, as the paper
-//!    keeps them); `round_end.comp` moves to the next level. A round with no large task left
-//!    is skipped where the device has conditional rendering.
-//! 3. **pointkd: medium nodes** (`medium.comp`): one workgroup per node of more than `T` and
-//!    at most 64 (`T` + 1) - 1 points makes the large-node levels of its subtree, the
-//!    workgroup in place of the grid, so the rounds stop about six levels earlier.
-//! 4. **pointkd: small nodes** (`small.comp`): one invocation per node of at most `T` points
+//!    `split.comp` decides each task (leaf, small task, or a spatial-median or empty-space split
+//!    whose children are allocated as a pair); `flags.comp`, a scan and `scatter.comp`
+//!    partition the three lists stably within every split node, so each list stays sorted within
+//!    each child (node boxes in O(1), a split in one pass, as the paper keeps them);
+//!    `round_end.comp` moves to the next level.
+//! 3. **pointkd: small nodes** (`small.comp`): one invocation per node of at most `T` points
 //!    builds its subtree by exact VVH over its points' coordinates, with bit masks.
-//! 5. **pointkd: entries** (`entries.comp`): positions and indices in leaf order, and the
+//! 4. **pointkd: entries** (`entries.comp`): positions and indices in leaf order, and the
 //!    tree's header (node count and `R`) for the queries.
 //!
 //! The decisions are those of [`super::cpu::build`], priced in the same f32 arithmetic, so the
@@ -51,8 +47,6 @@ pub struct PointKdBuildRefs {
     pub splits: u64,
     /// Small tasks.
     pub small: u64,
-    /// Medium tasks.
-    pub medium: u64,
     /// Scan input.
     pub flags: u64,
     /// Scan output.
@@ -95,8 +89,8 @@ pub struct PointKdBuildRefs {
     pub k_estimate: u32,
     /// 1 when `R` was not given: small nodes price for their own density.
     pub local_radius: u32,
-    /// Medium task capacity.
-    pub medium_capacity: u32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// The build's counters (`PointKdBuildState`), read back after a build.
@@ -111,8 +105,6 @@ pub struct PointKdBuildState {
     pub next_tasks: u32,
     /// Small tasks.
     pub small_tasks: u32,
-    /// Medium tasks.
-    pub medium_tasks: u32,
     /// Elements to partition this level.
     pub to_partition: u32,
     /// Which lists are current.
@@ -139,7 +131,7 @@ pub struct PointKdBuilder {
     params: PointKdParams,
     capacity: u32,
     stride: u32,
-    kernels: [Arc<Pipeline>; 9],
+    kernels: [Arc<Pipeline>; 8],
     sort: RadixSort,
     scan: Scan,
     indirect: IndirectArgs,
@@ -150,14 +142,12 @@ pub struct PointKdBuilder {
     tasks: [Buffer; 2],
     splits: Buffer,
     small: Buffer,
-    medium: Buffer,
     flags: Buffer,
     offsets: Buffer,
     state: Buffer,
     status: Buffer,
     task_capacity: u32,
     small_capacity: u32,
-    medium_capacity: u32,
     /// A count of 0 on the device, for builds over no points.
     no_points: Buffer,
 }
@@ -169,15 +159,8 @@ const SPLIT: usize = 2;
 const FLAGS: usize = 3;
 const SCATTER: usize = 4;
 const ROUND_END: usize = 5;
-const MEDIUM: usize = 6;
-const SMALL: usize = 7;
-const ENTRIES: usize = 8;
-
-/// The slots of the builder's indirect dispatch sizes.
-const SPLIT_SLOT: u32 = 0;
-const PARTITION_SLOT: u32 = 1;
-const MEDIUM_SLOT: u32 = 2;
-const SMALL_SLOT: u32 = 3;
+const SMALL: usize = 6;
+const ENTRIES: usize = 7;
 
 impl PointKdBuilder {
     /// A builder with `params` for up to `capacity` points (all memory allocated here).
@@ -207,8 +190,6 @@ impl PointKdBuilder {
         let lists = 3 * stride as u64;
         let task_capacity = 2 * (n / (params.large_node + 1)) + 4;
         let small_capacity = n / (params.max_leaf + 1) + 2;
-        // Medium tasks hold more than T points each, and no two share a point.
-        let medium_capacity = n / (params.large_node + 1) + 2;
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
         let kernel = |k: &Kernel| ctx.pipeline(k, WORKGROUP_SIZE, &[]);
         Ok(Self {
@@ -222,13 +203,12 @@ impl PointKdBuilder {
                 kernel(&shaders::POINTKD_FLAGS)?,
                 kernel(&shaders::POINTKD_SCATTER)?,
                 kernel(&shaders::POINTKD_ROUND_END)?,
-                kernel(&shaders::POINTKD_MEDIUM)?,
                 kernel(&shaders::POINTKD_SMALL)?,
                 kernel(&shaders::POINTKD_ENTRIES)?,
             ],
             sort: RadixSort::new(ctx, KeyType::U32, 32, n)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, 3 * stride)?,
-            indirect: IndirectArgs::new(ctx, "pointkd", 4)?,
+            indirect: IndirectArgs::new(ctx, "pointkd", 3)?,
             refs: device(
                 "pointkd refs",
                 std::mem::size_of::<PointKdBuildRefs>() as u64,
@@ -248,14 +228,12 @@ impl PointKdBuilder {
             ],
             splits: device("pointkd splits", task_capacity as u64 * 16)?,
             small: device("pointkd small tasks", small_capacity as u64 * TASK_BYTES)?,
-            medium: device("pointkd medium tasks", medium_capacity as u64 * TASK_BYTES)?,
             flags: device("pointkd flags", lists * 4)?,
             offsets: device("pointkd offsets", lists * 4)?,
             state: device("pointkd state", STATE_BYTES)?,
             status: ctx.create_buffer("pointkd status", STATE_BYTES, MemoryKind::Readback)?,
             task_capacity,
             small_capacity,
-            medium_capacity,
             no_points: ctx.create_buffer_with("pointkd no points", &[0u32])?,
         })
     }
@@ -313,38 +291,14 @@ impl PointKdBuilder {
         }
         positions.check("pointkd positions", n as u64, 4)?;
         tree.set_point_count(n);
-        let refs = self.refs(positions, count, tree);
-        let push = PointKdBuildPush {
-            refs_address: self.refs.address(),
-        };
-        rec.barrier_compute_to_transfer();
-        rec.update_buffer(&self.refs, 0, &[refs]);
-        rec.barrier_transfer_to_compute();
-        self.record_sort(rec, &push, count)?;
-        self.record_large_nodes(rec, &push)?;
-        self.record_medium(rec, &push)?;
-        self.record_small(rec, &push)?;
-        self.record_entries(rec, &push, n)
-    }
-}
-
-impl PointKdBuilder {
-    /// The kernels' refs for a build over `count` points of `positions` into `tree`.
-    fn refs(
-        &self,
-        positions: Slice<[f32; 3]>,
-        count: Count,
-        tree: &PointKdTreeGpu,
-    ) -> PointKdBuildRefs {
         let (count_address, _) = count.push();
-        PointKdBuildRefs {
+        let refs = PointKdBuildRefs {
             positions: positions.address(),
             lists: [self.lists[0].address(), self.lists[1].address()],
             owners: [self.owners[0].address(), self.owners[1].address()],
             tasks: [self.tasks[0].address(), self.tasks[1].address()],
             splits: self.splits.address(),
             small: self.small.address(),
-            medium: self.medium.address(),
             flags: self.flags.address(),
             offsets: self.offsets.address(),
             keys: self.keys.address(),
@@ -353,7 +307,7 @@ impl PointKdBuilder {
             state: self.state.address(),
             header: tree.header.address(),
             count_address,
-            count: count.max(),
+            count: n,
             stride: self.stride,
             node_capacity: Self::max_nodes(tree.capacity(), self.params.large_node),
             task_capacity: self.task_capacity,
@@ -366,21 +320,17 @@ impl PointKdBuilder {
             radius: self.params.query_radius.unwrap_or(0.0),
             k_estimate: self.params.k_estimate,
             local_radius: self.params.query_radius.is_none() as u32,
-            medium_capacity: self.medium_capacity,
-        }
-    }
+            pad: 0,
+        };
+        let push = PointKdBuildPush {
+            refs_address: self.refs.address(),
+        };
+        rec.barrier_compute_to_transfer();
+        rec.update_buffer(&self.refs, 0, &[refs]);
+        rec.barrier_transfer_to_compute();
 
-    /// The address of a field of the build's counters.
-    fn state_field(&self, offset: usize) -> u64 {
-        self.state.address() + offset as u64
-    }
-
-    /// `keys.comp`, the three axes' radix sorts and `init.comp`: the sorted lists and the
-    /// root's task.
-    fn record_sort(&self, rec: &mut Recorder, push: &PointKdBuildPush, count: Count) -> Result<()> {
         rec.begin_stage("pointkd: sort");
-        let n = count.max();
-        rec.dispatch(&self.kernels[KEYS], push, n.div_ceil(WORKGROUP_SIZE))?;
+        rec.dispatch(&self.kernels[KEYS], &push, n.div_ceil(WORKGROUP_SIZE))?;
         rec.barrier_compute_to_compute();
         for axis in 0..3u64 {
             let at = axis * self.stride as u64;
@@ -389,111 +339,35 @@ impl PointKdBuilder {
             self.sort.record(rec, keys, values, count)?;
             rec.barrier_compute_to_compute();
         }
-        rec.dispatch(&self.kernels[INIT], push, 1)?;
+        rec.dispatch(&self.kernels[INIT], &push, 1)?;
         rec.barrier_compute_to_indirect();
         rec.end_stage();
-        Ok(())
-    }
 
-    /// The large-node rounds, one per level up to the depth limit
-    /// ([`Self::record_large_round`]).
-    fn record_large_nodes(&self, rec: &mut Recorder, push: &PointKdBuildPush) -> Result<()> {
         rec.begin_stage("pointkd: large nodes");
+        let field = |offset: usize| self.state.address() + offset as u64;
+        let elements = 3 * self.stride;
         let tasks_offset = std::mem::offset_of!(PointKdBuildState, tasks);
         for _ in 0..=self.params.max_depth {
             // A round past the tree's last level of large tasks dispatches nothing: skipped
             // outright where the device can.
             rec.skip_if_zero(&self.state, tasks_offset as u64, |rec| {
-                self.record_large_round(rec, push)
+                self.record_large_round(rec, &push, elements)
             })?;
         }
         rec.end_stage();
-        Ok(())
-    }
 
-    /// One round of the large-node stage over the level's tasks: `split.comp` decides every
-    /// task, `flags.comp`, a scan and `scatter.comp` partition the list positions of the split
-    /// nodes, and `round_end.comp` moves to the next level.
-    fn record_large_round(&self, rec: &mut Recorder, push: &PointKdBuildPush) -> Result<()> {
-        let elements = 3 * self.stride;
-        let tasks = self.state_field(std::mem::offset_of!(PointKdBuildState, tasks));
-        self.indirect.record(
-            rec,
-            SPLIT_SLOT,
-            tasks,
-            self.task_capacity,
-            WORKGROUP_SIZE,
-            0,
-        )?;
-        let args = self.indirect.buffer();
-        rec.dispatch_indirect(&self.kernels[SPLIT], push, args, slot_offset(SPLIT_SLOT));
-        rec.barrier_compute_to_compute();
-        let partition = std::mem::offset_of!(PointKdBuildState, to_partition);
-        let to_partition = self.state_field(partition);
-        self.indirect.record(
-            rec,
-            PARTITION_SLOT,
-            to_partition,
-            elements,
-            WORKGROUP_SIZE,
-            0,
-        )?;
-        let slot = slot_offset(PARTITION_SLOT);
-        rec.dispatch_indirect(&self.kernels[FLAGS], push, args, slot);
-        rec.barrier_compute_to_compute();
-        let count = Count::Device {
-            buffer: &self.state,
-            offset: partition as u64,
-            max: elements,
-        };
-        let (flags, offsets) = (Slice::whole(&self.flags), Slice::whole(&self.offsets));
-        self.scan.record(rec, flags, offsets, count)?;
-        rec.barrier_compute_to_compute();
-        rec.dispatch_indirect(&self.kernels[SCATTER], push, args, slot);
-        rec.barrier_compute_to_compute();
-        rec.dispatch(&self.kernels[ROUND_END], push, 1)?;
-        rec.barrier_compute_to_indirect();
-        Ok(())
-    }
-
-    /// `medium.comp`: a workgroup per medium task.
-    fn record_medium(&self, rec: &mut Recorder, push: &PointKdBuildPush) -> Result<()> {
-        rec.begin_stage("pointkd: medium nodes");
-        let medium = self.state_field(std::mem::offset_of!(PointKdBuildState, medium_tasks));
-        self.indirect
-            .record(rec, MEDIUM_SLOT, medium, self.medium_capacity, 1, 0)?;
-        let slot = slot_offset(MEDIUM_SLOT);
-        rec.dispatch_indirect(&self.kernels[MEDIUM], push, self.indirect.buffer(), slot);
-        rec.barrier_compute_to_indirect();
-        rec.end_stage();
-        Ok(())
-    }
-
-    /// `small.comp`: an invocation per small task.
-    fn record_small(&self, rec: &mut Recorder, push: &PointKdBuildPush) -> Result<()> {
         rec.begin_stage("pointkd: small nodes");
-        let small = self.state_field(std::mem::offset_of!(PointKdBuildState, small_tasks));
-        self.indirect.record(
-            rec,
-            SMALL_SLOT,
-            small,
-            self.small_capacity,
-            WORKGROUP_SIZE,
-            0,
-        )?;
-        let slot = slot_offset(SMALL_SLOT);
-        rec.dispatch_indirect(&self.kernels[SMALL], push, self.indirect.buffer(), slot);
+        let small = field(std::mem::offset_of!(PointKdBuildState, small_tasks));
+        self.indirect
+            .record(rec, 2, small, self.small_capacity, WORKGROUP_SIZE, 0)?;
+        let slot = 2 * crate::prims::indirect::SLOT_BYTES;
+        rec.dispatch_indirect(&self.kernels[SMALL], &push, self.indirect.buffer(), slot);
         rec.barrier_compute_to_compute();
         rec.end_stage();
-        Ok(())
-    }
 
-    /// `entries.comp` over the `n` points' bound, then the counters copied to
-    /// [`Self::status`].
-    fn record_entries(&self, rec: &mut Recorder, push: &PointKdBuildPush, n: u32) -> Result<()> {
         rec.begin_stage("pointkd: entries");
         let groups = n.div_ceil(WORKGROUP_SIZE).max(1);
-        rec.dispatch(&self.kernels[ENTRIES], push, groups)?;
+        rec.dispatch(&self.kernels[ENTRIES], &push, groups)?;
         rec.barrier_compute_to_transfer();
         rec.copy_buffer(&self.state, 0, &self.status, 0, STATE_BYTES);
         rec.barrier_transfer_to_host();
@@ -503,9 +377,42 @@ impl PointKdBuilder {
     }
 }
 
-/// The byte offset of an indirect slot in the builder's arguments.
-fn slot_offset(slot: u32) -> u64 {
-    slot as u64 * crate::prims::indirect::SLOT_BYTES
+impl PointKdBuilder {
+    /// One round of the large-node stage over the level's tasks: `split.comp` decides every
+    /// task, `flags.comp`, a scan and `scatter.comp` partition the `elements` list positions of
+    /// the split nodes, and `round_end.comp` moves to the next level.
+    fn record_large_round(
+        &self,
+        rec: &mut Recorder,
+        push: &PointKdBuildPush,
+        elements: u32,
+    ) -> Result<()> {
+        let field = |offset: usize| self.state.address() + offset as u64;
+        let tasks = field(std::mem::offset_of!(PointKdBuildState, tasks));
+        self.indirect
+            .record(rec, 0, tasks, self.task_capacity, WORKGROUP_SIZE, 0)?;
+        rec.dispatch_indirect(&self.kernels[SPLIT], push, self.indirect.buffer(), 0);
+        rec.barrier_compute_to_compute();
+        let partition = std::mem::offset_of!(PointKdBuildState, to_partition);
+        self.indirect
+            .record(rec, 1, field(partition), elements, WORKGROUP_SIZE, 0)?;
+        let slot = crate::prims::indirect::SLOT_BYTES;
+        rec.dispatch_indirect(&self.kernels[FLAGS], push, self.indirect.buffer(), slot);
+        rec.barrier_compute_to_compute();
+        let count = Count::Device {
+            buffer: &self.state,
+            offset: partition as u64,
+            max: elements,
+        };
+        let (flags, offsets) = (Slice::whole(&self.flags), Slice::whole(&self.offsets));
+        self.scan.record(rec, flags, offsets, count)?;
+        rec.barrier_compute_to_compute();
+        rec.dispatch_indirect(&self.kernels[SCATTER], push, self.indirect.buffer(), slot);
+        rec.barrier_compute_to_compute();
+        rec.dispatch(&self.kernels[ROUND_END], push, 1)?;
+        rec.barrier_compute_to_indirect();
+        Ok(())
+    }
 }
 
 /// A point kd-tree with its GPU builder, behind [`PointStructure`].
