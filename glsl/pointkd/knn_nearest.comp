@@ -121,10 +121,14 @@ void main() {
     }
     if (kept == wanted && kept > 0) {
         // The k-th distance, rounded up until its square holds the k-th squared distance.
+        // `precise`: without it NVIDIA's compiler may take sqrt(x)^2 for x and end the loop
+        // a few ulps short.
         float last = best_d2[0];
-        float k_th = sqrt(last);
-        while (k_th * k_th < last) {
+        precise float k_th = sqrt(last);
+        precise float square = k_th * k_th;
+        while (square < last) {
             k_th = uintBitsToFloat(floatBitsToUint(k_th) + 1u);
+            square = k_th * k_th;
         }
         r = min(k_th, r);
     }
