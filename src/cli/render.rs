@@ -540,15 +540,70 @@ fn check_name_length(path: &Path, what: &str) -> Result<(), CliError> {
 }
 
 pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> {
-    let (width, height) = args.size;
-    // Frames go to --out, or to frames/ unless only a video is asked for.
-    let out = match (&args.out, &args.video) {
-        _ if args.no_write => None,
-        (Some(out), _) => Some(out.clone()),
-        (None, Some(_)) => None,
-        (None, None) => Some(PathBuf::from("frames")),
+    let files = output_files(args)?;
+    check_camera(args)?;
+    let devices = device_options(options, args.devices.as_deref())?;
+    let Some(frames) = frame_plan(args, files.naming.as_ref())? else {
+        return Ok(());
     };
-    let naming = match &out {
+    let stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
+    let video = open_video(args)?;
+    let destination = destination(args);
+    let OutputFiles {
+        naming,
+        options: writer_options,
+        channels,
+    } = files;
+    let job = RenderJob {
+        frames: &frames,
+        devices: &devices,
+        setup: JobSetup {
+            context: &super::context,
+            subject: &|ctx| build_subject(ctx, args),
+            config: &|subject| sequence_config(args, subject, channels.clone()),
+            attributes: &|frame, subject| frame_attributes(frame, args, subject),
+            finished: &print_caustics,
+        },
+        outputs: JobOutputs {
+            images: naming.clone().map(|naming| ImageOutput {
+                naming,
+                options: writer_options,
+            }),
+            video,
+            stats,
+        },
+    };
+    let mut printer = Printer::new(args, frames.len(), destination);
+    // While frames are rendered, SIGINT or SIGTERM stops the render after the frames already
+    // being written; a second signal while stopping ends the process at once (frames are
+    // still never left half-written under their own names). Before (loading the mesh,
+    // building the structures) an interrupt ends canopy at once.
+    let mut _graceful = None;
+    let stop = interrupt::stop_flag();
+    let report = job.run(&stop, |event| {
+        if let JobEvent::Started { .. } = event {
+            _graceful = Some(interrupt::graceful());
+        }
+        printer.print(event);
+    });
+    printer.finish();
+    report_outcome(report, (&naming, args, frames.len()), stop.is_stopped())
+}
+
+/// The image files a render writes, as its arguments ask.
+struct OutputFiles {
+    /// Their names and format; none without files (`--no-write`, or a video alone).
+    naming: Option<OutputNaming>,
+    /// How they are encoded.
+    options: WriterOptions,
+    /// The channels the frames carry for them.
+    channels: Vec<canopy::render::OutputChannel>,
+}
+
+/// The files `args` ask for ([`out_path`]), checked: a single file name for one frame only;
+/// the PNG and OpenEXR settings only with their format.
+fn output_files(args: &RenderArgs) -> Result<OutputFiles, CliError> {
+    let naming = match &out_path(args) {
         None => None,
         Some(out) => Some(
             OutputNaming::parse(out, args.format.map(ImageFormat::from))
@@ -597,41 +652,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
                 .into(),
         ));
     }
-    if let (Some(eye), Some(target)) = (args.camera_eye, args.camera_target)
-        && eye == target
-    {
-        return Err(CliError::Usage(format!(
-            "--camera-eye and --camera-target are both {}: the camera needs a direction to \
-             look in",
-            point_text(eye)
-        )));
-    }
-    let devices = device_options(options, args.devices.as_deref())?;
-    let resume = match (args.skip_existing, args.overwrite) {
-        (true, _) => ResumeMode::SkipExisting,
-        (false, true) => ResumeMode::Overwrite,
-        (false, false) => ResumeMode::Error,
-    };
-    let (index, count) = args.shard.unwrap_or((0, 1));
-    let shard = Shard {
-        index,
-        count,
-        mode: args.shard_mode.into(),
-    };
-    let frames = FramePlan::new(&args.frames, shard, naming.as_ref(), resume)?;
-    if !frames.skipped().is_empty() {
-        println!(
-            "skipping {} written already: {}",
-            count_of(frames.skipped().len(), "frame"),
-            frame_ranges(frames.skipped())
-        );
-    }
-    if frames.is_empty() {
-        println!("nothing to render: every frame asked for is written already");
-        return Ok(());
-    }
-    let stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
-    let writer_options = WriterOptions {
+    let options = WriterOptions {
         png,
         exr: ExrOptions {
             aovs: args.aovs.iter().map(|&a| a.into()).collect(),
@@ -644,63 +665,93 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         memory: WriterOptions::DEFAULT_MEMORY,
     };
     let channels = format.map_or(Vec::new(), |f| {
-        export::output_channels(f, png, &writer_options.exr)
+        export::output_channels(f, png, &options.exr)
     });
-    let video = match &args.video {
-        Some(path) => Some(
-            VideoEncoder::new(path, (width, height), args.fps, args.codec.into(), args.crf)
-                .map_err(video_error)?,
-        ),
-        None => None,
-    };
-    if let Some(video) = &video {
-        // An interrupt before the frames are rendered ends canopy at once: ffmpeg and its
-        // unfinished file go with it.
-        interrupt::on_abort(interrupt::Cleanup::Kill(video.process_id()));
-        if let Some(temporary) = video.temporary_path() {
-            interrupt::on_abort(interrupt::Cleanup::Remove(temporary.to_path_buf()));
-        }
+    Ok(OutputFiles {
+        naming,
+        options,
+        channels,
+    })
+}
+
+/// Refuses a camera that looks at its own position.
+fn check_camera(args: &RenderArgs) -> Result<(), CliError> {
+    match (args.camera_eye, args.camera_target) {
+        (Some(eye), Some(target)) if eye == target => Err(CliError::Usage(format!(
+            "--camera-eye and --camera-target are both {}: the camera needs a direction to \
+             look in",
+            point_text(eye)
+        ))),
+        _ => Ok(()),
     }
-    let destination = match (&out, &args.video) {
+}
+
+/// The frames this run renders (its shard, less those written already as the resume flags
+/// say), with the skipped ones said; none when nothing is left to render.
+fn frame_plan(
+    args: &RenderArgs,
+    naming: Option<&OutputNaming>,
+) -> Result<Option<FramePlan>, CliError> {
+    let resume = match (args.skip_existing, args.overwrite) {
+        (true, _) => ResumeMode::SkipExisting,
+        (false, true) => ResumeMode::Overwrite,
+        (false, false) => ResumeMode::Error,
+    };
+    let (index, count) = args.shard.unwrap_or((0, 1));
+    let shard = Shard {
+        index,
+        count,
+        mode: args.shard_mode.into(),
+    };
+    let frames = FramePlan::new(&args.frames, shard, naming, resume)?;
+    if !frames.skipped().is_empty() {
+        println!(
+            "skipping {} written already: {}",
+            count_of(frames.skipped().len(), "frame"),
+            frame_ranges(frames.skipped())
+        );
+    }
+    if frames.is_empty() {
+        println!("nothing to render: every frame asked for is written already");
+        return Ok(None);
+    }
+    Ok(Some(frames))
+}
+
+/// The video encoder `--video` asks for, its process and temporary file removed if an
+/// interrupt ends canopy before the frames are rendered.
+fn open_video(args: &RenderArgs) -> Result<Option<VideoEncoder>, CliError> {
+    let Some(path) = &args.video else {
+        return Ok(None);
+    };
+    let (width, height) = args.size;
+    let video = VideoEncoder::new(path, (width, height), args.fps, args.codec.into(), args.crf)
+        .map_err(video_error)?;
+    interrupt::on_abort(interrupt::Cleanup::Kill(video.process_id()));
+    if let Some(temporary) = video.temporary_path() {
+        interrupt::on_abort(interrupt::Cleanup::Remove(temporary.to_path_buf()));
+    }
+    Ok(Some(video))
+}
+
+/// Where image files go: --out, or frames/ unless only a video is asked for.
+fn out_path(args: &RenderArgs) -> Option<PathBuf> {
+    match (&args.out, &args.video) {
+        _ if args.no_write => None,
+        (Some(out), _) => Some(out.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some(PathBuf::from("frames")),
+    }
+}
+
+/// Where the frames go, as the first line says it.
+fn destination(args: &RenderArgs) -> String {
+    match (out_path(args), &args.video) {
         (Some(out), Some(video)) => format!("{} and {}", out.display(), video.display()),
         (Some(out), None) => out.display().to_string(),
         (None, Some(video)) => video.display().to_string(),
         (None, None) => "nowhere (--no-write)".to_string(),
-    };
-    let job = RenderJob {
-        frames: &frames,
-        devices: &devices,
-        setup: JobSetup {
-            context: &super::context,
-            subject: &|ctx| build_subject(ctx, args),
-            config: &|subject| sequence_config(args, subject, channels.clone()),
-            attributes: &|frame, subject| frame_attributes(frame, args, subject),
-            finished: &print_caustics,
-        },
-        outputs: JobOutputs {
-            images: naming.clone().map(|naming| ImageOutput {
-                naming,
-                options: writer_options,
-            }),
-            video,
-            stats,
-        },
-    };
-    let mut printer = Printer::new(args, frames.len(), destination);
-    // While frames are rendered, SIGINT or SIGTERM stops the render after the frames already
-    // being written; a second signal while stopping ends the process at once (frames are
-    // still never left half-written under their own names). Before (loading the mesh,
-    // building the structures) an interrupt ends canopy at once.
-    let mut _graceful = None;
-    let stop = interrupt::stop_flag();
-    let report = job.run(&stop, |event| {
-        if let JobEvent::Started { .. } = event {
-            _graceful = Some(interrupt::graceful());
-        }
-        printer.print(event);
-    });
-    printer.finish();
-    report_outcome(report, (&naming, args, frames.len()), stop.is_stopped())
+    }
 }
 
 /// Says how the job ended: the frames written when it failed or stopped, the video, the

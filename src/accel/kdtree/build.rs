@@ -65,7 +65,7 @@ pub const MAX_SMALL: u32 = 64;
 /// give the builder's triangles. A mesh whose tree needs more (triangles nested in or
 /// overlapping each other, each in a great many cells) gets a shallower tree instead, so that
 /// a small hostile file cannot make the build take gigabytes: its depth limit is lowered by
-/// [`DEPTH_STEP`] for every overflow past the bound.
+/// three levels for every overflow past the bound.
 pub const GROWTH_BOUND: u32 = 64;
 
 /// Levels the depth limit falls each time the lists would grow past [`GROWTH_BOUND`].
