@@ -62,7 +62,7 @@ use crate::trace::Tracer;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use crate::vk::{Count, Slice};
 use glam::Vec3;
-use photons::{PhotonMap, PhotonParams};
+use photons::{GatherPoints, GatherScratch, PhotonMap, PhotonParams};
 use std::sync::Arc;
 
 /// A pinhole camera.
@@ -852,7 +852,7 @@ impl Renderer {
         if let Some(caustics) = &self.caustics {
             caustics
                 .map
-                .record_photons(rec, (scene, structure), shading.surface_offset, 0)?;
+                .record_photons(rec, scene, structure, shading.surface_offset, 0)?;
             rec.barrier_compute_to_transfer();
             rec.fill(&caustics.counters, 0, COUNTER_BYTES, 0);
             rec.barrier_transfer_to_compute();
@@ -1079,15 +1079,18 @@ impl Renderer {
             offset: std::mem::offset_of!(BounceCounters, rays) as u64,
             max: caustics.capacity,
         };
-        let gathers = (
-            Slice::whole(&caustics.positions),
-            Slice::whole(&caustics.payloads),
+        let gathers = GatherPoints {
+            positions: Slice::whole(&caustics.positions),
+            payloads: Slice::whole(&caustics.payloads),
             count,
-        );
-        let scratch = (Slice::whole(&caustics.radii), Slice::whole(&caustics.found));
+        };
+        let scratch = GatherScratch {
+            radii: Slice::whole(&caustics.radii),
+            found: Slice::whole(&caustics.found),
+        };
         caustics
             .map
-            .record_gather(rec, gathers, scratch, &self.radiance)
+            .record_gather(rec, &gathers, &scratch, &self.radiance)
     }
 
     /// The any hits of the shadow rays the bounce's shading appended.

@@ -10,7 +10,7 @@ use canopy::accel::pointkd::knn::KnnFound;
 use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
 use canopy::render::cpu::CpuScene;
 use canopy::render::photons::cpu::{Photon, estimate, trace_photons};
-use canopy::render::photons::{PhotonMap, PhotonParams, PhotonStats};
+use canopy::render::photons::{GatherPoints, GatherScratch, PhotonMap, PhotonParams, PhotonStats};
 use canopy::render::{
     Camera, Light, Material, RayPayload, RenderParams, Renderer, SceneGpu, ShadingParams,
 };
@@ -112,7 +112,7 @@ impl Stage {
         submit_until_complete(ctx, structure.as_mut(), |rec, structure| {
             structure.record_build(rec, &input, 0)?;
             let tree = structure.traversable(&input);
-            map.record_photons(rec, (&scene, tree.as_ref()), OFFSET, 0)
+            map.record_photons(rec, &scene, tree.as_ref(), OFFSET, 0)
         })
         .unwrap();
         let stats = map.stats(ctx).unwrap();
@@ -335,9 +335,16 @@ fn gather(ctx: &Context, map: &PhotonMap, queries: &[[f32; 3]]) -> Vec<Vec3> {
         max: n,
     };
     ctx.submit_and_wait(|rec| {
-        let gathers = (Slice::whole(&positions), Slice::whole(&payloads), counted);
-        let scratch = (Slice::whole(&radii), Slice::<KnnFound>::whole(&found));
-        map.record_gather(rec, gathers, scratch, &radiance)
+        let gathers = GatherPoints {
+            positions: Slice::whole(&positions),
+            payloads: Slice::whole(&payloads),
+            count: counted,
+        };
+        let scratch = GatherScratch {
+            radii: Slice::whole(&radii),
+            found: Slice::<KnnFound>::whole(&found),
+        };
+        map.record_gather(rec, &gathers, &scratch, &radiance)
     })
     .unwrap();
     let sums: Vec<u64> = ctx.download(&radiance, 0, 3 * n as usize).unwrap();

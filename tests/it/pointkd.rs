@@ -130,8 +130,8 @@ fn gpu_knn(
     };
     ctx.submit_and_wait(|rec| match range {
         None => knn.record(rec, tree, &q, k, &out),
-        Some(r) if r < 0.0 => knn.record_bounded(rec, tree, &q, (k, -r), &out),
-        Some(r) => knn.record_range(rec, tree, &q, (r, k), &out),
+        Some(r) if r < 0.0 => knn.record_bounded(rec, tree, &q, k, -r, &out),
+        Some(r) => knn.record_range(rec, tree, &q, r, k, &out),
     })
     .unwrap();
     (
@@ -542,7 +542,7 @@ fn bad_queries_are_named() {
         assert!(err.is_err(), "k {k}, radius {radius} accepted");
     }
     for radius in [-1.0, f32::NAN, f32::INFINITY] {
-        let err = ctx.submit_and_wait(|rec| knn.record_range(rec, &tree, &q, (radius, 4), &out));
+        let err = ctx.submit_and_wait(|rec| knn.record_range(rec, &tree, &q, radius, 4, &out));
         assert!(err.is_err(), "range {radius} accepted");
     }
     // More answers than the output holds: 100 queries of 64 neighbours.

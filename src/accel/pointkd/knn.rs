@@ -442,7 +442,8 @@ impl Knn {
         rec: &mut Recorder,
         tree: &PointKdTreeGpu,
         queries: &KnnQueries,
-        (k, max_radius): (u32, f32),
+        k: u32,
+        max_radius: f32,
         out: &KnnOutput,
     ) -> Result<()> {
         check_starting_radius(queries)?;
@@ -491,7 +492,8 @@ impl Knn {
         rec: &mut Recorder,
         tree: &PointKdTreeGpu,
         queries: &KnnQueries,
-        (radius, most): (f32, u32),
+        radius: f32,
+        most: u32,
         out: &KnnOutput,
     ) -> Result<()> {
         if !(radius >= 0.0 && radius.is_finite()) {

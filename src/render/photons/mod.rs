@@ -86,6 +86,26 @@ impl PhotonParams {
     }
 }
 
+/// The points a frame gathers caustics at: one per diffuse hit of its camera rays.
+#[derive(Clone, Copy, Debug)]
+pub struct GatherPoints<'a> {
+    /// Where each gathers.
+    pub positions: Slice<'a, [f32; 3]>,
+    /// The weight each adds with, and its pixel.
+    pub payloads: Slice<'a, RayPayload>,
+    /// How many (counted on the device).
+    pub count: Count<'a>,
+}
+
+/// Scratch of a gather: a radius and a [`KnnFound`] per gather point.
+#[derive(Clone, Copy, Debug)]
+pub struct GatherScratch<'a> {
+    /// Radii.
+    pub radii: Slice<'a, f32>,
+    /// Neighbours found.
+    pub found: Slice<'a, KnnFound>,
+}
+
 /// Push constants of every step of `glsl/photons/trace.comp`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
@@ -321,7 +341,8 @@ impl PhotonMap {
     pub fn record_photons(
         &self,
         rec: &mut Recorder,
-        (scene, structure): (&SceneGpu, &dyn Traversable),
+        scene: &SceneGpu,
+        structure: &dyn Traversable,
         surface_offset: f32,
         frame: u32,
     ) -> Result<()> {
@@ -416,17 +437,21 @@ impl PhotonMap {
         Ok(())
     }
 
-    /// Records the caustic radiance of `count` gather points (`positions`, and `payloads`: the
-    /// weight each adds with and its pixel) into `radiance` (three u64 fixed-point sums per
-    /// pixel, the renderer's), using `radii` and `found` (a float and a [`KnnFound`] per
-    /// gather) as scratch.
+    /// Records the caustic radiance of `gathers` into `radiance` (three u64 fixed-point sums
+    /// per pixel, the renderer's), using `scratch`.
     pub fn record_gather(
         &self,
         rec: &mut Recorder,
-        (positions, payloads, count): (Slice<[f32; 3]>, Slice<RayPayload>, Count),
-        (radii, found): (Slice<f32>, Slice<KnnFound>),
+        gathers: &GatherPoints,
+        scratch: &GatherScratch,
         radiance: &Buffer,
     ) -> Result<()> {
+        let GatherPoints {
+            positions,
+            payloads,
+            count,
+        } = *gathers;
+        let GatherScratch { radii, found } = *scratch;
         let n = count.max();
         payloads.check("photon gather payloads", n as u64, 16)?;
         let (count_address, _) = count.push();
