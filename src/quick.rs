@@ -263,12 +263,17 @@ fn traceable_kinds() -> String {
 
 /// Refuses a mesh whose indices reach past its vertices or whose coordinates are not finite.
 fn check_mesh(mesh: &Mesh) -> Result<()> {
-    check_finite(&mesh.positions, "vertex")?;
-    let vertices = mesh.positions.len();
-    match (mesh.triangles.iter()).position(|t| t.iter().any(|&i| i as usize >= vertices)) {
+    if let Some(v) = mesh.first_non_finite_vertex() {
+        return Err(Error::InvalidInput(format!(
+            "vertex {v}: coordinates {:?} are not all finite",
+            mesh.positions[v]
+        )));
+    }
+    match mesh.first_triangle_past_the_vertices() {
         Some(t) => Err(Error::InvalidInput(format!(
-            "triangle {t}: indices {:?} reach past the last of {vertices} vertices",
-            mesh.triangles[t]
+            "triangle {t}: indices {:?} reach past the last of {} vertices",
+            mesh.triangles[t],
+            mesh.positions.len()
         ))),
         None => Ok(()),
     }

@@ -168,11 +168,7 @@ impl Mesh {
         }
         self.check_finite(path)?;
         let vertices = self.positions.len();
-        if let Some(t) = self
-            .triangles
-            .iter()
-            .position(|t| t.iter().any(|&i| i as usize >= vertices))
-        {
+        if let Some(t) = self.first_triangle_past_the_vertices() {
             return Err(SceneError::malformed(
                 path,
                 format!("triangle {t}"),
@@ -231,11 +227,7 @@ impl Mesh {
 
     /// Rejects a non-finite position, naming its vertex.
     fn check_finite(&self, path: &Path) -> Result<(), SceneError> {
-        match self
-            .positions
-            .iter()
-            .position(|p| !p.iter().all(|c| c.is_finite()))
-        {
+        match self.first_non_finite_vertex() {
             Some(v) => Err(SceneError::malformed(
                 path,
                 format!("vertex {v}"),
@@ -243,6 +235,17 @@ impl Mesh {
             )),
             None => Ok(()),
         }
+    }
+
+    /// The first vertex with a coordinate that is not finite, if any.
+    pub fn first_non_finite_vertex(&self) -> Option<usize> {
+        (self.positions.iter()).position(|p| !p.iter().all(|c| c.is_finite()))
+    }
+
+    /// The first triangle with an index past the last vertex, if any.
+    pub fn first_triangle_past_the_vertices(&self) -> Option<usize> {
+        let vertices = self.positions.len();
+        (self.triangles.iter()).position(|t| t.iter().any(|&i| i as usize >= vertices))
     }
 
     /// Number of triangles.
