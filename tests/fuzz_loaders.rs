@@ -12,7 +12,10 @@
 //!   [`CASE_SECONDS`] seconds (a hang);
 //! - one load's peak allocation stays within **64 bytes per byte of input plus 1 MiB**
 //!   ([`allowed_bytes`]; the input is every file of the case), measured by the counting
-//!   global allocator of this test binary.
+//!   global allocator of this test binary. (A glTF texture image may decode to more than that:
+//!   canopy allows up to `canopy::scene::texture::DECODED_BYTES_PER_ENCODED_BYTE` bytes per
+//!   byte of the image, which real images need; the textured seeds' images, Fox's and
+//!   CesiumMan's, stay within the harness's bound.)
 //!
 //! A failing case is shrunk (proptest) to its fewest, smallest mutations and printed: the
 //! format, the seed, the mutations and the input bytes, which are also kept in the temporary

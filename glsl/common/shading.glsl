@@ -1,26 +1,70 @@
 // What the renderer's kernels share about surfaces: the scene's buffers (positions, normals,
-// triangles, a material per triangle), materials (diffuse, mirror, glass), lights, the sky,
-// the surface point a hit describes, and the mirror and glass (Fresnel) scattering rules.
-// Mirrors src/render/scene_gpu.rs (Material, GpuLight) and src/render/cpu.rs.
+// triangles, a material per triangle), its appearance (materials: diffuse, mirror, glass,
+// emission; the textures they read), lights, the sky, the surface point a hit describes, and
+// the mirror and glass (Fresnel) scattering rules. Mirrors src/render/scene_gpu.rs,
+// src/scene/material.rs (Material, GpuLight), src/scene/texture.rs (sampling) and
+// src/render/cpu.rs.
 #ifndef CANOPY_SHADING
 #define CANOPY_SHADING
 #include "prelude.glsl"
 #include "geometry.glsl"
 #include "ray.glsl"
+#include "srgb.glsl"
 
 const uint MATERIAL_DIFFUSE = 0u;
 const uint MATERIAL_MIRROR = 1u;
 const uint MATERIAL_GLASS = 2u;
 
+const uint NO_TEXTURE = 0xffffffffu;
+
+// What a material reads from a texture: which one, through which set of texture coordinates
+// (0 or 1) and which 2x3 transform (KHR_texture_transform).
+struct TextureRef {
+    vec3 transform_u; // u' = dot(transform_u, vec3(u, v, 1))
+    uint texture;     // index in the scene's textures, or NO_TEXTURE
+    vec3 transform_v; // v' = dot(transform_v, vec3(u, v, 1))
+    uint texcoord_set;
+};
+
 struct Material {
     vec3 colour;         // diffuse albedo, mirror reflectance, or glass tint (per refraction)
     float checker_scale; // > 0: the colour alternates with its half on a world-space xz checker
+    vec3 emission;       // radiance emitted towards every ray that hits it
     uint kind;           // MATERIAL_*
     float ior;           // glass: index of refraction (the outside is air, 1)
     uint pad0;
     uint pad1;
+    uint pad2;
+    TextureRef base_colour_texture; // multiplies colour (sRGB texels)
+    TextureRef emissive_texture;    // multiplies emission (sRGB texels)
 };
-layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Materials { Material v[]; };
+
+const uint WRAP_REPEAT = 0u;
+const uint WRAP_CLAMP_TO_EDGE = 1u;
+const uint WRAP_MIRRORED_REPEAT = 2u;
+const uint FILTER_NEAREST = 1u;
+
+// A texture: its first texel in the scene's texel buffer, size, and sampling bits (wrap u in
+// bits 0-1, wrap v in bits 2-3, FILTER_NEAREST in bit 4, else bilinear).
+struct Texture {
+    uint first_texel;
+    uint width;
+    uint height;
+    uint sampling;
+};
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Textures { Texture v[]; };
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
+
+// The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
+// set 1 in zw), texture table and texels (RGBA8 per u32) lie, then the materials.
+layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
+    uint64_t texcoords;
+    uint64_t textures;
+    uint64_t texels;
+    uint material_count;
+    uint texture_count;
+    Material materials[];
+};
 
 const uint LIGHT_DIRECTIONAL = 0u;
 const uint LIGHT_POINT = 1u;
@@ -38,8 +82,70 @@ struct SceneRefs {
     uint64_t normals;            // vec3 per vertex
     uint64_t triangles;          // uvec3 per triangle
     uint64_t triangle_materials; // u32 per triangle
-    uint64_t materials;          // Material per material id
+    uint64_t appearance;         // Appearance: the materials and textures
 };
+
+Material scene_material(SceneRefs scene, uint id) {
+    return Appearance(scene.appearance).materials[id];
+}
+
+// A texture coordinate brought into [0, 1] (repeat, clamp) or [0, 2] (mirrored repeat, one
+// period) before it is scaled to texels, so that no texel index overflows whatever it is.
+float wrapped_coordinate(float c, uint wrap) {
+    if (wrap == WRAP_CLAMP_TO_EDGE) {
+        return clamp(c, 0.0, 1.0);
+    }
+    if (wrap == WRAP_MIRRORED_REPEAT) {
+        return c - 2.0 * floor(c * 0.5);
+    }
+    return c - floor(c);
+}
+
+// Texel index i (at most one texel past either end of its wrapped range) brought into
+// [0, size).
+uint wrap_texel(int i, int size, uint wrap) {
+    if (wrap == WRAP_CLAMP_TO_EDGE) {
+        return uint(clamp(i, 0, size - 1));
+    }
+    if (wrap == WRAP_MIRRORED_REPEAT) {
+        int j = ((i % (2 * size)) + 2 * size) % (2 * size);
+        return uint(j < size ? j : 2 * size - 1 - j);
+    }
+    return uint(((i % size) + size) % size);
+}
+
+// Texel (x, y) of texture t, wrapped, its colour decoded from sRGB (alpha is linear).
+vec4 texel_at(Appearance a, Texture t, int x, int y) {
+    uint wx = wrap_texel(x, int(t.width), t.sampling & 3u);
+    uint wy = wrap_texel(y, int(t.height), (t.sampling >> 2) & 3u);
+    vec4 c = unpackUnorm4x8(U32s(a.texels).v[t.first_texel + wy * t.width + wx]);
+    return vec4(srgb_decode(c.r), srgb_decode(c.g), srgb_decode(c.b), c.a);
+}
+
+// The linear RGBA a material's texture gives at a surface point whose interpolated texture
+// coordinates are `texcoords`: transformed, wrapped, then the nearest texel or the bilinear
+// blend of the four nearest (src/scene/texture.rs Texture::sample).
+vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords) {
+    vec2 uv = r.texcoord_set == 1u ? texcoords.zw : texcoords.xy;
+    uv = vec2(dot(r.transform_u, vec3(uv, 1.0)), dot(r.transform_v, vec3(uv, 1.0)));
+    Texture t = Textures(a.textures).v[r.texture];
+    float u = wrapped_coordinate(uv.x, t.sampling & 3u) * float(t.width);
+    float v = wrapped_coordinate(uv.y, (t.sampling >> 2) & 3u) * float(t.height);
+    if (((t.sampling >> 4) & 1u) == FILTER_NEAREST) {
+        return texel_at(a, t, int(floor(u)), int(floor(v)));
+    }
+    u -= 0.5;
+    v -= 0.5;
+    float x = floor(u);
+    float y = floor(v);
+    float fu = u - x;
+    float fv = v - y;
+    int ix = int(x);
+    int iy = int(y);
+    vec4 top = mix(texel_at(a, t, ix, iy), texel_at(a, t, ix + 1, iy), fu);
+    vec4 bottom = mix(texel_at(a, t, ix, iy + 1), texel_at(a, t, ix + 1, iy + 1), fu);
+    return mix(top, bottom, fv);
+}
 
 struct SurfacePoint {
     vec3 position;
@@ -47,7 +153,8 @@ struct SurfacePoint {
     vec3 shading_normal;   // interpolated vertex normal, on the geometric normal's side (the
                            // geometric normal where the vertex normals are zero: flat)
     bool front;            // the ray arrived on the side the vertex normals point to (outside)
-    vec3 colour;           // the material's colour, checkered where it asks for it
+    vec3 colour;           // the material's colour, textured and checkered where it asks
+    vec3 emission;         // the radiance it emits, textured where it asks
     uint kind;             // MATERIAL_*
     float ior;
 };
@@ -77,10 +184,22 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
         n = -n;
     }
     s.shading_normal = n;
-    Material m = Materials(scene.materials).v[U32s(scene.triangle_materials).v[hit.triangle]];
+    Material m = scene_material(scene, U32s(scene.triangle_materials).v[hit.triangle]);
     s.colour = m.colour;
+    s.emission = m.emission;
     s.kind = m.kind;
     s.ior = m.ior;
+    if (m.base_colour_texture.texture != NO_TEXTURE || m.emissive_texture.texture != NO_TEXTURE) {
+        Appearance a = Appearance(scene.appearance);
+        Vec4s texcoords = Vec4s(a.texcoords);
+        vec4 uv = w * texcoords.v[t.x] + hit.u * texcoords.v[t.y] + hit.v * texcoords.v[t.z];
+        if (m.base_colour_texture.texture != NO_TEXTURE) {
+            s.colour *= sample_texture(a, m.base_colour_texture, uv).rgb;
+        }
+        if (m.emissive_texture.texture != NO_TEXTURE) {
+            s.emission *= sample_texture(a, m.emissive_texture, uv).rgb;
+        }
+    }
     if (m.checker_scale > 0.0) {
         ivec2 cell = ivec2(floor(s.position.xz / m.checker_scale));
         if (((cell.x + cell.y) & 1) != 0) {

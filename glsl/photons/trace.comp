@@ -98,7 +98,7 @@ void targets_step(uint t) {
     vec3 hi = max(a, max(b, c));
     grow_target(pc.material_count, lo, hi);
     uint material = U32s(pc.scene.triangle_materials).v[t];
-    if (material < pc.material_count && Materials(pc.scene.materials).v[material].kind != MATERIAL_DIFFUSE) {
+    if (material < pc.material_count && scene_material(pc.scene, material).kind != MATERIAL_DIFFUSE) {
         grow_target(material, lo, hi);
     }
 }
@@ -109,7 +109,7 @@ void spheres_step(uint t) {
         return;
     }
     uint material = U32s(pc.scene.triangle_materials).v[t];
-    if (material >= pc.material_count || Materials(pc.scene.materials).v[material].kind == MATERIAL_DIFFUSE) {
+    if (material >= pc.material_count || scene_material(pc.scene, material).kind == MATERIAL_DIFFUSE) {
         return;
     }
     vec3 centre = 0.5 * (target_lo(material) + target_hi(material));

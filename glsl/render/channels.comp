@@ -10,7 +10,7 @@
 #include "../common/prelude.glsl"
 #include "../common/paths.glsl"
 #include "pixel_aovs.glsl"
-#include "srgb.glsl"
+#include "../common/srgb.glsl"
 
 const uint MAX_CHANNELS = 16;
 // Encodings, as ChannelEncoding in src/render/channels.rs.

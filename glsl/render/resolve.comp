@@ -1,11 +1,11 @@
 #version 460
 // The frame's image: each pixel's fixed-point radiance sum (common/paths.glsl) back to linear
 // RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (the sRGB transfer function,
-// srgb.glsl), opaque.
+// common/srgb.glsl), opaque.
 // src/render/cpu.rs packs the same way.
 #include "../common/prelude.glsl"
 #include "../common/paths.glsl"
-#include "srgb.glsl"
+#include "../common/srgb.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t radiance_address; // 3 u64 per pixel

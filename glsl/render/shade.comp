@@ -2,6 +2,7 @@
 // Shades one bounce of the wavefront ray tracer (Zhou et al. 2008, section 4): for every ray
 // of the bounce's path list and its closest hit,
 // - a miss adds the sky along the ray, times the path's throughput, to the ray's pixel;
+// - a hit on an emissive surface adds its emission times the throughput;
 // - a diffuse hit adds its ambient term, and appends one shadow ray per light the surface
 //   faces to the shadow list, carrying the radiance it adds if it reaches the light
 //   (throughput x albedo x irradiance x cosine with the shading normal);
@@ -73,6 +74,9 @@ void main() {
             add_radiance(pc.radiance_address, pixel, weight * sky(ray.direction));
         } else {
             s = surface_at(pc.scene, ray, hit);
+            if (max(s.emission.x, max(s.emission.y, s.emission.z)) > 0.0) {
+                add_radiance(pc.radiance_address, pixel, weight * s.emission);
+            }
             if (s.kind == MATERIAL_DIFFUSE) {
                 add_radiance(pc.radiance_address, pixel, weight * s.colour * pc.ambient);
                 for (uint l = 0; l < pc.light_count; ++l) {

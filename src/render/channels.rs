@@ -200,12 +200,22 @@ impl OutputChannel {
 }
 
 /// The sRGB transfer function (IEC 61966-2-1), linear [0, 1] to encoded [0, 1]; the resolve's
-/// 8-bit image and the 16-bit display channels use it (`glsl/render/srgb.glsl`).
+/// 8-bit image and the 16-bit display channels use it (`glsl/common/srgb.glsl`).
 pub fn srgb_encode(linear: f32) -> f32 {
     if linear <= 0.003_130_8 {
         12.92 * linear
     } else {
         1.055 * linear.powf(1.0 / 2.4) - 0.055
+    }
+}
+
+/// The inverse of [`srgb_encode`]: encoded [0, 1] to linear, as textures' colour texels are
+/// read (`srgb_decode` in `glsl/common/srgb.glsl`).
+pub fn srgb_decode(encoded: f32) -> f32 {
+    if encoded <= 0.040_45 {
+        encoded / 12.92
+    } else {
+        ((encoded + 0.055) / 1.055).powf(2.4)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The CPU reference of the renderer (src/render, glsl/render/*.comp): the same camera rays,
-//! closest hits, shadow rays, Lambert shading, mirror reflections, glass with exact Fresnel
-//! weights, the sky at misses and at specular hits of the last bounce, the same fixed-point
+//! closest hits, textures, emission, shadow rays, Lambert shading, mirror reflections, glass
+//! with exact Fresnel weights, the sky at misses and at specular hits of the last bounce, the same fixed-point
 //! per-pixel sums ([`radiance_units`]) and sRGB packing, pixel by pixel, through the CPU LBVH.
 //! Paths are followed depth first instead of in waves; since the sums are integer, the order
 //! does not matter. Ray lists never overflow here: the GPU image equals this one when its
@@ -12,11 +12,12 @@ use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
 use crate::geom::morton::MortonBits;
 use crate::geom::ray::Ray;
 use crate::render::{
-    Camera, Light, Material, MaterialKind, PixelAovs, RADIANCE_SCALE, ShadingParams, radiance_units,
+    Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, ShadingParams, Surfaces, radiance_units,
 };
-use glam::Vec3;
+use crate::scene::TextureRef;
+use glam::{Vec3, Vec4};
 
-/// A scene as the CPU renderer takes it: the mesh, a material per triangle, and lights.
+/// A scene as the CPU renderer takes it: the mesh, its surfaces, and lights.
 pub struct CpuScene<'a> {
     /// Vertex positions.
     pub positions: &'a [[f32; 3]],
@@ -24,10 +25,8 @@ pub struct CpuScene<'a> {
     pub normals: &'a [[f32; 3]],
     /// Triangles.
     pub triangles: &'a [[u32; 3]],
-    /// Material index of each triangle.
-    pub triangle_materials: &'a [u32],
-    /// Materials.
-    pub materials: &'a [Material],
+    /// A material per triangle, the materials and their textures.
+    pub surfaces: Surfaces<'a>,
     /// Lights.
     pub lights: &'a [Light],
 }
@@ -39,6 +38,7 @@ pub(crate) struct SurfacePoint {
     pub(crate) shading_normal: Vec3,
     pub(crate) front: bool,
     pub(crate) colour: Vec3,
+    pub(crate) emission: Vec3,
     pub(crate) kind: MaterialKind,
     pub(crate) ior: f32,
 }
@@ -161,8 +161,25 @@ impl CpuScene<'_> {
         if n.dot(g) < 0.0 {
             n = -n;
         }
-        let material = self.materials[self.triangle_materials[triangle as usize] as usize];
+        let surfaces = &self.surfaces;
+        let material = surfaces.materials[surfaces.triangle_materials[triangle as usize] as usize];
         let mut colour = Vec3::from(material.colour);
+        let mut emission = Vec3::from(material.emission);
+        let textured = material.textures().map(|(_, r)| r.is_some());
+        if textured.contains(&true) {
+            let [ta, tb, tc] = t.map(|i| Vec4::from(surfaces.texcoords[i as usize]));
+            let uv = (w * ta + u * tb + v * tc).to_array();
+            let sample = |r: TextureRef| {
+                let rgba = surfaces.textures[r.texture as usize].sample(r.coordinates(uv), true);
+                Vec3::new(rgba[0], rgba[1], rgba[2])
+            };
+            if textured[0] {
+                colour *= sample(material.base_colour_texture);
+            }
+            if textured[1] {
+                emission *= sample(material.emissive_texture);
+            }
+        }
         if material.checker_scale > 0.0 {
             let cx = (position.x / material.checker_scale).floor() as i32;
             let cz = (position.z / material.checker_scale).floor() as i32;
@@ -176,6 +193,7 @@ impl CpuScene<'_> {
             shading_normal: n,
             front,
             colour,
+            emission,
             kind: material.kind().expect("materials are validated"),
             ior: material.ior,
         }
@@ -213,6 +231,9 @@ impl CpuScene<'_> {
         }
         let s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
         let offset = at.shading.surface_offset;
+        if s.emission.max_element() > 0.0 {
+            sums.add(weight * s.emission);
+        }
         if s.kind == MaterialKind::Diffuse {
             sums.add(weight * s.colour * at.shading.ambient);
             for light in self.lights {
@@ -306,7 +327,7 @@ impl CpuScene<'_> {
                     normal: s.shading_normal.to_array(),
                     depth: (s.position - Vec3::from(ray.origin)).dot(forward),
                     albedo: s.colour.to_array(),
-                    object_id: self.triangle_materials[hit.triangle as usize],
+                    object_id: self.surfaces.triangle_materials[hit.triangle as usize],
                     position: s.position.to_array(),
                     coverage: 1.0,
                 });

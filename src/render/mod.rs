@@ -50,7 +50,7 @@ pub mod scene_gpu;
 
 pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
 pub use channels::{ChannelEncoding, ChannelSource, OutputChannel};
-pub use scene_gpu::SceneGpu;
+pub use scene_gpu::{SceneGpu, Surfaces};
 
 use crate::prims::WORKGROUP_SIZE;
 
@@ -290,8 +290,8 @@ pub struct SceneRefs {
     pub triangles: u64,
     /// Material per triangle.
     pub triangle_materials: u64,
-    /// Materials.
-    pub materials: u64,
+    /// The appearance: materials and textures.
+    pub appearance: u64,
 }
 
 impl From<&SceneGpu> for SceneRefs {
@@ -301,7 +301,7 @@ impl From<&SceneGpu> for SceneRefs {
             normals: scene.normals.address(),
             triangles: scene.triangles.address(),
             triangle_materials: scene.triangle_materials.address(),
-            materials: scene.materials.address(),
+            appearance: scene.appearance.address(),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! subject, clay, mirror and glass materials, a checkered ground, and the default scene's
 //! buffers and camera.
 
-use super::{Camera, GpuLight, Light, Material, SceneGpu, ShadingParams};
+use super::{Camera, GpuLight, Light, Material, SceneGpu, ShadingParams, Surfaces};
+use crate::scene::Texture;
 use crate::scene::animated::files::FileStream;
 use crate::scene::animated::normals::{self, SurfaceNormals};
 use crate::scene::animated::skin::Skinner;
@@ -85,8 +86,7 @@ pub fn default_scene_gpu(ctx: &Context, scene: &DefaultScene) -> Result<SceneGpu
         ctx,
         scene.vertex_count(),
         &topology,
-        &triangle_materials,
-        &materials,
+        &Surfaces::untextured(&triangle_materials, &materials),
         &default_scene_lights(0.0),
     )
 }
@@ -190,6 +190,10 @@ pub struct MeshStage {
     pub triangle_materials: Vec<u32>,
     /// The file's materials (or clay), then the ground's.
     pub materials: Vec<Material>,
+    /// Texture coordinates of each vertex (the ground's zero); empty without textures.
+    pub texcoords: Vec<[f32; 4]>,
+    /// The textures the materials read.
+    pub textures: Vec<Texture>,
     /// The studio lights around the mesh.
     pub lights: Vec<Light>,
     /// Centre of the fitted mesh's bounding box.
@@ -221,13 +225,17 @@ impl MeshStage {
 
     /// The stage's buffers on the device.
     pub fn upload(&self, ctx: &Context) -> Result<SceneGpu> {
-        SceneGpu::from_mesh(
-            ctx,
-            &self.mesh,
-            &self.triangle_materials,
-            &self.materials,
-            &self.lights,
-        )
+        SceneGpu::from_mesh(ctx, &self.mesh, &self.surfaces(), &self.lights)
+    }
+
+    /// What the stage's surfaces are made of.
+    pub fn surfaces(&self) -> Surfaces<'_> {
+        Surfaces {
+            triangle_materials: &self.triangle_materials,
+            materials: &self.materials,
+            texcoords: &self.texcoords,
+            textures: &self.textures,
+        }
     }
 
     /// The stage of a mesh already placed and shaded, whose frames all lie in the box
@@ -246,12 +254,18 @@ impl MeshStage {
         materials.push(checker_ground(radius * 0.25));
         let ground_height = lo.y - GROUND_GAP * radius;
         let ground = shapes::ground_square([centre.x, ground_height, centre.z], radius * 3.0);
+        let mut texcoords = loaded.texcoords;
+        if !texcoords.is_empty() {
+            texcoords.resize(mesh.positions.len() + ground.positions.len(), [0.0; 4]);
+        }
         mesh.append(&ground);
         triangle_materials.extend([ground_material; 2]);
         Self {
             mesh,
             triangle_materials,
             materials,
+            texcoords,
+            textures: loaded.textures,
             lights: studio_lights(centre, radius),
             centre,
             radius,
@@ -384,7 +398,8 @@ impl Subject {
                 .map_err(|e| Error::InvalidInput(format!("subdividing the mesh: {e}")))?;
         let refined = subdivision.apply(&control);
         let triangles = subdivision.triangles.clone();
-        let (file_materials, control_materials) = input.materials();
+        let bare = MaterialMesh::default();
+        let dressed = input.dressed().unwrap_or(&bare);
         let shift = 2 * refinement.levels;
         let mut loaded = MaterialMesh {
             mesh: Mesh {
@@ -393,10 +408,18 @@ impl Subject {
                 triangles,
             },
             triangle_materials: (0..subdivision.triangles.len())
-                .filter(|_| !control_materials.is_empty())
-                .map(|t| control_materials[t >> shift])
+                .filter(|_| !dressed.triangle_materials.is_empty())
+                .map(|t| dressed.triangle_materials[t >> shift])
                 .collect(),
-            materials: file_materials.to_vec(),
+            materials: dressed.materials.clone(),
+            // Smoothed like the positions where the levels refine them: a seam's vertices are
+            // split in the file, so each side keeps its own coordinates.
+            texcoords: if dressed.texcoords.is_empty() {
+                Vec::new()
+            } else {
+                subdivision.apply(&dressed.texcoords)
+            },
+            textures: dressed.textures.clone(),
         };
         let surface = SurfaceNormals::new(ctx, &refined, &loaded.mesh.triangles)?;
         let smooth = look.shading != MeshShading::Flat;

@@ -1,10 +1,49 @@
 //! A scene on the device as the renderer's kernels read it (`glsl/common/shading.glsl`):
-//! vertex positions and normals, triangles, a material per triangle, materials (diffuse,
-//! mirror, glass) and lights.
+//! vertex positions and normals, triangles, a material per triangle, the appearance (the
+//! materials, with the textures they read and each vertex's texture coordinates) and lights.
 
 use crate::scene::Mesh;
 use crate::scene::material::{GpuLight, Light, Material};
+use crate::scene::texture::{GpuTexture, Texture};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
+
+/// What a scene's surfaces are made of, as [`SceneGpu`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct Surfaces<'a> {
+    /// Index into `materials` of each triangle.
+    pub triangle_materials: &'a [u32],
+    /// The materials.
+    pub materials: &'a [Material],
+    /// Texture coordinates of each vertex (`TEXCOORD_0`, then `TEXCOORD_1`); may be empty
+    /// when no material reads a texture.
+    pub texcoords: &'a [[f32; 4]],
+    /// The textures the materials read.
+    pub textures: &'a [Texture],
+}
+
+impl<'a> Surfaces<'a> {
+    /// Surfaces without textures.
+    pub fn untextured(triangle_materials: &'a [u32], materials: &'a [Material]) -> Self {
+        Self {
+            triangle_materials,
+            materials,
+            texcoords: &[],
+            textures: &[],
+        }
+    }
+}
+
+/// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
+/// materials follow it.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AppearanceHead {
+    texcoords: u64,
+    textures: u64,
+    texels: u64,
+    material_count: u32,
+    texture_count: u32,
+}
 
 /// The device buffers of a scene.
 pub struct SceneGpu {
@@ -17,14 +56,23 @@ pub struct SceneGpu {
     pub triangles: Buffer,
     /// Material index of each triangle.
     pub triangle_materials: Buffer,
-    /// The materials.
-    pub materials: Buffer,
+    /// The addresses of the three buffers below and the counts of materials and textures (32
+    /// bytes), then the materials.
+    pub appearance: Buffer,
+    /// Texture coordinates of each vertex (16 bytes each; one zero entry without textures).
+    pub texcoords: Buffer,
+    /// A [`GpuTexture`] per texture (one zero entry without textures).
+    pub textures: Buffer,
+    /// Every texture's texels, one after another (RGBA8 in a u32; one zero without textures).
+    pub texels: Buffer,
     /// The lights.
     pub lights: Buffer,
     /// Number of vertices.
     pub vertex_count: u32,
     /// Number of triangles.
     pub triangle_count: u32,
+    /// Number of materials.
+    pub material_count: u32,
     /// Number of lights.
     pub light_count: u32,
 }
@@ -35,13 +83,12 @@ impl SceneGpu {
         crate::geom::TriangleInput::whole(&self.positions, &self.triangles, self.triangle_count)
     }
 
-    /// Uploads a static mesh, `triangle_materials[t]` indexing `materials` for triangle `t`;
-    /// vertex normals are computed when the mesh has none.
+    /// Uploads a static mesh with its surfaces; vertex normals are computed when the mesh has
+    /// none.
     pub fn from_mesh(
         ctx: &Context,
         mesh: &Mesh,
-        triangle_materials: &[u32],
-        materials: &[Material],
+        surfaces: &Surfaces,
         lights: &[Light],
     ) -> Result<Self> {
         let mut normals = mesh.normals.clone();
@@ -54,8 +101,7 @@ impl SceneGpu {
             ctx,
             mesh.positions.len() as u32,
             &mesh.triangles,
-            triangle_materials,
-            materials,
+            surfaces,
             lights,
         )?;
         ctx.upload(&scene.positions, 0, &mesh.positions)?;
@@ -64,15 +110,19 @@ impl SceneGpu {
     }
 
     /// Buffers for `vertex_count` vertices (written later, e.g. by a deformation kernel) and
-    /// the given topology, materials and lights.
+    /// the given topology, surfaces and lights.
     pub fn allocate(
         ctx: &Context,
         vertex_count: u32,
         triangles: &[[u32; 3]],
-        triangle_materials: &[u32],
-        materials: &[Material],
+        surfaces: &Surfaces,
         lights: &[Light],
     ) -> Result<Self> {
+        let Surfaces {
+            triangle_materials,
+            materials,
+            ..
+        } = *surfaces;
         if triangles.is_empty() || lights.is_empty() || materials.is_empty() {
             return Err(Error::InvalidInput(
                 "a scene needs at least one triangle, one material and one light".into(),
@@ -111,6 +161,25 @@ impl SceneGpu {
         {
             return Err(Error::InvalidInput(format!("material {i}: {e}")));
         }
+        let table = texture_table(surfaces, vertex_count)?;
+        let texels: Vec<u32> = surfaces
+            .textures
+            .iter()
+            .flat_map(|t| t.texels.iter().copied())
+            .collect();
+        let texcoords =
+            ctx.create_buffer_with("scene texture coordinates", &or_zero(surfaces.texcoords))?;
+        let textures = ctx.create_buffer_with("scene textures", &or_zero(&table))?;
+        let texels = ctx.create_buffer_with("scene texels", &or_zero(&texels))?;
+        let head = AppearanceHead {
+            texcoords: texcoords.address(),
+            textures: textures.address(),
+            texels: texels.address(),
+            material_count: materials.len() as u32,
+            texture_count: table.len() as u32,
+        };
+        let mut appearance = bytemuck::bytes_of(&head).to_vec();
+        appearance.extend_from_slice(bytemuck::cast_slice(materials));
         let gpu_lights: Vec<GpuLight> = lights.iter().map(|&l| l.into()).collect();
         let vertex_bytes = vertex_count.max(1) as u64 * 12;
         Ok(Self {
@@ -119,11 +188,82 @@ impl SceneGpu {
             triangles: ctx.create_buffer_with("scene triangles", triangles)?,
             triangle_materials: ctx
                 .create_buffer_with("scene triangle materials", triangle_materials)?,
-            materials: ctx.create_buffer_with("scene materials", materials)?,
+            appearance: ctx.create_buffer_with("scene appearance", &appearance)?,
+            texcoords,
+            textures,
+            texels,
             lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
             vertex_count,
             triangle_count: triangles.len() as u32,
+            material_count: materials.len() as u32,
             light_count: lights.len() as u32,
         })
     }
+}
+
+/// `data`, or one zero element in its place when it is empty (a buffer is never empty).
+fn or_zero<T: bytemuck::Pod>(data: &[T]) -> std::borrow::Cow<'_, [T]> {
+    if data.is_empty() {
+        vec![T::zeroed()].into()
+    } else {
+        data.into()
+    }
+}
+
+/// The device's table of `surfaces`' textures, after checking that every texture a material
+/// reads exists, that each texture holds its texels, and that there are texture coordinates
+/// for every vertex where any material reads a texture.
+fn texture_table(surfaces: &Surfaces, vertex_count: u32) -> Result<Vec<GpuTexture>> {
+    let textured = surfaces
+        .materials
+        .iter()
+        .any(|m| m.textures().iter().any(|(_, t)| t.is_some()));
+    for (i, material) in surfaces.materials.iter().enumerate() {
+        for (name, texture) in material.textures() {
+            if texture.is_some() && texture.texture as usize >= surfaces.textures.len() {
+                return Err(Error::InvalidInput(format!(
+                    "material {i}: its {name} is texture {} of {}",
+                    texture.texture,
+                    surfaces.textures.len()
+                )));
+            }
+        }
+    }
+    if textured && surfaces.texcoords.len() != vertex_count as usize {
+        return Err(Error::InvalidInput(format!(
+            "{} texture coordinates for {vertex_count} vertices",
+            surfaces.texcoords.len()
+        )));
+    }
+    if surfaces.texcoords.iter().flatten().any(|c| !c.is_finite()) {
+        return Err(Error::InvalidInput(
+            "a texture coordinate is not finite".into(),
+        ));
+    }
+    let mut first_texel = 0u64;
+    let mut table = Vec::with_capacity(surfaces.textures.len());
+    for (i, texture) in surfaces.textures.iter().enumerate() {
+        let texels = texture.width as u64 * texture.height as u64;
+        if texels == 0 || texels != texture.texels.len() as u64 {
+            return Err(Error::InvalidInput(format!(
+                "texture {i}: {} texels for {}x{}",
+                texture.texels.len(),
+                texture.width,
+                texture.height
+            )));
+        }
+        if first_texel + texels > 1 << 32 {
+            return Err(Error::InvalidInput(
+                "the textures hold more than 2^32 texels".into(),
+            ));
+        }
+        table.push(GpuTexture {
+            first_texel: first_texel as u32,
+            width: texture.width,
+            height: texture.height,
+            sampling: texture.sampler.bits(),
+        });
+        first_texel += texels;
+    }
+    Ok(table)
 }

@@ -12,9 +12,19 @@
 //! `KHR_materials_transmission` (transmission factor at least 0.5) is glass of the
 //! `KHR_materials_ior` index (1.5, glTF's default, without it) tinted by the base colour; a
 //! fully metallic (metallic factor at least 0.99), smooth (roughness at most 0.05) one is a
-//! mirror reflecting its base colour; anything else is diffuse with the base colour as albedo
-//! (textures are not read). A primitive without a material gets glTF's default material, white
-//! diffuse; a file with no materials at all yields none (the caller picks).
+//! mirror reflecting its base colour; anything else is diffuse with the base colour as albedo.
+//! A primitive without a material gets glTF's default material, white diffuse; a file with no
+//! materials at all yields none (the caller picks).
+//!
+//! Textures: a material's `baseColorTexture` multiplies its colour, and its `emissiveFactor`
+//! (times `KHR_materials_emissive_strength`) and `emissiveTexture` make it emit, each through
+//! its `TEXCOORD_0` or `TEXCOORD_1`, its `KHR_texture_transform` and its sampler's wrap modes
+//! and magnification filter (see [`crate::scene::texture`]). Each image a material uses is
+//! decoded once (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
+//! files are read); an image that is missing or cannot be decoded, and a texture whose set of
+//! texture coordinates the primitive lacks, is an error naming the material and the image or
+//! primitive. Not read yet: `COLOR_0`, normal, occlusion and metallic-roughness textures,
+//! roughness, and `alphaMode`.
 
 use std::path::Path;
 
@@ -26,6 +36,7 @@ use gltf::mesh::Mode;
 use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::material::Material;
 use super::mesh::{push_fan, push_strip};
+use super::texture::{Filter, Sampler, Texture, TextureRef, Wrap};
 use super::{MaterialMesh, Mesh, SceneError};
 
 /// Reads the glTF or GLB file at `path` and the buffers it refers to (from the model's folder
@@ -34,24 +45,136 @@ pub fn load(path: &Path) -> Result<Mesh, SceneError> {
     Ok(load_with_materials(path, AssetAccess::ModelFolder)?.mesh)
 }
 
-/// The material canopy renders for a glTF material (see the module docs), or an error saying
-/// which of its values is out of range.
-pub fn convert_material(material: &gltf::Material) -> Result<Material, String> {
-    let pbr = material.pbr_metallic_roughness();
-    let [r, g, b, _] = pbr.base_color_factor();
-    let colour = [r, g, b];
-    let transmission = material
-        .transmission()
-        .map_or(0.0, |t| t.transmission_factor());
-    let converted = if transmission >= 0.5 {
-        Material::glass(material.ior().unwrap_or(1.5), colour)
-    } else if pbr.metallic_factor() >= 0.99 && pbr.roughness_factor() <= 0.05 {
-        Material::mirror(colour)
-    } else {
-        Material::diffuse(colour)
+/// The materials and textures of a file as [`walk_primitives`] reads them: each glTF
+/// material and texture converted once, when a primitive first uses it.
+#[derive(Default)]
+pub(super) struct Appearance {
+    /// The materials, in the order primitives first use them.
+    pub materials: Vec<Material>,
+    /// The textures the materials read.
+    pub textures: Vec<Texture>,
+    /// Index in `materials` of each glTF material converted so far (the default one last).
+    material_ids: Vec<Option<u32>>,
+    /// Index in `textures` of each glTF texture decoded so far.
+    texture_ids: Vec<Option<u32>>,
+}
+
+impl Appearance {
+    /// The index in `materials` of `material` (converted now if it is new), and which sets of
+    /// texture coordinates it reads (bit 0: `TEXCOORD_0`, bit 1: `TEXCOORD_1`).
+    fn material_id(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        material: &gltf::Material,
+    ) -> Result<(u32, u32), SceneError> {
+        let slot = material.index().unwrap_or(self.material_ids.len() - 1);
+        let id = match self.material_ids[slot] {
+            Some(id) => id,
+            None => {
+                let name = material
+                    .index()
+                    .map_or("the default material".into(), |i| format!("material {i}"));
+                let converted = self
+                    .convert(path, file, material)
+                    .and_then(|m| m.validate().map(|()| m))
+                    .map_err(|e| SceneError::malformed(path, name, e))?;
+                self.materials.push(converted);
+                *self.material_ids[slot].insert(self.materials.len() as u32 - 1)
+            }
+        };
+        let sets = self.materials[id as usize]
+            .textures()
+            .iter()
+            .filter(|(_, t)| t.is_some())
+            .fold(0, |sets, (_, t)| sets | 1 << t.texcoord_set);
+        Ok((id, sets))
+    }
+
+    /// The material canopy renders for a glTF material (see the module docs), or an error
+    /// saying which of its values or images is at fault.
+    fn convert(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        material: &gltf::Material,
+    ) -> Result<Material, String> {
+        let pbr = material.pbr_metallic_roughness();
+        let [r, g, b, _] = pbr.base_color_factor();
+        let colour = [r, g, b];
+        let transmission = material
+            .transmission()
+            .map_or(0.0, |t| t.transmission_factor());
+        let converted = if transmission >= 0.5 {
+            Material::glass(material.ior().unwrap_or(1.5), colour)
+        } else if pbr.metallic_factor() >= 0.99 && pbr.roughness_factor() <= 0.05 {
+            Material::mirror(colour)
+        } else {
+            Material::diffuse(colour)
+        };
+        let base_colour = self.texture_ref(path, file, pbr.base_color_texture())?;
+        let strength = material.emissive_strength().unwrap_or(1.0);
+        let emission = material.emissive_factor().map(|c| c * strength);
+        let emissive = self.texture_ref(path, file, material.emissive_texture())?;
+        Ok(converted
+            .with_base_colour(base_colour)
+            .with_emission(emission, emissive))
+    }
+
+    /// What a material reads through `info`: the texture (decoded now if it is new), its set
+    /// of texture coordinates and its transform; [`TextureRef::NONE`] without one.
+    fn texture_ref(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        info: Option<gltf::texture::Info>,
+    ) -> Result<TextureRef, String> {
+        let Some(info) = info else {
+            return Ok(TextureRef::NONE);
+        };
+        let texture = info.texture();
+        let id = match self.texture_ids[texture.index()] {
+            Some(id) => id,
+            None => {
+                let image = texture.source();
+                let decoded = file
+                    .image_bytes(path, &image)
+                    .and_then(|bytes| Texture::decode(&bytes, sampler(&texture.sampler())))
+                    .map_err(|e| {
+                        let name = image.name().map_or(String::new(), |n| format!(" '{n}'"));
+                        format!("image {}{name}: {e}", image.index())
+                    })?;
+                self.textures.push(decoded);
+                *self.texture_ids[texture.index()].insert(self.textures.len() as u32 - 1)
+            }
+        };
+        let reference = match info.texture_transform() {
+            Some(t) => TextureRef::new(id, t.tex_coord().unwrap_or(info.tex_coord()))
+                .with_transform(t.offset(), t.rotation(), t.scale()),
+            None => TextureRef::new(id, info.tex_coord()),
+        };
+        reference.validate()?;
+        Ok(reference)
+    }
+}
+
+/// How glTF's sampler says a texture is read (a minification filter is not used: no mip
+/// levels are made).
+fn sampler(sampler: &gltf::texture::Sampler) -> Sampler {
+    use gltf::texture::{MagFilter, WrappingMode};
+    let wrap = |mode| match mode {
+        WrappingMode::ClampToEdge => Wrap::ClampToEdge,
+        WrappingMode::MirroredRepeat => Wrap::MirroredRepeat,
+        WrappingMode::Repeat => Wrap::Repeat,
     };
-    converted.validate()?;
-    Ok(converted)
+    Sampler {
+        wrap_u: wrap(sampler.wrap_s()),
+        wrap_v: wrap(sampler.wrap_t()),
+        filter: match sampler.mag_filter() {
+            Some(MagFilter::Nearest) => Filter::Nearest,
+            _ => Filter::Linear,
+        },
+    }
 }
 
 /// One triangle primitive of a node's mesh, as [`walk_primitives`] visits it.
@@ -66,29 +189,34 @@ pub(super) struct VisitedPrimitive<'a> {
     pub primitive: gltf::Primitive<'a>,
     /// Its triangles in the mesh's own space.
     pub part: Mesh,
+    /// The texture coordinates of each of its vertices: `TEXCOORD_0` in the first two, then
+    /// `TEXCOORD_1`, zero where the primitive lacks the set.
+    pub texcoords: Vec<[f32; 4]>,
     /// Index of its material in the walk's materials, or none for a file without materials.
     pub material: Option<u32>,
 }
 
 /// Walks the default scene (the first when none is marked default), parents before children,
 /// calling `visit` for each triangle primitive of each node's mesh, and returns the materials
-/// the primitives' material indices refer to (see the module docs).
+/// the primitives' material indices refer to and their textures (see the module docs).
 pub(super) fn walk_primitives(
     path: &Path,
     file: &GltfFile,
     mut visit: impl FnMut(VisitedPrimitive) -> Result<(), SceneError>,
-) -> Result<Vec<Material>, SceneError> {
+) -> Result<Appearance, SceneError> {
     let document = &file.document;
+    let mut appearance = Appearance {
+        material_ids: vec![None; document.materials().len() + 1],
+        texture_ids: vec![None; document.textures().len()],
+        ..Appearance::default()
+    };
     let Some(scene) = document
         .default_scene()
         .or_else(|| document.scenes().next())
     else {
-        return Ok(Vec::new());
+        return Ok(appearance);
     };
     let with_materials = document.materials().len() > 0;
-    let mut materials = Vec::new();
-    // Index in `materials` of each glTF material used so far (the default one last).
-    let mut material_ids = vec![None; document.materials().len() + 1];
     let mut visited = vec![false; document.nodes().len()];
     // Nodes still to visit with their parents' world transform, the next one last.
     let mut pending: Vec<_> = scene.nodes().map(|n| (n, Mat4::IDENTITY)).collect();
@@ -104,27 +232,33 @@ pub(super) fn walk_primitives(
         let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
         if let Some(node_mesh) = node.mesh() {
             for primitive in node_mesh.primitives() {
-                let Some(part) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
+                let Some(PrimitiveRead {
+                    part,
+                    texcoords,
+                    sets: present,
+                }) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
                 else {
                     continue;
                 };
                 let material = if with_materials {
-                    let material = primitive.material();
-                    let slot = material.index().unwrap_or(material_ids.len() - 1);
-                    Some(match material_ids[slot] {
-                        Some(id) => id,
-                        None => {
-                            let converted = convert_material(&material).map_err(|e| {
-                                let name =
-                                    material.index().map_or("the default material".into(), |i| {
-                                        format!("material {i}")
-                                    });
-                                SceneError::malformed(path, name, e)
-                            })?;
-                            materials.push(converted);
-                            *material_ids[slot].insert(materials.len() as u32 - 1)
-                        }
-                    })
+                    let (id, sets) = appearance.material_id(path, file, &primitive.material())?;
+                    if let Some(set) = (0..2).find(|set| sets & !present & 1 << set != 0) {
+                        return Err(SceneError::malformed(
+                            path,
+                            format!("mesh {} primitive {}", node_mesh.index(), primitive.index()),
+                            format!(
+                                "its material ({}) reads texture coordinates TEXCOORD_{set}, \
+                                 which the primitive does not have",
+                                primitive
+                                    .material()
+                                    .index()
+                                    .map_or("the default material".into(), |i| format!(
+                                        "material {i}"
+                                    ))
+                            ),
+                        ));
+                    }
+                    Some(id)
                 } else {
                     None
                 };
@@ -134,6 +268,7 @@ pub(super) fn walk_primitives(
                     mesh: node_mesh.clone(),
                     primitive,
                     part,
+                    texcoords,
                     material,
                 })?;
             }
@@ -142,7 +277,7 @@ pub(super) fn walk_primitives(
         pending.extend(node.children().map(|c| (c, world)));
         pending[first_child..].reverse();
     }
-    Ok(materials)
+    Ok(appearance)
 }
 
 /// Reads the glTF or GLB file at `path` like [`load`], with a material per triangle (see the
@@ -161,28 +296,45 @@ pub(super) fn static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, 
 fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneError> {
     let mut mesh = Mesh::default();
     let mut triangle_materials = Vec::new();
-    let materials = walk_primitives(path, file, |visited| {
+    let mut texcoords = Vec::new();
+    let appearance = walk_primitives(path, file, |visited| {
         mesh.append(&visited.part.transformed(visited.world));
+        texcoords.extend_from_slice(&visited.texcoords);
         if let Some(id) = visited.material {
             triangle_materials.resize(mesh.triangle_count(), id);
         }
         Ok(())
     })?;
+    if appearance.textures.is_empty() {
+        texcoords.clear();
+    }
     Ok(MaterialMesh {
         mesh,
         triangle_materials,
-        materials,
+        materials: appearance.materials,
+        texcoords,
+        textures: appearance.textures,
     })
 }
 
-/// The triangles of one primitive in its mesh's own space, or `None` for a primitive of points
-/// or lines.
+/// One triangle primitive as [`read_primitive`] reads it.
+struct PrimitiveRead {
+    /// Its triangles in its mesh's own space.
+    part: Mesh,
+    /// The texture coordinates of its vertices (see [`VisitedPrimitive::texcoords`]).
+    texcoords: Vec<[f32; 4]>,
+    /// Which sets it has: bit 0 `TEXCOORD_0`, bit 1 `TEXCOORD_1`.
+    sets: u32,
+}
+
+/// One primitive's triangles and texture coordinates, or `None` for a primitive of points or
+/// lines.
 fn read_primitive(
     path: &Path,
     mesh: &gltf::Mesh,
     primitive: &gltf::Primitive,
     buffers: &[Vec<u8>],
-) -> Result<Option<Mesh>, SceneError> {
+) -> Result<Option<PrimitiveRead>, SceneError> {
     let location = format!("mesh {} primitive {}", mesh.index(), primitive.index());
     let accessor_error = |accessor: &gltf::Accessor, message: String| {
         SceneError::malformed(
@@ -282,6 +434,59 @@ fn read_primitive(
         None => (0..positions.len() as u32).collect(),
     };
 
+    let mut texcoords = vec![[0.0f32; 4]; positions.len()];
+    let mut present = 0;
+    for set in 0..2 {
+        let Some(accessor) = primitive.get(&Semantic::TexCoords(set)) else {
+            continue;
+        };
+        if !matches!(
+            accessor.data_type(),
+            DataType::F32 | DataType::U8 | DataType::U16
+        ) || accessor.dimensions() != Dimensions::Vec2
+        {
+            return Err(accessor_error(
+                &accessor,
+                format!(
+                    "TEXCOORD_{set} is {:?} {:?}, expected F32, U8 or U16 Vec2",
+                    accessor.data_type(),
+                    accessor.dimensions()
+                ),
+            ));
+        }
+        let read = primitive
+            .reader(buffer)
+            .read_tex_coords(set)
+            .ok_or_else(|| {
+                accessor_error(
+                    &accessor,
+                    format!("TEXCOORD_{set} data lies outside its buffer"),
+                )
+            })?
+            .into_f32();
+        if read.len() != positions.len() {
+            return Err(accessor_error(
+                &accessor,
+                format!(
+                    "{} TEXCOORD_{set} values for {} positions",
+                    read.len(),
+                    positions.len()
+                ),
+            ));
+        }
+        for (to, [u, v]) in texcoords.iter_mut().zip(read) {
+            if !(u.is_finite() && v.is_finite()) {
+                return Err(accessor_error(
+                    &accessor,
+                    format!("TEXCOORD_{set} holds a non-finite value"),
+                ));
+            }
+            to[2 * set as usize] = u;
+            to[2 * set as usize + 1] = v;
+        }
+        present |= 1 << set;
+    }
+
     let mut triangles = Vec::new();
     match mode {
         Mode::TriangleStrip => push_strip(&indices, &mut triangles),
@@ -297,9 +502,13 @@ fn read_primitive(
             triangles.extend(indices.chunks_exact(3).map(|t| [t[0], t[1], t[2]]));
         }
     }
-    Ok(Some(Mesh {
-        positions,
-        normals,
-        triangles,
+    Ok(Some(PrimitiveRead {
+        part: Mesh {
+            positions,
+            normals,
+            triangles,
+        },
+        texcoords,
+        sets: present,
     }))
 }

@@ -45,6 +45,8 @@ pub(super) struct GltfFile {
     pub document: gltf::Document,
     /// The buffers' bytes, each exactly its declared length.
     pub buffers: Vec<Vec<u8>>,
+    /// Where its external files may be read from.
+    access: AssetAccess,
 }
 
 impl GltfFile {
@@ -59,7 +61,38 @@ impl GltfFile {
         let input_bytes = bytes.len() as u64 + buffers.iter().map(|b| b.len() as u64).sum::<u64>();
         check_views(path, &document, &buffers)?;
         check_accessors(path, &document, input_bytes)?;
-        Ok(Self { document, buffers })
+        Ok(Self {
+            document,
+            buffers,
+            access,
+        })
+    }
+
+    /// The encoded bytes of `image`: its view of a buffer, its `data:` URI decoded, or its
+    /// file (as [`external_file`] allows, at most [`MAX_IMAGE_FILE_BYTES`]). The error says
+    /// why, for the caller to name the image.
+    pub fn image_bytes(&self, path: &Path, image: &gltf::Image) -> Result<Vec<u8>, String> {
+        match image.source() {
+            gltf::image::Source::View { view, .. } => {
+                let start = view.offset();
+                Ok(self.buffers[view.buffer().index()][start..start + view.length()].to_vec())
+            }
+            gltf::image::Source::Uri { uri, .. } if uri.starts_with("data:") => {
+                decode_data_uri(uri)
+            }
+            gltf::image::Source::Uri { uri, .. } => {
+                let file = external_file(path, uri, self.access)?;
+                let bytes = read_regular_file(&file, Some(MAX_IMAGE_FILE_BYTES + 1))
+                    .map_err(|e| format!("its file {} cannot be read: {e}", file.display()))?;
+                if bytes.len() as u64 > MAX_IMAGE_FILE_BYTES {
+                    return Err(format!(
+                        "its file {} is larger than {MAX_IMAGE_FILE_BYTES} bytes",
+                        file.display()
+                    ));
+                }
+                Ok(bytes)
+            }
+        }
     }
 
     /// The bytes of `buffer`, for the crate's accessor readers.
@@ -67,6 +100,9 @@ impl GltfFile {
         |b: gltf::Buffer| self.buffers.get(b.index()).map(|data| &data[..])
     }
 }
+
+/// The largest image file read.
+pub(super) const MAX_IMAGE_FILE_BYTES: u64 = 1 << 30;
 
 /// Runs `read` (a use of the `gltf` crate on a checked document), turning a panic inside it into
 /// an error at `location`: canopy's checks are the first line, this is the last. Such a panic
@@ -274,8 +310,8 @@ fn external_file(model: &Path, uri: &str, access: AssetAccess) -> Result<PathBuf
         {
             if !scheme.eq_ignore_ascii_case("file") || access == AssetAccess::ModelFolder {
                 return Err(format!(
-                    "its URI uses the '{scheme}:' scheme; canopy reads buffers from files in the \
-                     model's folder (--allow-outside-assets reads file: URIs anywhere)"
+                    "its URI uses the '{scheme}:' scheme; canopy reads buffers and images from \
+                     files in the model's folder (--allow-outside-assets reads file: URIs anywhere)"
                 ));
             }
             rest.trim_start_matches("//").to_string()
@@ -293,7 +329,7 @@ fn external_file(model: &Path, uri: &str, access: AssetAccess) -> Result<PathBuf
     let outside = || {
         format!(
             "its file '{relative}' lies outside the model's folder; canopy reads a model's \
-             buffers only from its folder unless told otherwise (--allow-outside-assets)"
+             buffers and images only from its folder unless told otherwise (--allow-outside-assets)"
         )
     };
     if leaves {

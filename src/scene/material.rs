@@ -1,8 +1,10 @@
-//! What surfaces and lights are: materials (diffuse, mirror, glass) and lights (sun, point),
-//! as the loaders read them and as the renderer's kernels read them
+//! What surfaces and lights are: materials (diffuse, mirror, glass; textured and emissive)
+//! and lights (sun, point), as the loaders read them and as the renderer's kernels read them
 //! (`glsl/common/shading.glsl`).
 
 use glam::Vec3;
+
+use super::texture::TextureRef;
 
 /// How a surface scatters light ([`Material::kind`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,18 +18,24 @@ pub enum MaterialKind {
     Glass = 2,
 }
 
-/// A surface's material (`Material` in `glsl/common/shading.glsl`). 32 bytes.
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 112 bytes.
 ///
 /// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
-/// [`Material::glass`]; [`crate::render::SceneGpu`] rejects invalid ones ([`Material::validate`]).
+/// [`Material::glass`], then texture it or make it glow with [`Material::with_base_colour`]
+/// and [`Material::with_emission`]; [`crate::render::SceneGpu`] rejects invalid ones
+/// ([`Material::validate`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct Material {
     /// Linear RGB: the diffuse albedo, the mirror's reflectance, or the glass's tint (the
-    /// fraction of each channel a refracted ray keeps at each refraction).
+    /// fraction of each channel a refracted ray keeps at each refraction); times the base
+    /// colour texture where there is one.
     pub colour: [f32; 3],
     /// When above zero, the colour halves on alternate squares of this size on the xz plane.
     pub checker_scale: f32,
+    /// Linear RGB radiance the surface emits towards every ray that hits it (any kind), times
+    /// the emissive texture where there is one.
+    pub emission: [f32; 3],
     /// A [`MaterialKind`] as u32.
     pub kind: u32,
     /// Glass: the index of refraction inside (outside is air, 1). Unused by other kinds.
@@ -36,6 +44,12 @@ pub struct Material {
     pub pad0: u32,
     /// Padding.
     pub pad1: u32,
+    /// Padding.
+    pub pad2: u32,
+    /// The texture `colour` is multiplied by (its RGB, sRGB-encoded), or none.
+    pub base_colour_texture: TextureRef,
+    /// The texture `emission` is multiplied by (its RGB, sRGB-encoded), or none.
+    pub emissive_texture: TextureRef,
 }
 
 impl Material {
@@ -49,10 +63,14 @@ impl Material {
         Material {
             colour: albedo,
             checker_scale: square,
+            emission: [0.0; 3],
             kind: MaterialKind::Diffuse as u32,
             ior: 1.0,
             pad0: 0,
             pad1: 0,
+            pad2: 0,
+            base_colour_texture: TextureRef::NONE,
+            emissive_texture: TextureRef::NONE,
         }
     }
 
@@ -74,6 +92,23 @@ impl Material {
         }
     }
 
+    /// This material with its colour multiplied by `texture`.
+    pub fn with_base_colour(self, texture: TextureRef) -> Self {
+        Material {
+            base_colour_texture: texture,
+            ..self
+        }
+    }
+
+    /// This material emitting `radiance`, times `texture` where it is some.
+    pub fn with_emission(self, radiance: [f32; 3], texture: TextureRef) -> Self {
+        Material {
+            emission: radiance,
+            emissive_texture: texture,
+            ..self
+        }
+    }
+
     /// The kind, or `None` for an unknown value.
     pub fn kind(&self) -> Option<MaterialKind> {
         match self.kind {
@@ -84,8 +119,18 @@ impl Material {
         }
     }
 
-    /// Errors unless the colour is finite and non-negative, the checker scale finite and
-    /// non-negative, the kind known, and a glass's index of refraction finite and positive.
+    /// The textures it reads, named as errors name them.
+    pub fn textures(&self) -> [(&'static str, TextureRef); 2] {
+        [
+            ("base colour texture", self.base_colour_texture),
+            ("emissive texture", self.emissive_texture),
+        ]
+    }
+
+    /// Errors unless the colour and the emission are finite and non-negative, the checker
+    /// scale finite and non-negative, the kind known, a glass's index of refraction finite
+    /// and positive, and each texture reference [valid](TextureRef::validate) (whether its
+    /// texture exists is the scene's to check).
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.colour.iter().any(|c| !c.is_finite() || *c < 0.0) {
             return Err(format!(
@@ -93,11 +138,20 @@ impl Material {
                 self.colour
             ));
         }
+        if self.emission.iter().any(|c| !c.is_finite() || *c < 0.0) {
+            return Err(format!(
+                "emission {:?} is not finite and non-negative",
+                self.emission
+            ));
+        }
         if !self.checker_scale.is_finite() || self.checker_scale < 0.0 {
             return Err(format!(
                 "checker scale {} is not finite and non-negative",
                 self.checker_scale
             ));
+        }
+        for (name, texture) in self.textures() {
+            texture.validate().map_err(|e| format!("{name}: {e}"))?;
         }
         match self.kind() {
             None => Err(format!("unknown material kind {}", self.kind)),

@@ -442,6 +442,11 @@ pub struct MaterialMesh {
     pub triangle_materials: Vec<u32>,
     /// The materials; empty for a file without any (OBJ, PLY, a glTF without materials).
     pub materials: Vec<Material>,
+    /// Texture coordinates of each vertex (`TEXCOORD_0` in the first two, `TEXCOORD_1` in the
+    /// last two); empty when no material reads a texture.
+    pub texcoords: Vec<[f32; 4]>,
+    /// The textures the materials read.
+    pub textures: Vec<super::Texture>,
 }
 
 impl MaterialMesh {

@@ -12,7 +12,9 @@ pub mod ply;
 pub mod rig;
 pub mod scans;
 pub mod shapes;
+pub mod texture;
 
 pub use gltf_source::AssetAccess;
 pub use material::{GpuLight, Light, Material, MaterialKind};
 pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};
+pub use texture::{Texture, TextureRef};

@@ -199,9 +199,12 @@ impl Rig {
             influences: 4,
             ..PartsRead::default()
         };
-        let materials = walk_primitives(path, file, |visited| {
+        let appearance = walk_primitives(path, file, |visited| {
             parts.read_primitive(path, file, &skins, &visited)
         })?;
+        if appearance.textures.is_empty() {
+            parts.texcoords.clear();
+        }
         let mut rest = parts.rest;
         rest.normals.clear();
         if let Some(v) = rest
@@ -224,7 +227,9 @@ impl Rig {
             rest: MaterialMesh {
                 mesh: rest,
                 triangle_materials: parts.triangle_materials,
-                materials,
+                materials: appearance.materials,
+                texcoords: parts.texcoords,
+                textures: appearance.textures,
             },
             joints: parts.joints,
             weights: parts.weights,
@@ -454,6 +459,7 @@ fn read_skins(path: &Path, file: &GltfFile) -> Result<(Vec<RigSkin>, usize), Sce
 #[derive(Default)]
 struct PartsRead {
     rest: Mesh,
+    texcoords: Vec<[f32; 4]>,
     triangle_materials: Vec<u32>,
     joints: Vec<[u16; MAX_INFLUENCES]>,
     weights: Vec<[f32; MAX_INFLUENCES]>,
@@ -534,6 +540,7 @@ impl PartsRead {
         self.joints.extend(influences.joints);
         self.weights.extend(influences.weights);
         self.rest.append(&visited.part);
+        self.texcoords.extend_from_slice(&visited.texcoords);
         if let Some(id) = visited.material {
             self.triangle_materials
                 .resize(self.rest.triangle_count(), id);

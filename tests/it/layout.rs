@@ -65,6 +65,7 @@ use canopy::scene::animated::normals::SurfaceNormalsPush;
 use canopy::scene::animated::skin::{MorphPart, SkinPush};
 use canopy::scene::animated::subdivide::SubdividePush;
 use canopy::scene::default_scene::DefaultSurfacePush;
+use canopy::scene::texture::{GpuTexture, TextureRef};
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
 use spirv::{Module, StructLayout};
@@ -1405,23 +1406,62 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 normals,
                 triangles,
                 triangle_materials,
-                materials
+                appearance
             }),
             offsets: &[0, 8, 16, 24, 32],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,
             name: "Material",
-            shape: &["vec3<f32>", "f32", "u32", "f32", "u32", "u32"],
+            shape: &[
+                "vec3<f32>",
+                "f32",
+                "vec3<f32>",
+                "u32",
+                "f32",
+                "u32",
+                "u32",
+                "u32",
+                "struct",
+                "struct",
+            ],
             rust: rust_layout!(Material {
                 colour,
                 checker_scale,
+                emission,
                 kind,
                 ior,
                 pad0,
-                pad1
+                pad1,
+                pad2,
+                base_colour_texture,
+                emissive_texture
             }),
-            offsets: &[0, 12, 16, 20, 24, 28],
+            offsets: &[0, 12, 16, 28, 32, 36, 40, 44, 48, 80],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "TextureRef",
+            shape: &["vec3<f32>", "u32", "vec3<f32>", "u32"],
+            rust: rust_layout!(TextureRef {
+                transform_u,
+                texture,
+                transform_v,
+                texcoord_set
+            }),
+            offsets: &[0, 12, 16, 28],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "Texture",
+            shape: &["u32", "u32", "u32", "u32"],
+            rust: rust_layout!(GpuTexture {
+                first_texel,
+                width,
+                height,
+                sampling
+            }),
+            offsets: &[0, 4, 8, 12],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,

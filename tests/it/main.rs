@@ -38,6 +38,7 @@ mod render_output;
 mod sequence;
 mod shared_output;
 mod subdivision;
+mod textures;
 mod trace_work;
 mod validation;
 mod wide_bvh;

@@ -12,7 +12,7 @@ use canopy::render::cpu::CpuScene;
 use canopy::render::photons::cpu::{Photon, estimate, trace_photons};
 use canopy::render::photons::{GatherPoints, GatherScratch, PhotonMap, PhotonParams, PhotonStats};
 use canopy::render::{
-    Camera, Light, Material, RayPayload, RenderParams, Renderer, SceneGpu, ShadingParams,
+    Camera, Light, Material, RayPayload, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
 use canopy::scene::{Mesh, shapes};
 use canopy::vk::{Context, Count, MemoryKind, Slice};
@@ -73,8 +73,7 @@ impl Stage {
             positions: &self.mesh.positions,
             normals: &self.mesh.normals,
             triangles: &self.mesh.triangles,
-            triangle_materials: &self.triangle_materials,
-            materials: &self.materials,
+            surfaces: Surfaces::untextured(&self.triangle_materials, &self.materials),
             lights: &self.lights,
         }
     }
@@ -83,8 +82,7 @@ impl Stage {
         SceneGpu::from_mesh(
             ctx,
             &self.mesh,
-            &self.triangle_materials,
-            &self.materials,
+            &Surfaces::untextured(&self.triangle_materials, &self.materials),
             &self.lights,
         )
         .unwrap()

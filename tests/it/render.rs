@@ -11,22 +11,25 @@ use canopy::render::channels::{encode_plane, srgb_encode};
 use canopy::render::cpu::CpuScene;
 use canopy::render::{
     BounceStats, Camera, ChannelEncoding, ChannelSource, ImageReadback, Light, MAX_BOUNCES,
-    Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams,
+    Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
-use canopy::scene::{Mesh, shapes};
+use canopy::scene::{MaterialMesh, Mesh, Texture, TextureRef, shapes};
 use canopy::vk::{Context, MemoryKind, Recorder};
+use common::files::TempFolder;
 use common::{assert_valid, context};
 use glam::Vec3;
 
 const WIDTH: u32 = 128;
 const HEIGHT: u32 = 96;
 
-/// A test scene: mesh, materials, lights, view.
+/// A test scene: mesh, materials (and textures), lights, view.
 struct TestScene {
     mesh: Mesh,
     triangle_materials: Vec<u32>,
     materials: Vec<Material>,
+    texcoords: Vec<[f32; 4]>,
+    textures: Vec<Texture>,
     lights: Vec<Light>,
     camera: Camera,
     shading: ShadingParams,
@@ -56,6 +59,8 @@ impl TestScene {
             mesh,
             triangle_materials,
             materials,
+            texcoords: Vec::new(),
+            textures: Vec::new(),
             lights: vec![
                 Light::Directional {
                     direction: Vec3::new(-0.5, -1.0, -0.2),
@@ -73,6 +78,15 @@ impl TestScene {
             },
             width: WIDTH,
             height: HEIGHT,
+        }
+    }
+
+    fn surfaces(&self) -> Surfaces<'_> {
+        Surfaces {
+            triangle_materials: &self.triangle_materials,
+            materials: &self.materials,
+            texcoords: &self.texcoords,
+            textures: &self.textures,
         }
     }
 
@@ -107,14 +121,7 @@ impl TestScene {
         animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
         channels: &[OutputChannel],
     ) -> ImageReadback {
-        let scene = SceneGpu::from_mesh(
-            ctx,
-            uploaded,
-            &self.triangle_materials,
-            &self.materials,
-            &self.lights,
-        )
-        .unwrap();
+        let scene = SceneGpu::from_mesh(ctx, uploaded, &self.surfaces(), &self.lights).unwrap();
         let n = scene.triangle_count;
         let params = RenderParams {
             bounces,
@@ -166,8 +173,7 @@ impl TestScene {
             positions: &self.mesh.positions,
             normals: &self.mesh.normals,
             triangles: &self.mesh.triangles,
-            triangle_materials: &self.triangle_materials,
-            materials: &self.materials,
+            surfaces: self.surfaces(),
             lights: &self.lights,
         }
         .render(
@@ -415,9 +421,14 @@ fn bad_render_input_is_rejected() {
             "kind",
         ),
     ] {
-        let error = SceneGpu::from_mesh(&ctx, &mesh, &[0, 0], &[material], &light)
-            .err()
-            .expect("refused");
+        let error = SceneGpu::from_mesh(
+            &ctx,
+            &mesh,
+            &Surfaces::untextured(&[0, 0], &[material]),
+            &light,
+        )
+        .err()
+        .expect("refused");
         assert!(error.to_string().contains(expected), "{error}");
     }
 }
@@ -517,6 +528,8 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             triangle_materials: vec![0; plane.triangle_count()],
             mesh: plane,
             materials: vec![Material::diffuse([0.8, 0.8, 0.8])],
+            texcoords: Vec::new(),
+            textures: Vec::new(),
             lights: vec![Light::Directional {
                 direction: Vec3::new(-0.5, -1.0, -0.2),
                 intensity: Vec3::splat(0.8),
@@ -614,16 +627,17 @@ fn skinned_character_matches_cpu_render() {
         normals,
         triangles,
     };
-    let mut scene = TestScene::new(
-        &[],
-        vec![
-            Material::checker([0.8, 0.8, 0.8], 0.5),
-            Material::diffuse([0.8, 0.55, 0.3]),
-        ],
-    );
+    // Its own material, textured, and the checkered ground.
+    let mut materials = rig.rest.materials.clone();
+    assert!(materials[0].base_colour_texture.is_some());
+    materials.push(Material::checker([0.8, 0.8, 0.8], 0.5));
+    let mut scene = TestScene::new(&[], materials);
     scene.camera = Camera::orbit(Vec3::new(0.0, 1.0, 0.0), 4.0, 30.0, 15.0, 45.0);
-    scene.triangle_materials = vec![1; character.triangle_count()];
-    scene.triangle_materials.extend([0, 0]);
+    scene.triangle_materials = rig.rest.triangle_materials.clone();
+    scene.triangle_materials.extend([1, 1]);
+    scene.texcoords = rig.rest.texcoords.clone();
+    scene.texcoords.extend([[0.0; 4]; 4]);
+    scene.textures = rig.rest.textures.clone();
     let mut mesh = character;
     mesh.append(&scene.mesh);
     scene.mesh = mesh;
@@ -638,15 +652,47 @@ fn skinned_character_matches_cpu_render() {
         surface.record(rec, &gpu.positions, &gpu.triangles, &gpu.normals)
     };
     let (gpu, _) = scene.render_gpu_animated(&ctx, (StructureKind::Lbvh, 1), &uploaded, &animate);
-    assert_close(&gpu, &scene.render_cpu(1), "skinned CesiumMan");
-    let clay = gpu
+    assert_close(&gpu, &scene.render_cpu(1), "skinned, textured CesiumMan");
+    assert_texture_shows(&mut scene, &gpu, 50);
+}
+
+/// That `image` (of `scene`) shows its textures: at least 1 in `share` of its pixels differs
+/// by more than 8 in a channel from the CPU's image of the scene without them.
+fn assert_texture_shows(scene: &mut TestScene, image: &[u8], share: usize) {
+    for material in &mut scene.materials {
+        *material = material
+            .with_base_colour(TextureRef::NONE)
+            .with_emission([0.0; 3], TextureRef::NONE);
+    }
+    let flat = scene.render_cpu(1);
+    let differing = image
         .chunks(4)
-        .filter(|p| p[0] as u32 > p[2] as u32 + 60)
+        .zip(flat.chunks(4))
+        .filter(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 8))
         .count();
     assert!(
-        clay > (WIDTH * HEIGHT) as usize / 50,
-        "the character covers only {clay} pixels"
+        differing * share > (scene.width * scene.height) as usize,
+        "only {differing} pixels show the textures"
     );
+}
+
+#[test]
+fn textured_model_matches_cpu_render() {
+    use canopy::render::presets::{MeshLook, MeshStage};
+    let ctx = context();
+    let folder = TempFolder::new("textured-render");
+    let loaded = MaterialMesh::load(&crate::textures::textured_quad(&folder.0)).unwrap();
+    let stage = MeshStage::new(loaded, &MeshLook::default());
+    let mut scene = TestScene::new(&[], stage.materials.clone());
+    scene.mesh = stage.mesh.clone();
+    scene.triangle_materials = stage.triangle_materials.clone();
+    scene.texcoords = stage.texcoords.clone();
+    scene.textures = stage.textures.clone();
+    scene.lights = stage.lights.clone();
+    scene.camera = Camera::orbit(stage.centre, 2.2 * stage.radius, 15.0, 10.0, 45.0);
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &scene.render_cpu(1), "textured square");
+    assert_texture_shows(&mut scene, &gpu, 4);
 }
 
 /// Every source as 32-bit values (the object id as integers).
@@ -711,8 +757,7 @@ fn file_channels_match_the_image_and_the_cpu() {
         positions: &scene.mesh.positions,
         normals: &scene.mesh.normals,
         triangles: &scene.mesh.triangles,
-        triangle_materials: &scene.triangle_materials,
-        materials: &scene.materials,
+        surfaces: scene.surfaces(),
         lights: &scene.lights,
     }
     .primary_aovs(&scene.camera, WIDTH, HEIGHT);

@@ -62,20 +62,23 @@ fn basis(w: Vec3) -> (Vec3, Vec3) {
 /// about their centre reaching every vertex, and the scene's bounds.
 #[allow(clippy::type_complexity)]
 fn targets(scene: &CpuScene) -> (Vec<Option<(Vec3, Vec3, f32)>>, (Vec3, Vec3)) {
-    let mut per_material: Vec<Option<(Vec3, Vec3, f32)>> = vec![None; scene.materials.len()];
+    let mut per_material: Vec<Option<(Vec3, Vec3, f32)>> =
+        vec![None; scene.surfaces.materials.len()];
     let mut all = (Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY));
     for (t, tri) in scene.triangles.iter().enumerate() {
         let [a, b, c] = tri.map(|i| Vec3::from(scene.positions[i as usize]));
         let (lo, hi) = (a.min(b.min(c)), a.max(b.max(c)));
         all = (all.0.min(lo), all.1.max(hi));
-        let m = scene.triangle_materials[t] as usize;
-        if scene.materials[m].kind() != Some(MaterialKind::Diffuse) {
+        let m = scene.surfaces.triangle_materials[t] as usize;
+        if scene.surfaces.materials[m].kind() != Some(MaterialKind::Diffuse) {
             let slot = per_material[m].get_or_insert((lo, hi, 0.0));
             *slot = (slot.0.min(lo), slot.1.max(hi), 0.0);
         }
     }
     for (t, tri) in scene.triangles.iter().enumerate() {
-        if let Some((lo, hi, radius)) = &mut per_material[scene.triangle_materials[t] as usize] {
+        if let Some((lo, hi, radius)) =
+            &mut per_material[scene.surfaces.triangle_materials[t] as usize]
+        {
             let centre = 0.5 * (*lo + *hi);
             for &i in tri {
                 *radius = radius.max(Vec3::from(scene.positions[i as usize]).distance(centre));

@@ -346,7 +346,7 @@ impl PhotonMap {
         surface_offset: f32,
         frame: u32,
     ) -> Result<()> {
-        let materials = (scene.materials.size() / 32) as u32;
+        let materials = scene.material_count;
         if materials > MAX_MATERIALS {
             return Err(Error::InvalidInput(format!(
                 "caustics in a scene of {materials} materials: at most {MAX_MATERIALS}"

@@ -14,7 +14,7 @@ pub mod subdivision;
 
 use crate::scene::gltf_source::GltfFile;
 use crate::scene::rig::{ClipTime, Rig};
-use crate::scene::{AssetAccess, Material, MaterialMesh, Mesh, SceneError, gltf_loader};
+use crate::scene::{AssetAccess, MaterialMesh, Mesh, SceneError, gltf_loader};
 use crate::vk::{Buffer, Context, MemoryKind, Recorder, Result};
 use files::{FileStream, FrameFiles};
 use glam::{Mat4, Vec3};
@@ -302,12 +302,13 @@ impl MeshInput {
         }
     }
 
-    /// The file's materials and each triangle's (empty for a file without materials).
-    pub fn materials(&self) -> (&[Material], &[u32]) {
+    /// The file's mesh with its materials, textures and texture coordinates (a rig's rest
+    /// pose); none for a sequence, whose files have no materials.
+    pub fn dressed(&self) -> Option<&MaterialMesh> {
         match self {
-            Self::Still(mesh) => (&mesh.materials, &mesh.triangle_materials),
-            Self::Rig(rig, _) => (&rig.rest.materials, &rig.rest.triangle_materials),
-            Self::Files { .. } => (&[], &[]),
+            Self::Still(mesh) => Some(mesh),
+            Self::Rig(rig, _) => Some(&rig.rest),
+            Self::Files { .. } => None,
         }
     }
 

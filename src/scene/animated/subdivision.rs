@@ -108,16 +108,15 @@ impl Stencils {
     ///
     /// If a column is out of range of `old` (`old` must hold the previous
     /// level's vertices).
-    pub fn apply(&self, old: &[[f32; 3]]) -> Vec<[f32; 3]> {
+    pub fn apply<const N: usize>(&self, old: &[[f32; N]]) -> Vec<[f32; N]> {
         (0..self.rows())
             .map(|i| {
                 let (columns, weights) = self.row(i);
-                let mut sum = [0.0f32; 3];
+                let mut sum = [0.0f32; N];
                 for (&column, &weight) in columns.iter().zip(weights) {
-                    let p = old[column as usize];
-                    sum[0] += weight * p[0];
-                    sum[1] += weight * p[1];
-                    sum[2] += weight * p[2];
+                    for (s, p) in sum.iter_mut().zip(old[column as usize]) {
+                        *s += weight * p;
+                    }
                 }
                 sum
             })
@@ -247,13 +246,13 @@ impl LoopSubdivision {
         Ok(result)
     }
 
-    /// Evaluates all levels on the CPU, from the control positions to the
-    /// final ones.
+    /// Evaluates all levels on the CPU, from the control positions (or any other values
+    /// per control vertex, such as texture coordinates) to the final ones.
     ///
     /// # Panics
     ///
     /// If `control.len()` is not the control vertex count.
-    pub fn apply(&self, control: &[[f32; 3]]) -> Vec<[f32; 3]> {
+    pub fn apply<const N: usize>(&self, control: &[[f32; N]]) -> Vec<[f32; N]> {
         assert_eq!(
             control.len(),
             self.vertex_counts[0] as usize,

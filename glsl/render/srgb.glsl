@@ -1,5 +1,0 @@
-// The sRGB transfer function (IEC 61966-2-1): linear [0, 1] to encoded [0, 1], as
-// src/render/channels.rs srgb_encode.
-float srgb_encode(float linear) {
-    return linear <= 0.0031308 ? 12.92 * linear : 1.055 * pow(linear, 1.0 / 2.4) - 0.055;
-}

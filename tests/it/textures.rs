@@ -1,0 +1,337 @@
+//! glTF textures as the loader reads them: images decoded (from a file beside the model or a
+//! `data:` URI), samplers, `KHR_texture_transform`, both sets of texture coordinates and
+//! emission; and the errors of bad texture input, each naming what is at fault. The renderer's
+//! use of them is tested against the CPU renderer in `render.rs`.
+
+use crate::common::files::TempFolder;
+use canopy::scene::texture::{Filter, Sampler, Wrap};
+use canopy::scene::{MaterialMesh, TextureRef};
+use std::path::{Path, PathBuf};
+
+/// A PNG of `width` x `height` RGBA8 texels, rows from the top.
+pub fn png(width: u32, height: u32, rgba: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_image_data(rgba).unwrap();
+    writer.finish().unwrap();
+    bytes
+}
+
+/// An 8x8 checker of red and white texels, red at the top left.
+pub fn checker_png() -> Vec<u8> {
+    let rgba: Vec<u8> = (0..64)
+        .flat_map(|i| {
+            if (i % 8 + i / 8) % 2 == 0 {
+                [220, 30, 20, 255]
+            } else {
+                [255, 255, 255, 255]
+            }
+        })
+        .collect();
+    png(8, 8, &rgba)
+}
+
+/// A 4x4 image of colours that all differ (sRGB).
+pub fn colours_png() -> Vec<u8> {
+    let rgba: Vec<u8> = (0..16u8)
+        .flat_map(|i| [i * 16, 255 - i * 12, (i * 37) % 251, 255])
+        .collect();
+    png(4, 4, &rgba)
+}
+
+/// `bytes` as a base64 `data:` URI of media type `mime`.
+pub fn data_uri(mime: &str, bytes: &[u8]) -> String {
+    use base64::Engine;
+    format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+/// What [`quad_gltf`] writes besides the square: the JSON of its one material and of the
+/// file's textures, samplers and images, and whether the square has `TEXCOORD_1`.
+pub struct QuadLook<'a> {
+    pub material: &'a str,
+    pub textures: &'a str,
+    pub samplers: &'a str,
+    pub images: &'a str,
+    pub second_set: bool,
+}
+
+/// Writes `name` in `folder`: a glTF file of a unit square in the xy plane facing +z, its
+/// `TEXCOORD_0` the image's corners (v down, so the image stands upright) and its
+/// `TEXCOORD_1`, when asked for, the same turned half a turn; with the material, textures,
+/// samplers and images `look` gives. Returns its path.
+pub fn quad_gltf(folder: &Path, name: &str, look: &QuadLook) -> PathBuf {
+    let positions: [[f32; 3]; 4] = [[0., 0., 0.], [1., 0., 0.], [1., 1., 0.], [0., 1., 0.]];
+    let normals = [[0f32, 0., 1.]; 4];
+    let texcoords_0: [[f32; 2]; 4] = [[0., 1.], [1., 1.], [1., 0.], [0., 0.]];
+    let texcoords_1 = texcoords_0.map(|[u, v]| [1.0 - u, 1.0 - v]);
+    let indices: [u16; 6] = [0, 1, 2, 0, 2, 3];
+    let mut buffer: Vec<u8> = Vec::new();
+    buffer.extend_from_slice(bytemuck::cast_slice(&positions));
+    buffer.extend_from_slice(bytemuck::cast_slice(&normals));
+    buffer.extend_from_slice(bytemuck::cast_slice(&texcoords_0));
+    buffer.extend_from_slice(bytemuck::cast_slice(&texcoords_1));
+    buffer.extend_from_slice(bytemuck::cast_slice(&indices));
+    let second = if look.second_set {
+        r#", "TEXCOORD_1": 3"#
+    } else {
+        ""
+    };
+    let json = format!(
+        r#"{{
+        "asset": {{"version": "2.0"}},
+        "extensionsUsed": ["KHR_texture_transform", "KHR_materials_emissive_strength"],
+        "scenes": [{{"nodes": [0]}}],
+        "nodes": [{{"mesh": 0}}],
+        "meshes": [{{"primitives": [{{
+            "attributes": {{"POSITION": 0, "NORMAL": 1, "TEXCOORD_0": 2{second}}},
+            "indices": 4, "material": 0}}]}}],
+        "materials": [{material}],
+        "textures": {textures},
+        "samplers": {samplers},
+        "images": {images},
+        "buffers": [{{"byteLength": {length}, "uri": "{uri}"}}],
+        "bufferViews": [
+            {{"buffer": 0, "byteOffset": 0, "byteLength": 48}},
+            {{"buffer": 0, "byteOffset": 48, "byteLength": 48}},
+            {{"buffer": 0, "byteOffset": 96, "byteLength": 32}},
+            {{"buffer": 0, "byteOffset": 128, "byteLength": 32}},
+            {{"buffer": 0, "byteOffset": 160, "byteLength": 12}}
+        ],
+        "accessors": [
+            {{"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3",
+              "min": [0, 0, 0], "max": [1, 1, 0]}},
+            {{"bufferView": 1, "componentType": 5126, "count": 4, "type": "VEC3"}},
+            {{"bufferView": 2, "componentType": 5126, "count": 4, "type": "VEC2"}},
+            {{"bufferView": 3, "componentType": 5126, "count": 4, "type": "VEC2"}},
+            {{"bufferView": 4, "componentType": 5123, "count": 6, "type": "SCALAR"}}
+        ]
+    }}"#,
+        material = look.material,
+        textures = look.textures,
+        samplers = look.samplers,
+        images = look.images,
+        length = buffer.len(),
+        uri = data_uri("application/octet-stream", &buffer),
+    );
+    let path = folder.join(name);
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+/// The model of the texture tests: the checker (a file beside the model, read nearest and
+/// repeated, scaled twice and offset by a quarter) as base colour through `TEXCOORD_0`, and
+/// the colours (a `data:` URI, bilinear, clamped) as emission through `TEXCOORD_1`, emissive
+/// factor 0.5 at strength 0.6. Returns its path.
+pub fn textured_quad(folder: &Path) -> PathBuf {
+    std::fs::write(folder.join("checker.png"), checker_png()).unwrap();
+    let images = format!(
+        r#"[{{"uri": "checker.png"}}, {{"uri": "{}", "name": "colours"}}]"#,
+        data_uri("image/png", &colours_png())
+    );
+    quad_gltf(
+        folder,
+        "quad.gltf",
+        &QuadLook {
+            material: r#"{
+                "pbrMetallicRoughness": {"baseColorFactor": [1, 1, 0.5, 1],
+                    "baseColorTexture": {"index": 0, "extensions": {"KHR_texture_transform":
+                        {"offset": [0.25, 0], "scale": [2, 2]}}}},
+                "emissiveFactor": [0.5, 0.5, 0.5],
+                "emissiveTexture": {"index": 1, "texCoord": 1},
+                "extensions": {"KHR_materials_emissive_strength": {"emissiveStrength": 0.6}}}"#,
+            textures: r#"[{"source": 0, "sampler": 0}, {"source": 1, "sampler": 1}]"#,
+            samplers: r#"[{"magFilter": 9728, "wrapS": 10497, "wrapT": 10497},
+                          {"magFilter": 9729, "wrapS": 33071, "wrapT": 33648}]"#,
+            images: &images,
+            second_set: true,
+        },
+    )
+}
+
+#[test]
+fn a_textured_gltf_reads_its_images_samplers_transforms_and_emission() {
+    let folder = TempFolder::new("textured-quad");
+    let loaded = MaterialMesh::load(&textured_quad(&folder.0)).unwrap();
+    assert_eq!(loaded.textures.len(), 2);
+    let (checker, colours) = (&loaded.textures[0], &loaded.textures[1]);
+    assert_eq!((checker.width, checker.height), (8, 8));
+    assert_eq!(checker.texels[0].to_le_bytes(), [220, 30, 20, 255]);
+    assert_eq!(checker.texels[1].to_le_bytes(), [255; 4]);
+    assert_eq!(
+        checker.sampler,
+        Sampler {
+            wrap_u: Wrap::Repeat,
+            wrap_v: Wrap::Repeat,
+            filter: Filter::Nearest,
+        }
+    );
+    assert_eq!((colours.width, colours.height), (4, 4));
+    assert_eq!(colours.texels[5].to_le_bytes(), [80, 195, 185, 255]);
+    assert_eq!(
+        colours.sampler,
+        Sampler {
+            wrap_u: Wrap::ClampToEdge,
+            wrap_v: Wrap::MirroredRepeat,
+            filter: Filter::Linear,
+        }
+    );
+
+    let material = loaded.materials[0];
+    assert_eq!(material.colour, [1.0, 1.0, 0.5]);
+    assert_eq!(material.emission, [0.3, 0.3, 0.3]);
+    assert_eq!(
+        material.base_colour_texture,
+        TextureRef::new(0, 0).with_transform([0.25, 0.0], 0.0, [2.0, 2.0])
+    );
+    assert_eq!(material.emissive_texture, TextureRef::new(1, 1));
+    // The square's corner at the origin has TEXCOORD_0 (0, 1) and TEXCOORD_1 (1, 0); the
+    // transform scales, then offsets.
+    assert_eq!(loaded.texcoords[0], [0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(
+        material
+            .base_colour_texture
+            .coordinates(loaded.texcoords[0]),
+        [0.25, 2.0]
+    );
+}
+
+#[test]
+fn an_offset_moves_the_texture() {
+    // Offset by half the checker's 8 texels' period of two: every texel's colour swaps.
+    let folder = TempFolder::new("texture-offset");
+    let loaded = MaterialMesh::load(&textured_quad(&folder.0)).unwrap();
+    let checker = &loaded.textures[0];
+    let plain = TextureRef::new(0, 0);
+    let moved = plain.with_transform([1.0 / 8.0, 0.0], 0.0, [1.0, 1.0]);
+    let whole_turn = plain.with_transform([1.0, -3.0], 0.0, [1.0, 1.0]);
+    for k in 0..8 {
+        let uv = [(k as f32 + 0.5) / 8.0, 0.5 / 8.0];
+        let at = |r: TextureRef| checker.sample(r.coordinates([uv[0], uv[1], 0.0, 0.0]), true);
+        assert_ne!(at(plain), at(moved), "texel {k}");
+        assert_eq!(
+            at(moved),
+            at(TextureRef::new(0, 0).with_transform([-1.0 / 8.0, 0.0], 0.0, [1.0, 1.0]))
+        );
+        assert_eq!(at(plain), at(whole_turn), "texel {k}");
+    }
+}
+
+/// The error loading `path`, which must not load, with each of `fragments` in it.
+fn load_error(path: &Path, fragments: &[&str]) {
+    let message = match MaterialMesh::load(path) {
+        Ok(_) => panic!("{} loaded but should not", path.display()),
+        Err(e) => e.to_string(),
+    };
+    for fragment in fragments {
+        assert!(message.contains(fragment), "'{message}' lacks '{fragment}'");
+    }
+}
+
+/// The square with its base colour from image 0, `images` (JSON), through `TEXCOORD_<set>`.
+fn base_colour_quad(
+    folder: &Path,
+    name: &str,
+    images: &str,
+    set: u32,
+    second_set: bool,
+) -> PathBuf {
+    let material = format!(
+        r#"{{"pbrMetallicRoughness": {{"baseColorTexture": {{"index": 0, "texCoord": {set}}}}}}}"#
+    );
+    quad_gltf(
+        folder,
+        name,
+        &QuadLook {
+            material: &material,
+            textures: r#"[{"source": 0}]"#,
+            samplers: "[]",
+            images,
+            second_set,
+        },
+    )
+}
+
+#[test]
+fn bad_texture_input_is_named() {
+    let folder = TempFolder::new("bad-textures");
+    let dir = &folder.0;
+    std::fs::write(dir.join("checker.png"), checker_png()).unwrap();
+    let ok = base_colour_quad(dir, "ok.gltf", r#"[{"uri": "checker.png"}]"#, 0, false);
+    assert!(MaterialMesh::load(&ok).is_ok());
+
+    let missing = base_colour_quad(dir, "missing.gltf", r#"[{"uri": "gone.png"}]"#, 0, false);
+    load_error(
+        &missing,
+        &["missing.gltf", "material 0", "image 0", "gone.png"],
+    );
+
+    std::fs::write(dir.join("garbage.png"), b"\x89PNG\r\n\x1a\n but not really").unwrap();
+    let garbage = base_colour_quad(
+        dir,
+        "garbage.gltf",
+        r#"[{"uri": "garbage.png", "name": "bark"}]"#,
+        0,
+        false,
+    );
+    load_error(&garbage, &["garbage.gltf", "material 0", "image 0 'bark'"]);
+
+    let truncated = &checker_png()[..40];
+    let images = format!(r#"[{{"uri": "{}"}}]"#, data_uri("image/png", truncated));
+    let cut = base_colour_quad(dir, "cut.gltf", &images, 0, false);
+    load_error(&cut, &["cut.gltf", "material 0", "image 0"]);
+
+    let outside = base_colour_quad(
+        dir,
+        "outside.gltf",
+        r#"[{"uri": "../checker.png"}]"#,
+        0,
+        false,
+    );
+    load_error(
+        &outside,
+        &["outside.gltf", "image 0", "outside the model's folder"],
+    );
+
+    let lacking = base_colour_quad(dir, "lacking.gltf", r#"[{"uri": "checker.png"}]"#, 1, false);
+    load_error(
+        &lacking,
+        &[
+            "lacking.gltf",
+            "mesh 0 primitive 0",
+            "material 0",
+            "TEXCOORD_1",
+        ],
+    );
+
+    let beyond = base_colour_quad(dir, "beyond.gltf", r#"[{"uri": "checker.png"}]"#, 2, true);
+    load_error(
+        &beyond,
+        &["beyond.gltf", "material 0", "texture coordinate set 2"],
+    );
+}
+
+#[test]
+fn a_huge_image_in_a_small_file_is_refused() {
+    // 4,096 x 4,096 texels of one grey compress to a few tens of kilobytes; as RGBA8 they
+    // take 64 MiB, more than 2,048 bytes per byte of the file.
+    let folder = TempFolder::new("huge-texture");
+    let side = 4096u32;
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, side, side);
+    encoder.set_color(png::ColorType::Grayscale);
+    let mut writer = encoder.write_header().unwrap();
+    writer
+        .write_image_data(&vec![0u8; (side * side) as usize])
+        .unwrap();
+    writer.finish().unwrap();
+    assert!(bytes.len() < 64 << 10, "{} bytes", bytes.len());
+    std::fs::write(folder.0.join("huge.png"), &bytes).unwrap();
+    let path = base_colour_quad(&folder.0, "huge.gltf", r#"[{"uri": "huge.png"}]"#, 0, false);
+    load_error(&path, &["huge.gltf", "image 0", "4096x4096"]);
+}
