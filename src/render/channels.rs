@@ -209,16 +209,6 @@ pub fn srgb_encode(linear: f32) -> f32 {
     }
 }
 
-/// The inverse of [`srgb_encode`]: encoded [0, 1] to linear, as textures' colour texels are
-/// read (`srgb_decode` in `glsl/common/srgb.glsl`).
-pub fn srgb_decode(encoded: f32) -> f32 {
-    if encoded <= 0.040_45 {
-        encoded / 12.92
-    } else {
-        ((encoded + 0.055) / 1.055).powf(2.4)
-    }
-}
-
 /// The plane `channels.comp` writes for `channel` from every pixel's linear `radiance` and
 /// `aovs` (the CPU reference): `channel.encoding.plane_bytes(pixels)` bytes.
 pub fn encode_plane(channel: OutputChannel, radiance: &[[f32; 3]], aovs: &[PixelAovs]) -> Vec<u8> {

@@ -242,7 +242,7 @@ impl Texture {
             let channel = |b: u8| b as f32 / 255.0;
             let colour = |b: u8| {
                 if srgb {
-                    crate::render::channels::srgb_decode(channel(b))
+                    srgb_decode(channel(b))
                 } else {
                     channel(b)
                 }
@@ -272,6 +272,16 @@ impl Texture {
         // GLSL's mix(x, y, t) = x (1 - t) + y t.
         let mix = |x: f32, y: f32, t: f32| x * (1.0 - t) + y * t;
         std::array::from_fn(|k| mix(mix(a[k], b[k], fu), mix(c[k], d[k], fu), fv))
+    }
+}
+
+/// The sRGB transfer function's inverse (IEC 61966-2-1), encoded [0, 1] to linear, as colour
+/// texels are read (`srgb_decode` in `glsl/common/srgb.glsl`).
+pub fn srgb_decode(encoded: f32) -> f32 {
+    if encoded <= 0.040_45 {
+        encoded / 12.92
+    } else {
+        ((encoded + 0.055) / 1.055).powf(2.4)
     }
 }
 
