@@ -4,7 +4,10 @@
 // view axis, the shading normal and the albedo the shading uses (common/shading.glsl
 // surface_at, the same surface the image is shaded from), the world position and the hit
 // triangle's material (canopy's object id), and the coverage (1 hit, 0 the sky; the sky's
-// depth is infinite). src/render/cpu.rs primary_aovs is the reference.
+// depth is infinite). With several samples per pixel, the first sample writes every variable
+// and the later ones add their albedo and coverage, each weighted 1 / samples, to the first's:
+// those two are means, the rest the first sample's. src/render/cpu.rs primary_aovs is the
+// reference.
 #include "../common/prelude.glsl"
 #include "../common/shading.glsl"
 #include "../common/paths.glsl"
@@ -18,6 +21,8 @@ layout(push_constant, scalar) uniform Push {
     vec3 forward;          // the camera's unit view direction
     uint capacity;         // of the path list
     uint pixels;
+    uint sample_index;     // 0 writes every variable, later samples add to the means
+    float sample_weight;   // 1 / samples per pixel
     uint pad;
 } pc;
 
@@ -30,6 +35,10 @@ void main() {
     Hit hit = list_hits(pc.list_address, pc.capacity).v[i];
     uint pixel = list_payloads(pc.list_address, pc.capacity).v[i].pixel;
     PixelAovsList out_aovs = PixelAovsList(pc.aovs_address);
+    bool first = pc.sample_index == 0u;
+    if (hit.triangle == MISS && !first) {
+        return;
+    }
     if (hit.triangle == MISS) {
         out_aovs.v[pixel].normal = vec3(0.0);
         out_aovs.v[pixel].depth = INF;
@@ -40,10 +49,15 @@ void main() {
         return;
     }
     SurfacePoint s = surface_at(pc.scene, ray, hit);
+    if (!first) {
+        out_aovs.v[pixel].albedo += s.colour * pc.sample_weight;
+        out_aovs.v[pixel].coverage += pc.sample_weight;
+        return;
+    }
     out_aovs.v[pixel].normal = s.shading_normal;
     out_aovs.v[pixel].depth = dot(s.position - ray.origin, pc.forward);
-    out_aovs.v[pixel].albedo = s.colour;
+    out_aovs.v[pixel].albedo = s.colour * pc.sample_weight;
     out_aovs.v[pixel].object_id = U32s(pc.scene.triangle_materials).v[hit.triangle];
     out_aovs.v[pixel].position = s.position;
-    out_aovs.v[pixel].coverage = 1.0;
+    out_aovs.v[pixel].coverage = pc.sample_weight;
 }

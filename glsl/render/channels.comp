@@ -30,11 +30,13 @@ layout(push_constant, scalar) uniform Push {
     uint pixels;
     uint channel_count;
     uint channels[MAX_CHANNELS]; // source | encoding << 8
+    float sample_weight;         // 1 / samples per pixel: the radiance is the samples' mean
+    uint pad;
 } pc;
 
 float value_of(uint source, uint pixel) {
     if (source < 3) {
-        return float(U64s(pc.radiance_address).v[3 * pixel + source]) * (1.0 / RADIANCE_SCALE);
+        return float(U64s(pc.radiance_address).v[3 * pixel + source]) * (1.0 / RADIANCE_SCALE) * pc.sample_weight;
     }
     PixelAovs a = PixelAovsList(pc.aovs_address).v[pixel];
     if (source == COVERAGE) {

@@ -1,6 +1,6 @@
 #version 460
 // The frame's image: each pixel's fixed-point radiance sum (common/paths.glsl) back to linear
-// RGB, clamped to [0, 1] and written as sRGB-encoded RGBA8 (the sRGB transfer function,
+// RGB, times 1 / samples per pixel (the samples' mean), clamped to [0, 1] and written as sRGB-encoded RGBA8 (the sRGB transfer function,
 // common/srgb.glsl), opaque.
 // src/render/cpu.rs packs the same way.
 #include "../common/prelude.glsl"
@@ -11,7 +11,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t radiance_address; // 3 u64 per pixel
     uint64_t image_address;    // out: RGBA8 per pixel
     uint pixels;
-    uint pad;
+    float sample_weight; // 1 / samples per pixel
 } pc;
 
 uint pack_srgb(vec3 linear) {
@@ -27,5 +27,5 @@ void main() {
     }
     U64s sums = U64s(pc.radiance_address);
     vec3 units = vec3(float(sums.v[3 * i]), float(sums.v[3 * i + 1]), float(sums.v[3 * i + 2]));
-    U32s(pc.image_address).v[i] = pack_srgb(units * (1.0 / RADIANCE_SCALE));
+    U32s(pc.image_address).v[i] = pack_srgb(units * (1.0 / RADIANCE_SCALE) * pc.sample_weight);
 }

@@ -29,6 +29,8 @@ pub struct FrameConfig {
     pub repeats: u32,
     /// Bounces of reflected and refracted rays.
     pub bounces: u32,
+    /// Samples per pixel (each traces the stages of its paths: the stage list repeats).
+    pub samples: u32,
     /// The builders' parameters.
     pub build: BuildParams,
     /// The animation time the frame shows, in seconds.
@@ -39,7 +41,7 @@ pub struct FrameConfig {
 }
 
 impl Default for FrameConfig {
-    /// 1920x1080, 15 runs, 2 bounces, the builders' defaults, time 1 s, without the driver's
+    /// 1920x1080, 15 runs, 2 bounces, 1 sample, the builders' defaults, time 1 s, without the driver's
     /// ray tracing.
     fn default() -> Self {
         Self {
@@ -47,6 +49,7 @@ impl Default for FrameConfig {
             height: 1080,
             repeats: 15,
             bounces: 2,
+            samples: 1,
             build: BuildParams::default(),
             time: 1.0,
             native: false,
@@ -144,6 +147,7 @@ pub fn measure(
     let input = scene.input();
     let params = RenderParams {
         bounces: config.bounces,
+        samples: config.samples,
         ..RenderParams::default()
     };
     let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;

@@ -40,6 +40,9 @@ pub struct RenderBenchArgs {
     /// Bounces of reflected and refracted rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = super::render::parse_bounces)]
     pub bounces: u32,
+    /// Samples per pixel (1 to 4096).
+    #[arg(long, default_value_t = 1, value_parser = super::render::parse_samples)]
+    pub spp: u32,
     /// The structures rebuilt every frame, comma-separated: lbvh, kdtree, bih, grid.
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: Vec<StructureKind>,
@@ -69,6 +72,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         height,
         repeats: args.repeats,
         bounces: args.bounces,
+        samples: args.spp,
         native: args.native,
         time: args.time,
         build: BuildParams {

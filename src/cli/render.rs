@@ -21,7 +21,7 @@ use canopy::job::{
 };
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
-use canopy::render::{BounceStats, MAX_BOUNCES, OutputChannel, RenderParams};
+use canopy::render::{BounceStats, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams};
 use canopy::scene::AssetAccess;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
@@ -169,6 +169,10 @@ pub struct RenderArgs {
     /// Bounces of reflected and refracted rays after the camera rays (0 to 16).
     #[arg(long, default_value_t = 2, value_parser = parse_bounces)]
     pub bounces: u32,
+    /// Samples per pixel (1 to 4096): each from a point of its own in the pixel, stratified
+    /// and jittered the same way on every device; the pixel is their mean (a box filter).
+    #[arg(long, default_value_t = 1, value_parser = parse_samples)]
+    pub spp: u32,
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
@@ -469,6 +473,15 @@ pub(super) fn parse_bounces(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(n) if n <= MAX_BOUNCES => Ok(n),
         _ => Err(format!("'{text}': expected 0..={MAX_BOUNCES} bounces")),
+    }
+}
+
+pub(super) fn parse_samples(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=MAX_SAMPLES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "'{text}': expected 1..={MAX_SAMPLES} samples per pixel"
+        )),
     }
 }
 
@@ -973,6 +986,7 @@ fn sequence_config(
         },
         render: RenderParams {
             bounces: args.bounces,
+            samples: args.spp,
             ..RenderParams::default()
         },
         width,

@@ -1,6 +1,6 @@
 //! A pinhole view: an eye, its ray basis and an image size, the frame of every structure built
 //! in screen space (the screen grid of [`crate::accel::grid`]) and of the renderer's camera
-//! rays, which [`PinholeView::primary_ray`] makes as `glsl/render/camera_rays.comp` does.
+//! rays, which [`PinholeView::sample_ray`] makes as `glsl/render/camera_rays.comp` does.
 
 use super::ray::Ray;
 
@@ -23,11 +23,52 @@ pub struct PinholeView {
     pub height: u32,
 }
 
+/// Where sample `sample` of `samples` falls in pixel `pixel` (row-major from the top-left),
+/// in [0, 1)² from the pixel's top-left corner (`sample_offset` in
+/// `glsl/render/camera_rays.comp`): the centre for one sample; else the pixel is cut into
+/// m x m strata, m = ceil(sqrt(samples)), sample s takes stratum s (row-major), and a point
+/// in it is chosen by a hash of the pixel and the sample, so every device and thread count
+/// makes the same samples. A box filter: every sample of a pixel weighs the same.
+pub fn sample_offset(pixel: u32, sample: u32, samples: u32) -> [f32; 2] {
+    if samples <= 1 {
+        return [0.5, 0.5];
+    }
+    let strata = (samples as f32).sqrt().ceil() as u32;
+    let strata = if strata * strata < samples {
+        strata + 1
+    } else {
+        strata
+    };
+    let hash = sample_hash(pixel.wrapping_mul(0x9e37_79b9) ^ sample);
+    let jitter = |bits: u32| (bits >> 8) as f32 * (1.0 / 16_777_216.0);
+    let (sx, sy) = (sample % strata, sample / strata % strata);
+    [
+        (sx as f32 + jitter(hash)) / strata as f32,
+        (sy as f32 + jitter(sample_hash(hash))) / strata as f32,
+    ]
+}
+
+/// A 32-bit integer hash (`sample_hash` in `glsl/render/camera_rays.comp`; Chris Wellons'
+/// "lowbias32").
+fn sample_hash(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
 impl PinholeView {
     /// The primary ray through the centre of pixel (`x`, `y`).
     pub fn primary_ray(&self, x: u32, y: u32) -> Ray {
-        let u = (x as f32 + 0.5) / self.width as f32 * 2.0 - 1.0;
-        let v = 1.0 - (y as f32 + 0.5) / self.height as f32 * 2.0;
+        self.sample_ray(x, y, 0, 1)
+    }
+
+    /// The primary ray of sample `sample` of `samples` in pixel (`x`, `y`) ([`sample_offset`]).
+    pub fn sample_ray(&self, x: u32, y: u32, sample: u32, samples: u32) -> Ray {
+        let [ox, oy] = sample_offset(y * self.width + x, sample, samples);
+        let u = (x as f32 + ox) / self.width as f32 * 2.0 - 1.0;
+        let v = 1.0 - (y as f32 + oy) / self.height as f32 * 2.0;
         Ray {
             origin: self.origin,
             tmin: 0.0,

@@ -12,7 +12,8 @@ use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
 use crate::geom::morton::MortonBits;
 use crate::geom::ray::Ray;
 use crate::render::{
-    Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, ShadingParams, Surfaces, radiance_units,
+    Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, RenderParams, ShadingParams, Surfaces,
+    radiance_units,
 };
 use crate::scene::TextureRef;
 use glam::{Vec3, Vec4};
@@ -276,61 +277,84 @@ impl CpuScene<'_> {
         }
     }
 
-    /// The RGBA8 image (rows from the top) of this scene seen by `camera`, with `bounces`
-    /// bounces of reflected and refracted rays.
+    /// The RGBA8 image (rows from the top) of this scene seen by `camera`, with
+    /// `params.bounces` bounces of reflected and refracted rays and `params.samples` samples
+    /// per pixel.
     pub fn render(
         &self,
         camera: &Camera,
         width: u32,
         height: u32,
         shading: &ShadingParams,
-        bounces: u32,
+        params: &RenderParams,
     ) -> Vec<u8> {
         let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
         let settings = Settings {
             bvh: &bvh,
             shading,
-            bounces,
+            bounces: params.bounces,
         };
+        let view = camera.view(width, height);
+        let sample_weight = 1.0 / params.samples as f32;
         let mut image = Vec::with_capacity((width * height * 4) as usize);
         for y in 0..height {
             for x in 0..width {
-                let ray = camera.primary_ray(x, y, width, height);
                 let mut sums = Sums::default();
-                self.trace_path(&settings, &ray, Vec3::ONE, 0, &mut sums);
-                image.extend(pack_srgb(sums.linear()));
+                for sample in 0..params.samples {
+                    let ray = view.sample_ray(x, y, sample, params.samples);
+                    self.trace_path(&settings, &ray, Vec3::ONE, 0, &mut sums);
+                }
+                image.extend(pack_srgb(sums.linear() * sample_weight));
             }
         }
         image
     }
 
-    /// What each pixel's camera ray hits (rows from the top), as `aovs.comp` writes it for
-    /// `camera`: the reference of the renderer's linear output.
-    pub fn primary_aovs(&self, camera: &Camera, width: u32, height: u32) -> Vec<PixelAovs> {
+    /// What each pixel's camera rays hit (rows from the top), as `aovs.comp` writes it for
+    /// `camera` and `samples` samples per pixel: the reference of the renderer's linear
+    /// output.
+    pub fn primary_aovs(
+        &self,
+        camera: &Camera,
+        width: u32,
+        height: u32,
+        samples: u32,
+    ) -> Vec<PixelAovs> {
         let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
         let (forward, _, _) = camera.basis(width, height);
+        let view = camera.view(width, height);
+        let weight = 1.0 / samples as f32;
         let mut aovs = Vec::with_capacity((width * height) as usize);
         for y in 0..height {
             for x in 0..width {
-                let ray = camera.primary_ray(x, y, width, height);
-                let hit = closest_hit_bvh(self.positions, self.triangles, &bvh, &ray);
-                if !hit.is_hit() {
-                    aovs.push(PixelAovs {
-                        depth: f32::INFINITY,
-                        object_id: u32::MAX,
-                        ..PixelAovs::default()
-                    });
-                    continue;
+                let mut pixel = PixelAovs {
+                    depth: f32::INFINITY,
+                    object_id: u32::MAX,
+                    ..PixelAovs::default()
+                };
+                for sample in 0..samples {
+                    let ray = view.sample_ray(x, y, sample, samples);
+                    let hit = closest_hit_bvh(self.positions, self.triangles, &bvh, &ray);
+                    if !hit.is_hit() {
+                        continue;
+                    }
+                    let s = self.surface_at(&ray, hit.triangle, hit.u, hit.v);
+                    let albedo = s.colour * weight;
+                    if sample == 0 {
+                        pixel = PixelAovs {
+                            normal: s.shading_normal.to_array(),
+                            depth: (s.position - Vec3::from(ray.origin)).dot(forward),
+                            albedo: albedo.to_array(),
+                            object_id: self.surfaces.triangle_materials[hit.triangle as usize],
+                            position: s.position.to_array(),
+                            coverage: weight,
+                        };
+                    } else {
+                        pixel.albedo = (Vec3::from(pixel.albedo) + albedo).to_array();
+                        pixel.coverage += weight;
+                    }
                 }
-                let s = self.surface_at(&ray, hit.triangle, hit.u, hit.v);
-                aovs.push(PixelAovs {
-                    normal: s.shading_normal.to_array(),
-                    depth: (s.position - Vec3::from(ray.origin)).dot(forward),
-                    albedo: s.colour.to_array(),
-                    object_id: self.surfaces.triangle_materials[hit.triangle as usize],
-                    position: s.position.to_array(),
-                    coverage: 1.0,
-                });
+                aovs.push(pixel);
             }
         }
         aovs

@@ -192,13 +192,22 @@ pub struct RenderParams {
     /// Capacity of each secondary ray list, in rays per pixel (at least 1 when `bounces` > 0).
     /// 2 fits the first bounce of any scene; rays beyond it are dropped and counted.
     pub secondary_rays_per_pixel: u32,
+    /// Samples per pixel, 1 to [`MAX_SAMPLES`]: each traces the pixel's paths from a point
+    /// of its own in the pixel ([`crate::geom::view::sample_offset`]), and the pixel is
+    /// their mean (a box filter). Depth, normal, position and object id come from the first
+    /// sample; albedo and coverage are the means over all.
+    pub samples: u32,
 }
+
+/// The most samples per pixel ([`RenderParams::samples`]).
+pub const MAX_SAMPLES: u32 = 4096;
 
 impl Default for RenderParams {
     fn default() -> Self {
         RenderParams {
             bounces: 2,
             secondary_rays_per_pixel: 2,
+            samples: 1,
         }
     }
 }
@@ -272,10 +281,14 @@ pub struct CameraRaysPush {
     pub up: [f32; 3],
     /// u32 words of bounce counters zeroed.
     pub counter_words: u32,
-    /// Radiance sums zeroed.
+    /// Radiance sums zeroed (by the first sample).
     pub radiance_address: u64,
     /// Bounce counters zeroed.
     pub counters_address: u64,
+    /// This sample.
+    pub sample: u32,
+    /// Samples per pixel.
+    pub samples: u32,
 }
 
 /// The scene's buffers as kernels address them (`SceneRefs` in `glsl/common/shading.glsl`).
@@ -411,6 +424,10 @@ pub struct AovsPush {
     pub capacity: u32,
     /// Pixels.
     pub pixels: u32,
+    /// This sample (the first writes every variable; the others add to the means).
+    pub sample: u32,
+    /// 1 / samples per pixel.
+    pub sample_weight: f32,
     /// Padding.
     pub pad: u32,
 }
@@ -425,8 +442,8 @@ pub struct ResolvePush {
     pub image_address: u64,
     /// Pixels.
     pub pixels: u32,
-    /// Padding.
-    pub pad: u32,
+    /// 1 / samples per pixel.
+    pub sample_weight: f32,
 }
 
 /// A ray list in one buffer: `capacity` rays, then as many payloads, then as many hits (the
@@ -519,6 +536,10 @@ pub struct ChannelsPush {
     pub channel_count: u32,
     /// Each channel's source, and its encoding above bit 8.
     pub channels: [u32; channels::MAX_CHANNELS],
+    /// 1 / samples per pixel.
+    pub sample_weight: f32,
+    /// Padding.
+    pub pad: u32,
 }
 
 /// Push constants of `gather_queries.comp`.
@@ -643,6 +664,12 @@ impl Renderer {
             return Err(Error::InvalidInput(format!(
                 "{} bounces: at most {MAX_BOUNCES}",
                 params.bounces
+            )));
+        }
+        if !(1..=MAX_SAMPLES).contains(&params.samples) {
+            return Err(Error::InvalidInput(format!(
+                "{} samples per pixel: 1 to {MAX_SAMPLES}",
+                params.samples
             )));
         }
         if params.bounces > 0 && params.secondary_rays_per_pixel == 0 {
@@ -857,19 +884,22 @@ impl Renderer {
             rec.fill(&caustics.counters, 0, COUNTER_BYTES, 0);
             rec.barrier_transfer_to_compute();
         }
-        self.record_camera_rays(rec, &view)?;
-        for bounce in 0..=self.params.bounces {
-            let step = BounceStep::new(self, bounce);
-            self.record_trace_paths(rec, structure, &step, &view)?;
-            if bounce == 0 {
-                self.record_aovs(rec, scene, &step, &view)?;
+        // Each sample traces its paths in turn, adding to the pixels' sums.
+        for sample in 0..self.params.samples {
+            self.record_camera_rays(rec, &view, sample)?;
+            for bounce in 0..=self.params.bounces {
+                let step = BounceStep::new(self, bounce);
+                self.record_trace_paths(rec, structure, &step, &view)?;
+                if bounce == 0 {
+                    self.record_aovs(rec, scene, &step, &view, sample)?;
+                }
+                self.record_shade(rec, scene, shading, &step)?;
+                if let Some(caustics) = &self.caustics {
+                    self.record_gather_queries(rec, scene, caustics, &step)?;
+                }
+                self.record_trace_shadows(rec, structure, &step)?;
+                self.record_shadow_radiance(rec, &step);
             }
-            self.record_shade(rec, scene, shading, &step)?;
-            if let Some(caustics) = &self.caustics {
-                self.record_gather_queries(rec, scene, caustics, &step)?;
-            }
-            self.record_trace_shadows(rec, structure, &step)?;
-            self.record_shadow_radiance(rec, &step);
         }
         if let Some(caustics) = &self.caustics {
             self.record_caustic_radiance(rec, caustics)?;
@@ -906,13 +936,23 @@ impl Renderer {
         self.width * self.height
     }
 
+    /// What each sample weighs in a pixel's mean.
+    fn sample_weight(&self) -> f32 {
+        1.0 / self.params.samples as f32
+    }
+
     fn image_bytes(&self) -> u64 {
         self.pixels() as u64 * 4
     }
 
-    /// `camera_rays.comp`: the first path list, one ray per pixel; radiance and counters
-    /// zeroed.
-    fn record_camera_rays(&self, rec: &mut Recorder, view: &PinholeView) -> Result<()> {
+    /// `camera_rays.comp`: sample `sample`'s first path list, one ray per pixel; counters
+    /// zeroed, and by the first sample the radiance.
+    fn record_camera_rays(
+        &self,
+        rec: &mut Recorder,
+        view: &PinholeView,
+        sample: u32,
+    ) -> Result<()> {
         rec.begin_stage("render: camera rays");
         let push = CameraRaysPush {
             list_address: self.paths[0].address(),
@@ -926,6 +966,8 @@ impl Renderer {
             counter_words: (self.counters.size() / 4) as u32,
             radiance_address: self.radiance.address(),
             counters_address: self.counters.address(),
+            sample,
+            samples: self.params.samples,
         };
         rec.dispatch(
             &self.camera_rays,
@@ -1144,6 +1186,7 @@ impl Renderer {
         scene: &SceneGpu,
         step: &BounceStep,
         view: &PinholeView,
+        sample: u32,
     ) -> Result<()> {
         let Some((pipeline, aovs)) = &self.aovs else {
             return Ok(());
@@ -1156,6 +1199,8 @@ impl Renderer {
             forward: Vec3::from(view.forward).normalize_or_zero().to_array(),
             capacity: step.list.capacity,
             pixels: self.pixels(),
+            sample,
+            sample_weight: self.sample_weight(),
             pad: 0,
         };
         rec.dispatch(pipeline, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
@@ -1170,7 +1215,7 @@ impl Renderer {
             radiance_address: self.radiance.address(),
             image_address: self.image.address(),
             pixels: self.pixels(),
-            pad: 0,
+            sample_weight: self.sample_weight(),
         };
         rec.dispatch(&self.resolve, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
         if let Some(file) = &self.channels {
@@ -1181,6 +1226,8 @@ impl Renderer {
                 pixels: self.pixels(),
                 channel_count: file.list.len() as u32,
                 channels: [0; channels::MAX_CHANNELS],
+                sample_weight: self.sample_weight(),
+                pad: 0,
             };
             for (word, channel) in push.channels.iter_mut().zip(&file.list) {
                 *word = channel.packed();

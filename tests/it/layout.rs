@@ -708,6 +708,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 forward,
                 capacity,
                 pixels,
+                sample,
+                sample_weight,
                 pad
             })),
         ),
@@ -724,7 +726,9 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 up,
                 counter_words,
                 radiance_address,
-                counters_address
+                counters_address,
+                sample,
+                samples
             })),
         ),
         (
@@ -827,7 +831,9 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 planes_address,
                 pixels,
                 channel_count,
-                channels
+                channels,
+                sample_weight,
+                pad
             })),
         ),
         (
@@ -836,7 +842,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 radiance_address,
                 image_address,
                 pixels,
-                pad
+                sample_weight
             })),
         ),
         (

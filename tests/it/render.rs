@@ -35,6 +35,7 @@ struct TestScene {
     shading: ShadingParams,
     width: u32,
     height: u32,
+    samples: u32,
 }
 
 /// Every structure rays can be traced through.
@@ -78,6 +79,7 @@ impl TestScene {
             },
             width: WIDTH,
             height: HEIGHT,
+            samples: 1,
         }
     }
 
@@ -125,6 +127,7 @@ impl TestScene {
         let n = scene.triangle_count;
         let params = RenderParams {
             bounces,
+            samples: self.samples,
             ..RenderParams::default()
         };
         let mut renderer = Renderer::new(
@@ -181,7 +184,11 @@ impl TestScene {
             self.width,
             self.height,
             &self.shading,
-            bounces,
+            &RenderParams {
+                bounces,
+                samples: self.samples,
+                ..RenderParams::default()
+            },
         )
     }
 
@@ -286,6 +293,33 @@ fn mirror_and_glass() -> TestScene {
             Material::glass(1.5, [1.0, 1.0, 1.0]),
         ],
     )
+}
+
+#[test]
+fn samples_per_pixel_match_the_cpu_repeat_exactly_and_converge() {
+    let ctx = context();
+    let mut scene = mirror_and_glass();
+    scene.samples = 4;
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert_close(&gpu, &scene.render_cpu(2), "4 samples per pixel");
+    let (again, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert!(gpu == again, "the same frame gave other bytes");
+    // Against 64 samples, the mean error falls as the samples grow.
+    let image = |samples: u32| {
+        let mut scene = mirror_and_glass();
+        scene.samples = samples;
+        scene.render_gpu(&ctx, StructureKind::Lbvh, 2).0
+    };
+    let reference = image(64);
+    let errors: Vec<f64> = [1, 4, 16]
+        .into_iter()
+        .map(|n| compare_images(&image(n), &reference).1)
+        .collect();
+    println!("mean channel error against 64 samples, at 1, 4, 16: {errors:?}");
+    assert!(
+        errors[0] > errors[1] && errors[1] > errors[2],
+        "errors {errors:?} do not fall"
+    );
 }
 
 #[test]
@@ -401,8 +435,24 @@ fn bad_render_input_is_rejected() {
     let no_room = RenderParams {
         bounces: 1,
         secondary_rays_per_pixel: 0,
+        ..RenderParams::default()
     };
     assert!(Renderer::new(&ctx, 8, 8, 1, no_room).is_err());
+    for samples in [0, canopy::render::MAX_SAMPLES + 1] {
+        let error = Renderer::new(
+            &ctx,
+            8,
+            8,
+            1,
+            RenderParams {
+                samples,
+                ..RenderParams::default()
+            },
+        )
+        .err()
+        .expect("refused");
+        assert!(error.to_string().contains("samples"), "{error}");
+    }
     let mesh = shapes::ground_square([0.0; 3], 1.0);
     let light = [Light::Directional {
         direction: Vec3::NEG_Y,
@@ -541,6 +591,7 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             },
             width: WIDTH,
             height: HEIGHT,
+            samples: 1,
         };
         let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
         let cpu = scene.render_cpu(1);
@@ -760,7 +811,7 @@ fn file_channels_match_the_image_and_the_cpu() {
         surfaces: scene.surfaces(),
         lights: &scene.lights,
     }
-    .primary_aovs(&scene.camera, WIDTH, HEIGHT);
+    .primary_aovs(&scene.camera, WIDTH, HEIGHT, 1);
     let (mut differing, mut hits) = (0, 0);
     for (pixel, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
         if g.coverage != c.coverage || g.object_id != c.object_id {
