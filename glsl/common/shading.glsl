@@ -55,14 +55,28 @@ struct Texture {
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Textures { Texture v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Vec4s { vec4 v[]; };
 
+// An equirectangular environment map (src/scene/environment.rs): RGB f32 texels, rows from
+// straight up; texels 0: none, the procedural sky.
+struct Environment {
+    uint64_t texels;
+    uint width;
+    uint height;
+    float intensity;
+    float rotation_cos; // of its turn about +y
+    float rotation_sin;
+    uint pad;
+};
+
 // The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
-// set 1 in zw), texture table and texels (RGBA8 per u32) lie, then the materials.
+// set 1 in zw), texture table and texels (RGBA8 per u32) lie, the environment, then the
+// materials.
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
     uint64_t texcoords;
     uint64_t textures;
     uint64_t texels;
     uint material_count;
     uint texture_count;
+    Environment environment;
     Material materials[];
 };
 
@@ -243,10 +257,42 @@ vec3 offset_origin(vec3 p, vec3 n, float offset) {
     return mix(stepped, q, lessThan(abs(q), vec3(ORIGIN_ULP_FLOOR)));
 }
 
-// Radiance of the sky seen along `direction`: a gradient from a pale horizon to blue overhead.
+// Radiance of the procedural sky seen along `direction`: a gradient from a pale horizon to
+// blue overhead.
 vec3 sky(vec3 direction) {
     float up = clamp(normalize(direction).y * 0.5 + 0.5, 0.0, 1.0);
     return mix(vec3(0.85, 0.85, 0.8), vec3(0.35, 0.55, 0.9), up);
+}
+
+// Radiance arriving along -`direction` from outside the scene: the environment map where the
+// scene has one (turned, then read at u = 0.5 + atan2(x, -z) / 2pi, v = acos(y) / pi,
+// bilinear, repeating in u and clamped in v), else the procedural sky.
+vec3 sky_radiance(SceneRefs scene, vec3 direction) {
+    Environment e = Appearance(scene.appearance).environment;
+    if (e.texels == 0ul) {
+        return sky(direction);
+    }
+    vec3 d = normalize(direction);
+    float x = d.x * e.rotation_cos - d.z * e.rotation_sin;
+    float z = d.x * e.rotation_sin + d.z * e.rotation_cos;
+    float u = 0.5 + atan(x, -z) * (0.5 / 3.14159265);
+    float v = acos(clamp(d.y, -1.0, 1.0)) * (1.0 / 3.14159265);
+    float fx = u * float(e.width) - 0.5;
+    float fy = v * float(e.height) - 0.5;
+    float x0 = floor(fx);
+    float y0 = floor(fy);
+    int ix = int(x0);
+    int iy = int(y0);
+    int w = int(e.width);
+    int h = int(e.height);
+    Vec3s texels = Vec3s(e.texels);
+    uint left = uint(((ix % w) + w) % w);
+    uint right = uint((((ix + 1) % w) + w) % w);
+    uint top = uint(clamp(iy, 0, h - 1));
+    uint bottom = uint(clamp(iy + 1, 0, h - 1));
+    vec3 upper = mix(texels.v[top * e.width + left], texels.v[top * e.width + right], fx - x0);
+    vec3 lower = mix(texels.v[bottom * e.width + left], texels.v[bottom * e.width + right], fx - x0);
+    return mix(upper, lower, fy - y0) * e.intensity;
 }
 
 // The mirror direction of unit `d` about unit `n` (n faces against d).

@@ -10,6 +10,7 @@
 // it.
 #include "../common/prelude.glsl"
 #include "../common/paths.glsl"
+#include "../common/sampling.glsl"
 
 layout(push_constant, scalar) uniform Push {
     uint64_t list_address;     // out: the camera rays' path list
@@ -27,15 +28,6 @@ layout(push_constant, scalar) uniform Push {
     uint samples;              // per pixel
 } pc;
 
-// A 32-bit integer hash (Chris Wellons' "lowbias32").
-uint sample_hash(uint x) {
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    x *= 0x846ca68bu;
-    return x ^ (x >> 16);
-}
-
 // Where sample `s` of `n` falls in `pixel`, in [0, 1)^2 from its top-left corner: the centre
 // for one sample, else a hashed point of stratum s of the pixel's m x m strata,
 // m = ceil(sqrt(n)).
@@ -46,7 +38,7 @@ vec2 sample_offset(uint pixel, uint s, uint n) {
     uint strata = uint(ceil(sqrt(float(n))));
     strata = strata * strata < n ? strata + 1u : strata;
     uint hash = sample_hash((pixel * 0x9e3779b9u) ^ s);
-    vec2 jitter = vec2(float(hash >> 8), float(sample_hash(hash) >> 8)) * (1.0 / 16777216.0);
+    vec2 jitter = vec2(unit_float(hash), unit_float(sample_hash(hash)));
     return (vec2(float(s % strata), float(s / strata % strata)) + jitter) / float(strata);
 }
 

@@ -1,18 +1,23 @@
 #version 460
 // Shades one bounce of the wavefront ray tracer (Zhou et al. 2008, section 4): for every ray
 // of the bounce's path list and its closest hit,
-// - a miss adds the sky along the ray, times the path's throughput, to the ray's pixel;
+// - a miss adds the sky along the ray (the environment map where there is one:
+//   common/shading.glsl sky_radiance), times the path's throughput, to the ray's pixel;
 // - a hit on an emissive surface adds its emission times the throughput;
 // - a diffuse hit adds its ambient term, and appends one shadow ray per light the surface
 //   faces to the shadow list, carrying the radiance it adds if it reaches the light
-//   (throughput x albedo x irradiance x cosine with the shading normal);
+//   (throughput x albedo x irradiance x cosine with the shading normal); with sky light, the
+//   ambient term is replaced by one more shadow ray in a cosine-weighted direction about the
+//   shading normal (hashed from the pixel, sample and bounce: common/sampling.glsl), carrying
+//   throughput x albedo x the sky's radiance from there (the cosine and the 1/pi of the
+//   Lambert BRDF cancel with the sampling's density);
 // - a mirror hit appends the reflected ray with the throughput times the reflectance;
 // - a glass hit appends the reflected ray weighted by the exact dielectric Fresnel reflectance
 //   F and the refracted ray weighted by (1 - F) x tint (common/shading.glsl); under total
 //   internal reflection only the reflected ray, with weight 1. Glass is entered from the side
 //   its vertex normals point to (index 1 -> ior) and left from the other (ior -> 1).
 // The appended rays form the next bounce's path list (list compaction by atomic append:
-// common/paths.glsl append_slots, one atomic per subgroup). At the last bounce (`spawn` = 0)
+// common/paths.glsl append_slots, one atomic per subgroup). At the last bounce (no SPAWN flag)
 // no rays are appended: a specular hit ends its path by adding the sky seen along each
 // scattered direction, times that ray's weight, without tracing it. Reflected and shadow rays
 // start off the surface on the ray's side, refracted rays on the far side (offset_origin:
@@ -20,6 +25,7 @@
 #include "../common/prelude.glsl"
 #include "../common/shading.glsl"
 #include "../common/paths.glsl"
+#include "../common/sampling.glsl"
 
 layout(push_constant, scalar) uniform Push {
     SceneRefs scene;
@@ -37,8 +43,11 @@ layout(push_constant, scalar) uniform Push {
     uint light_count;
     float ambient;                // ambient light as a fraction of the albedo
     float surface_offset;         // scene-relative offset of new ray origins (offset_origin)
-    uint spawn;                   // 1: append scattered rays; 0 (last bounce): end at the sky
+    uint pass_flags;              // SPAWN | SKY_LIGHT | bounce << 8 | sample << 16
 } pc;
+
+const uint SPAWN = 1u;     // append scattered rays (else the last bounce: end at the sky)
+const uint SKY_LIGHT = 2u; // diffuse hits sample the sky's light instead of the ambient term
 
 // The shadow ray towards light `l` from `s` and the radiance it carries; false when the
 // surface faces away from the light or the contribution is zero (no shadow ray).
@@ -51,6 +60,16 @@ bool shadow_ray(SurfacePoint s, vec3 weight, uint l, out Ray ray, out vec3 contr
     contribution = weight * s.colour * irradiance * cosine;
     ray = Ray(offset_origin(s.position, s.geometric_normal, pc.surface_offset), 0.0, to_light, tmax);
     return dot(to_light, s.geometric_normal) > 0.0 && max(contribution.x, max(contribution.y, contribution.z)) > 0.0;
+}
+
+// The sky-light ray from `s` for the path of `pixel` and the radiance it carries; false when
+// its direction falls below the surface or the contribution is zero (no ray).
+bool sky_ray(SurfacePoint s, vec3 weight, uint pixel, out Ray ray, out vec3 contribution) {
+    uint hash = sample_hash(sample_hash((pixel * 0x9e3779b9u) ^ (pc.pass_flags >> 8)) ^ 0x68e31da4u);
+    vec3 direction = cosine_direction(s.shading_normal, unit_float(hash), unit_float(sample_hash(hash)));
+    contribution = weight * s.colour * sky_radiance(pc.scene, direction);
+    ray = Ray(offset_origin(s.position, s.geometric_normal, pc.surface_offset), 0.0, direction, INF);
+    return dot(direction, s.geometric_normal) > 0.0 && max(contribution.x, max(contribution.y, contribution.z)) > 0.0;
 }
 
 void main() {
@@ -71,17 +90,21 @@ void main() {
         pixel = payload.pixel;
         weight = payload.weight;
         if (hit.triangle == MISS) {
-            add_radiance(pc.radiance_address, pixel, weight * sky(ray.direction));
+            add_radiance(pc.radiance_address, pixel, weight * sky_radiance(pc.scene, ray.direction));
         } else {
             s = surface_at(pc.scene, ray, hit);
             if (max(s.emission.x, max(s.emission.y, s.emission.z)) > 0.0) {
                 add_radiance(pc.radiance_address, pixel, weight * s.emission);
             }
             if (s.kind == MATERIAL_DIFFUSE) {
-                add_radiance(pc.radiance_address, pixel, weight * s.colour * pc.ambient);
+                Ray unused_ray;
+                vec3 unused_contribution;
+                if ((pc.pass_flags & SKY_LIGHT) == 0u) {
+                    add_radiance(pc.radiance_address, pixel, weight * s.colour * pc.ambient);
+                } else if (sky_ray(s, weight, pixel, unused_ray, unused_contribution)) {
+                    shadow_count += 1;
+                }
                 for (uint l = 0; l < pc.light_count; ++l) {
-                    Ray unused_ray;
-                    vec3 unused_contribution;
                     shadow_count += shadow_ray(s, weight, l, unused_ray, unused_contribution) ? 1 : 0;
                 }
             } else {
@@ -106,12 +129,12 @@ void main() {
                     if (max(w.x, max(w.y, w.z)) <= 0.0) {
                         continue;
                     }
-                    if (pc.spawn != 0u) {
+                    if ((pc.pass_flags & SPAWN) != 0u) {
                         scattered_weight[scattered_count] = w;
                         scattered[scattered_count] = scattered[k];
                         scattered_count += 1;
                     } else {
-                        add_radiance(pc.radiance_address, pixel, w * sky(scattered[k].direction));
+                        add_radiance(pc.radiance_address, pixel, w * sky_radiance(pc.scene, scattered[k].direction));
                     }
                 }
             }
@@ -124,9 +147,16 @@ void main() {
     if (shadow_count != 0u) {
         Rays rays = list_rays(pc.shadow_list_address, pc.shadow_capacity);
         RayPayloads payloads = list_payloads(pc.shadow_list_address, pc.shadow_capacity);
+        Ray ray;
+        vec3 contribution;
+        if ((pc.pass_flags & SKY_LIGHT) != 0u && sky_ray(s, weight, pixel, ray, contribution)) {
+            if (shadow_slot < pc.shadow_capacity) {
+                rays.v[shadow_slot] = ray;
+                payloads.v[shadow_slot] = RayPayload(contribution, pixel);
+            }
+            shadow_slot += 1;
+        }
         for (uint l = 0; l < pc.light_count; ++l) {
-            Ray ray;
-            vec3 contribution;
             if (shadow_ray(s, weight, l, ray, contribution)) {
                 if (shadow_slot < pc.shadow_capacity) {
                     rays.v[shadow_slot] = ray;

@@ -22,9 +22,9 @@ use canopy::job::{
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
 use canopy::render::{BounceStats, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams};
-use canopy::scene::AssetAccess;
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
+use canopy::scene::{AssetAccess, Environment};
 use canopy::sequence::{FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
@@ -173,6 +173,22 @@ pub struct RenderArgs {
     /// and jittered the same way on every device; the pixel is their mean (a box filter).
     #[arg(long, default_value_t = 1, value_parser = parse_samples)]
     pub spp: u32,
+    /// An equirectangular environment map (Radiance .hdr or OpenEXR .exr): the sky seen in
+    /// the background, reflections and refractions, and, with more than one sample per pixel
+    /// (or --sky-light), the light of diffuse surfaces.
+    #[arg(long, value_name = "FILE")]
+    pub environment: Option<PathBuf>,
+    /// What the environment's radiance is multiplied by.
+    #[arg(long, default_value_t = 1.0, requires = "environment", value_parser = parse_intensity)]
+    pub environment_intensity: f32,
+    /// The environment's turn about the vertical axis, in degrees.
+    #[arg(long, default_value_t = 0.0, requires = "environment", value_parser = parse_degrees)]
+    pub environment_rotation: f32,
+    /// Light diffuse surfaces by the sky (the environment, or the procedural sky) through one
+    /// sampled occlusion ray per hit and sample instead of the ambient term, even at one
+    /// sample per pixel (noisy there). On by itself with --environment and --spp above 1.
+    #[arg(long)]
+    pub sky_light: bool,
     /// Frames per second of animation time.
     #[arg(long, default_value_t = 24.0, value_parser = parse_fps)]
     pub fps: f32,
@@ -485,6 +501,20 @@ pub(super) fn parse_samples(text: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_intensity(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{text}': expected a finite number, 0 or more")),
+    }
+}
+
+fn parse_degrees(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("'{text}': expected a finite number of degrees")),
+    }
+}
+
 fn parse_fps(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
         Ok(fps) if fps.is_finite() && fps > 0.0 => Ok(fps),
@@ -560,6 +590,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         return Ok(());
     };
     let stats = args.stats.as_deref().map(StatsLog::append).transpose()?;
+    let environment = load_environment(args)?;
     let video = open_video(args)?;
     let destination = destination(args);
     let OutputFiles {
@@ -572,7 +603,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         devices: &devices,
         setup: JobSetup {
             context: &super::context,
-            subject: &|ctx| build_subject(ctx, args),
+            subject: &|ctx| build_subject(ctx, args, environment.as_ref()),
             config: &|subject| sequence_config(args, subject, channels.clone()),
             attributes: &|frame, subject| frame_attributes(frame, args, subject),
             finished: &print_caustics,
@@ -922,9 +953,24 @@ impl<'a> Printer<'a> {
     }
 }
 
+/// The environment map `args` names, read once for every device, with its intensity and turn.
+fn load_environment(args: &RenderArgs) -> Result<Option<Environment>, CliError> {
+    let Some(path) = &args.environment else {
+        return Ok(None);
+    };
+    let mut environment = Environment::load(path).map_err(|e| CliError::Input(e.to_string()))?;
+    environment.intensity = args.environment_intensity;
+    environment.rotation_degrees = args.environment_rotation;
+    Ok(Some(environment))
+}
+
 /// The subject `args` asks for, on `ctx`: the default scene or `--mesh`, with the camera
-/// overrides.
-fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> {
+/// overrides, lit by `environment` where there is one.
+fn build_subject(
+    ctx: &Context,
+    args: &RenderArgs,
+    environment: Option<&Environment>,
+) -> Result<Subject, CliError> {
     let mut subject = match &args.mesh {
         Some(path) => {
             let options = MeshOptions {
@@ -949,6 +995,7 @@ fn build_subject(ctx: &Context, args: &RenderArgs) -> Result<Subject, CliError> 
         }
         None => Subject::default_scene(ctx, args.triangles)?,
     };
+    subject.scene.set_environment(ctx, environment)?;
     subject.camera_overrides = CameraOverrides {
         eye: args.camera_eye,
         target: args.camera_target,
@@ -987,6 +1034,7 @@ fn sequence_config(
         render: RenderParams {
             bounces: args.bounces,
             samples: args.spp,
+            sky_light: args.sky_light || (args.environment.is_some() && args.spp > 1),
             ..RenderParams::default()
         },
         width,

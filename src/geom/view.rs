@@ -40,22 +40,27 @@ pub fn sample_offset(pixel: u32, sample: u32, samples: u32) -> [f32; 2] {
         strata
     };
     let hash = sample_hash(pixel.wrapping_mul(0x9e37_79b9) ^ sample);
-    let jitter = |bits: u32| (bits >> 8) as f32 * (1.0 / 16_777_216.0);
     let (sx, sy) = (sample % strata, sample / strata % strata);
     [
-        (sx as f32 + jitter(hash)) / strata as f32,
-        (sy as f32 + jitter(sample_hash(hash))) / strata as f32,
+        (sx as f32 + unit_float(hash)) / strata as f32,
+        (sy as f32 + unit_float(sample_hash(hash))) / strata as f32,
     ]
 }
 
-/// A 32-bit integer hash (`sample_hash` in `glsl/render/camera_rays.comp`; Chris Wellons'
+/// A 32-bit integer hash (`sample_hash` in `glsl/common/sampling.glsl`; Chris Wellons'
 /// "lowbias32").
-fn sample_hash(mut x: u32) -> u32 {
+pub fn sample_hash(mut x: u32) -> u32 {
     x ^= x >> 16;
     x = x.wrapping_mul(0x7feb_352d);
     x ^= x >> 15;
     x = x.wrapping_mul(0x846c_a68b);
     x ^ (x >> 16)
+}
+
+/// The top 24 bits of `hash` as a float in [0, 1), exactly (`unit_float` in
+/// `glsl/common/sampling.glsl`).
+pub fn unit_float(hash: u32) -> f32 {
+    (hash >> 8) as f32 * (1.0 / 16_777_216.0)
 }
 
 impl PinholeView {

@@ -11,11 +11,12 @@ use crate::accel::bvh::cpu::{Lbvh, build_lbvh};
 use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
 use crate::geom::morton::MortonBits;
 use crate::geom::ray::Ray;
+use crate::geom::view::{sample_hash, unit_float};
 use crate::render::{
     Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, RenderParams, ShadingParams, Surfaces,
     radiance_units,
 };
-use crate::scene::TextureRef;
+use crate::scene::{Environment, TextureRef};
 use glam::{Vec3, Vec4};
 
 /// A scene as the CPU renderer takes it: the mesh, its surfaces, and lights.
@@ -30,6 +31,29 @@ pub struct CpuScene<'a> {
     pub surfaces: Surfaces<'a>,
     /// Lights.
     pub lights: &'a [Light],
+    /// The environment map the sky is, or none for the procedural sky.
+    pub environment: Option<&'a Environment>,
+}
+
+/// Which path [`CpuScene::trace_path`] follows: its pixel, sample and bounce.
+#[derive(Clone, Copy)]
+struct PathPoint {
+    pixel: u32,
+    sample: u32,
+    bounce: u32,
+}
+
+/// `cosine_direction` of sampling.glsl: a cosine-weighted direction about unit `n` from two
+/// numbers in [0, 1).
+fn cosine_direction(n: Vec3, r1: f32, r2: f32) -> Vec3 {
+    let sign_z = if n.z >= 0.0 { 1.0 } else { -1.0 };
+    let a = -1.0 / (sign_z + n.z);
+    let b = n.x * n.y * a;
+    let t = Vec3::new(1.0 + sign_z * n.x * n.x * a, sign_z * b, -sign_z * n.x);
+    let s = Vec3::new(b, sign_z + n.y * n.y * a, -n.y);
+    let phi = std::f32::consts::TAU * r1;
+    let r = r2.sqrt();
+    r * phi.cos() * t + r * phi.sin() * s + (1.0 - r2).max(0.0).sqrt() * n
 }
 
 /// The surface a ray hit (`SurfacePoint` in glsl/common/shading.glsl).
@@ -61,7 +85,7 @@ fn light_towards(light: &Light, p: Vec3) -> (Vec3, f32, Vec3) {
     }
 }
 
-/// The sky's radiance along `direction` (`sky`).
+/// The procedural sky's radiance along `direction` (`sky`).
 fn sky(direction: Vec3) -> Vec3 {
     let up = (direction.normalize().y * 0.5 + 0.5).clamp(0.0, 1.0);
     Vec3::new(0.85, 0.85, 0.8).lerp(Vec3::new(0.35, 0.55, 0.9), up)
@@ -141,6 +165,7 @@ struct Settings<'a> {
     bvh: &'a Lbvh,
     shading: &'a ShadingParams,
     bounces: u32,
+    sky_light: bool,
 }
 
 impl CpuScene<'_> {
@@ -222,12 +247,50 @@ impl CpuScene<'_> {
             .then_some((ray, contribution))
     }
 
-    /// Follows the path of `ray` with throughput `weight` from bounce `bounce`, adding its
-    /// radiance to `sums` as shade.comp and shadow_radiance.comp do.
-    fn trace_path(&self, at: &Settings, ray: &Ray, weight: Vec3, bounce: u32, sums: &mut Sums) {
+    /// `sky_radiance` of shading.glsl: the environment's radiance along `direction`, or the
+    /// procedural sky's.
+    fn sky_radiance(&self, direction: Vec3) -> Vec3 {
+        match self.environment {
+            Some(environment) => environment.radiance(direction),
+            None => sky(direction),
+        }
+    }
+
+    /// `sky_ray` of shade.comp: the sky-light ray from `s` on path `path` and the radiance it
+    /// carries, or `None` below the surface or for no contribution.
+    fn sky_ray(
+        &self,
+        s: &SurfacePoint,
+        weight: Vec3,
+        path: PathPoint,
+        offset: f32,
+    ) -> Option<(Ray, Vec3)> {
+        let pass = path.bounce | path.sample << 8;
+        let hash =
+            sample_hash(sample_hash(path.pixel.wrapping_mul(0x9e37_79b9) ^ pass) ^ 0x68e3_1da4);
+        let direction = cosine_direction(
+            s.shading_normal,
+            unit_float(hash),
+            unit_float(sample_hash(hash)),
+        );
+        let contribution = weight * s.colour * self.sky_radiance(direction);
+        let ray = Ray {
+            origin: offset_origin(s.position, s.geometric_normal, offset).to_array(),
+            tmin: 0.0,
+            direction: direction.to_array(),
+            tmax: f32::INFINITY,
+        };
+        (direction.dot(s.geometric_normal) > 0.0 && contribution.max_element() > 0.0)
+            .then_some((ray, contribution))
+    }
+
+    /// Follows the path of `ray` with throughput `weight` at `path`, adding its radiance to
+    /// `sums` as shade.comp and shadow_radiance.comp do.
+    fn trace_path(&self, at: &Settings, ray: &Ray, weight: Vec3, path: PathPoint, sums: &mut Sums) {
+        let bounce = path.bounce;
         let hit = closest_hit_bvh(self.positions, self.triangles, at.bvh, ray);
         if !hit.is_hit() {
-            sums.add(weight * sky(Vec3::from(ray.direction)));
+            sums.add(weight * self.sky_radiance(Vec3::from(ray.direction)));
             return;
         }
         let s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
@@ -236,7 +299,13 @@ impl CpuScene<'_> {
             sums.add(weight * s.emission);
         }
         if s.kind == MaterialKind::Diffuse {
-            sums.add(weight * s.colour * at.shading.ambient);
+            if !at.sky_light {
+                sums.add(weight * s.colour * at.shading.ambient);
+            } else if let Some((ray, contribution)) = self.sky_ray(&s, weight, path, offset)
+                && !any_hit_bvh(self.positions, self.triangles, at.bvh, &ray)
+            {
+                sums.add(contribution);
+            }
             for light in self.lights {
                 if let Some((shadow, contribution)) = self.shadow_ray(&s, weight, light, offset)
                     && !any_hit_bvh(self.positions, self.triangles, at.bvh, &shadow)
@@ -270,9 +339,13 @@ impl CpuScene<'_> {
                     direction: direction.to_array(),
                     tmax: f32::INFINITY,
                 };
-                self.trace_path(at, &next, w, bounce + 1, sums);
+                let next_point = PathPoint {
+                    bounce: bounce + 1,
+                    ..path
+                };
+                self.trace_path(at, &next, w, next_point, sums);
             } else {
-                sums.add(w * sky(direction));
+                sums.add(w * self.sky_radiance(direction));
             }
         }
     }
@@ -293,6 +366,7 @@ impl CpuScene<'_> {
             bvh: &bvh,
             shading,
             bounces: params.bounces,
+            sky_light: params.sky_light,
         };
         let view = camera.view(width, height);
         let sample_weight = 1.0 / params.samples as f32;
@@ -302,7 +376,12 @@ impl CpuScene<'_> {
                 let mut sums = Sums::default();
                 for sample in 0..params.samples {
                     let ray = view.sample_ray(x, y, sample, params.samples);
-                    self.trace_path(&settings, &ray, Vec3::ONE, 0, &mut sums);
+                    let path = PathPoint {
+                        pixel: y * width + x,
+                        sample,
+                        bounce: 0,
+                    };
+                    self.trace_path(&settings, &ray, Vec3::ONE, path, &mut sums);
                 }
                 image.extend(pack_srgb(sums.linear() * sample_weight));
             }

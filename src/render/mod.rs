@@ -197,6 +197,11 @@ pub struct RenderParams {
     /// their mean (a box filter). Depth, normal, position and object id come from the first
     /// sample; albedo and coverage are the means over all.
     pub samples: u32,
+    /// Whether diffuse surfaces are lit by the sky (the scene's environment map, or the
+    /// procedural sky) through one occlusion ray per diffuse hit and sample, in a
+    /// cosine-weighted direction, instead of the ambient term. Noisy at one sample per pixel;
+    /// it converges with [`Self::samples`].
+    pub sky_light: bool,
 }
 
 /// The most samples per pixel ([`RenderParams::samples`]).
@@ -208,6 +213,7 @@ impl Default for RenderParams {
             bounces: 2,
             secondary_rays_per_pixel: 2,
             samples: 1,
+            sky_light: false,
         }
     }
 }
@@ -353,9 +359,15 @@ pub struct ShadePush {
     pub ambient: f32,
     /// Offset of new rays off the surface.
     pub surface_offset: f32,
-    /// 1: append scattered rays; 0: the last bounce.
-    pub spawn: u32,
+    /// [`SHADE_SPAWN`] (append scattered rays; not at the last bounce) | [`SHADE_SKY_LIGHT`]
+    /// | bounce << 8 | sample << 16.
+    pub pass_flags: u32,
 }
+
+/// [`ShadePush::pass_flags`]: append scattered rays.
+pub const SHADE_SPAWN: u32 = 1;
+/// [`ShadePush::pass_flags`]: diffuse hits sample the sky's light ([`RenderParams::sky_light`]).
+pub const SHADE_SKY_LIGHT: u32 = 2;
 
 /// Push constants of `close_lists.comp`.
 #[repr(C)]
@@ -683,7 +695,7 @@ impl Renderer {
             0
         };
         let largest = pixels.max(secondary);
-        let shadow = largest * max_lights.max(1) as u64;
+        let shadow = largest * (max_lights + params.sky_light as u32).max(1) as u64;
         if shadow > u32::MAX as u64 {
             return Err(Error::InvalidInput(format!(
                 "{width}x{height} with {} secondary rays per pixel and {max_lights} lights: \
@@ -893,7 +905,7 @@ impl Renderer {
                 if bounce == 0 {
                     self.record_aovs(rec, scene, &step, &view, sample)?;
                 }
-                self.record_shade(rec, scene, shading, &step)?;
+                self.record_shade(rec, scene, shading, &step, sample)?;
                 if let Some(caustics) = &self.caustics {
                     self.record_gather_queries(rec, scene, caustics, &step)?;
                 }
@@ -1018,6 +1030,7 @@ impl Renderer {
         scene: &SceneGpu,
         shading: &ShadingParams,
         step: &BounceStep,
+        sample: u32,
     ) -> Result<()> {
         rec.begin_stage(&format!("render: shade {}", step.bounce));
         let (list, next) = (step.list, step.next);
@@ -1039,7 +1052,16 @@ impl Renderer {
             light_count: scene.light_count,
             ambient: shading.ambient,
             surface_offset: shading.surface_offset,
-            spawn: (step.bounce < self.params.bounces) as u32,
+            pass_flags: if step.bounce < self.params.bounces {
+                SHADE_SPAWN
+            } else {
+                0
+            } | if self.params.sky_light {
+                SHADE_SKY_LIGHT
+            } else {
+                0
+            } | step.bounce << 8
+                | sample << 16,
         };
         self.dispatch_over_paths(rec, &self.shade, &push, step)?;
         rec.barrier_compute_to_compute();

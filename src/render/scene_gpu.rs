@@ -3,6 +3,7 @@
 //! materials, with the textures they read and each vertex's texture coordinates) and lights.
 
 use crate::scene::Mesh;
+use crate::scene::environment::{Environment, GpuEnvironment};
 use crate::scene::material::{GpuLight, Light, Material};
 use crate::scene::texture::{GpuTexture, Texture};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
@@ -34,7 +35,7 @@ impl<'a> Surfaces<'a> {
 }
 
 /// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
-/// materials follow it.
+/// materials follow it. 64 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct AppearanceHead {
@@ -43,6 +44,7 @@ struct AppearanceHead {
     texels: u64,
     material_count: u32,
     texture_count: u32,
+    environment: GpuEnvironment,
 }
 
 /// The device buffers of a scene.
@@ -75,6 +77,10 @@ pub struct SceneGpu {
     pub material_count: u32,
     /// Number of lights.
     pub light_count: u32,
+    /// The environment's texels (RGB f32), when [`SceneGpu::set_environment`] gave one.
+    environment: Option<Buffer>,
+    /// What the appearance buffer starts with.
+    head: AppearanceHead,
 }
 
 impl SceneGpu {
@@ -177,6 +183,7 @@ impl SceneGpu {
             texels: texels.address(),
             material_count: materials.len() as u32,
             texture_count: table.len() as u32,
+            environment: GpuEnvironment::default(),
         };
         let mut appearance = bytemuck::bytes_of(&head).to_vec();
         appearance.extend_from_slice(bytemuck::cast_slice(materials));
@@ -197,7 +204,45 @@ impl SceneGpu {
             triangle_count: triangles.len() as u32,
             material_count: materials.len() as u32,
             light_count: lights.len() as u32,
+            environment: None,
+            head,
         })
+    }
+
+    /// Lights the scene with `environment` (its texels uploaded here), or with the procedural
+    /// sky for none.
+    pub fn set_environment(
+        &mut self,
+        ctx: &Context,
+        environment: Option<&Environment>,
+    ) -> Result<()> {
+        self.environment = None;
+        self.head.environment = GpuEnvironment::default();
+        if let Some(environment) = environment {
+            let finite = environment.intensity.is_finite() && environment.intensity >= 0.0;
+            if !(finite && environment.rotation_degrees.is_finite()) {
+                return Err(Error::InvalidInput(format!(
+                    "environment intensity {} and rotation {} must be finite, the intensity \
+                     non-negative",
+                    environment.intensity, environment.rotation_degrees
+                )));
+            }
+            if environment.texels.len() as u64
+                != environment.width as u64 * environment.height as u64
+                || environment.texels.is_empty()
+            {
+                return Err(Error::InvalidInput(format!(
+                    "environment of {} texels for {}x{}",
+                    environment.texels.len(),
+                    environment.width,
+                    environment.height
+                )));
+            }
+            let texels = ctx.create_buffer_with("scene environment", &environment.texels)?;
+            self.head.environment = environment.head(texels.address());
+            self.environment = Some(texels);
+        }
+        ctx.upload(&self.appearance, 0, bytemuck::bytes_of(&self.head))
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod animated;
 pub mod default_scene;
+pub mod environment;
 pub mod gltf_loader;
 mod gltf_source;
 pub mod material;
@@ -14,6 +15,7 @@ pub mod scans;
 pub mod shapes;
 pub mod texture;
 
+pub use environment::Environment;
 pub use gltf_source::AssetAccess;
 pub use material::{GpuLight, Light, Material, MaterialKind};
 pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};

@@ -65,6 +65,7 @@ use canopy::scene::animated::normals::SurfaceNormalsPush;
 use canopy::scene::animated::skin::{MorphPart, SkinPush};
 use canopy::scene::animated::subdivide::SubdividePush;
 use canopy::scene::default_scene::DefaultSurfacePush;
+use canopy::scene::environment::GpuEnvironment;
 use canopy::scene::texture::{GpuTexture, TextureRef};
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
@@ -749,7 +750,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 light_count,
                 ambient,
                 surface_offset,
-                spawn
+                pass_flags
             })),
         ),
         (
@@ -1444,6 +1445,21 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 emissive_texture
             }),
             offsets: &[0, 12, 16, 28, 32, 36, 40, 44, 48, 80],
+        },
+        SharedStruct {
+            kernel: shaders::RENDER_SHADE,
+            name: "Environment",
+            shape: &["u64", "u32", "u32", "f32", "f32", "f32", "u32"],
+            rust: rust_layout!(GpuEnvironment {
+                texels,
+                width,
+                height,
+                intensity,
+                rotation_cos,
+                rotation_sin,
+                pad
+            }),
+            offsets: &[0, 8, 12, 16, 20, 24, 28],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,

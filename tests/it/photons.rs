@@ -75,6 +75,7 @@ impl Stage {
             triangles: &self.mesh.triangles,
             surfaces: Surfaces::untextured(&self.triangle_materials, &self.materials),
             lights: &self.lights,
+            environment: None,
         }
     }
 

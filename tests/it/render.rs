@@ -14,7 +14,7 @@ use canopy::render::{
     Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
-use canopy::scene::{MaterialMesh, Mesh, Texture, TextureRef, shapes};
+use canopy::scene::{Environment, MaterialMesh, Mesh, Texture, TextureRef, shapes};
 use canopy::vk::{Context, MemoryKind, Recorder};
 use common::files::TempFolder;
 use common::{assert_valid, context};
@@ -36,6 +36,8 @@ struct TestScene {
     width: u32,
     height: u32,
     samples: u32,
+    sky_light: bool,
+    environment: Option<Environment>,
 }
 
 /// Every structure rays can be traced through.
@@ -80,6 +82,8 @@ impl TestScene {
             width: WIDTH,
             height: HEIGHT,
             samples: 1,
+            sky_light: false,
+            environment: None,
         }
     }
 
@@ -123,11 +127,15 @@ impl TestScene {
         animate: &dyn Fn(&mut Recorder, &SceneGpu) -> canopy::vk::Result<()>,
         channels: &[OutputChannel],
     ) -> ImageReadback {
-        let scene = SceneGpu::from_mesh(ctx, uploaded, &self.surfaces(), &self.lights).unwrap();
+        let mut scene = SceneGpu::from_mesh(ctx, uploaded, &self.surfaces(), &self.lights).unwrap();
+        scene
+            .set_environment(ctx, self.environment.as_ref())
+            .unwrap();
         let n = scene.triangle_count;
         let params = RenderParams {
             bounces,
             samples: self.samples,
+            sky_light: self.sky_light,
             ..RenderParams::default()
         };
         let mut renderer = Renderer::new(
@@ -178,6 +186,7 @@ impl TestScene {
             triangles: &self.mesh.triangles,
             surfaces: self.surfaces(),
             lights: &self.lights,
+            environment: self.environment.as_ref(),
         }
         .render(
             &self.camera,
@@ -187,6 +196,7 @@ impl TestScene {
             &RenderParams {
                 bounces,
                 samples: self.samples,
+                sky_light: self.sky_light,
                 ..RenderParams::default()
             },
         )
@@ -319,6 +329,80 @@ fn samples_per_pixel_match_the_cpu_repeat_exactly_and_converge() {
     assert!(
         errors[0] > errors[1] && errors[1] > errors[2],
         "errors {errors:?} do not fall"
+    );
+}
+
+/// A small environment: a blue sky brightening towards the zenith over a brown ground, a
+/// bright warm sun up and to the +x side, and a red patch on the horizon at -z.
+pub fn test_environment() -> Environment {
+    let (width, height) = (64u32, 32u32);
+    let texels = (0..width * height)
+        .map(|i| {
+            let (x, y) = (i % width, i / width);
+            let up = 1.0 - (y as f32 + 0.5) / height as f32 * 2.0;
+            let mut c = if up > 0.0 {
+                [0.3 + 0.3 * up, 0.5 + 0.3 * up, 1.0 + 0.5 * up]
+            } else {
+                [0.3, 0.22, 0.15]
+            };
+            if (44..48).contains(&x) && (8..11).contains(&y) {
+                c = [40.0, 36.0, 30.0];
+            }
+            if (30..34).contains(&x) && (14..17).contains(&y) {
+                c = [3.0, 0.2, 0.1];
+            }
+            c
+        })
+        .collect();
+    Environment {
+        width,
+        height,
+        texels,
+        intensity: 0.8,
+        rotation_degrees: 20.0,
+    }
+}
+
+#[test]
+fn an_environment_is_the_sky_in_mirrors_and_glass_as_on_the_cpu() {
+    let ctx = context();
+    let mut scene = mirror_and_glass();
+    scene.environment = Some(test_environment());
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert_close(
+        &gpu,
+        &scene.render_cpu(2),
+        "mirror and glass under an environment",
+    );
+    let procedural = mirror_and_glass().render_cpu(2);
+    let (off, _, _) = compare_images(&gpu, &procedural);
+    assert!(
+        off > (WIDTH * HEIGHT / 4) as usize,
+        "only {off} pixels show the environment"
+    );
+}
+
+#[test]
+fn sky_light_from_an_environment_matches_the_cpu() {
+    let ctx = context();
+    let mut scene = TestScene::new(
+        &[([0.0, 0.8, 0.0], 0.8, 1)],
+        vec![
+            Material::checker([0.75, 0.75, 0.72], 0.5),
+            Material::diffuse([0.8, 0.8, 0.8]),
+        ],
+    );
+    scene.environment = Some(test_environment());
+    scene.sky_light = true;
+    scene.samples = 4;
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &scene.render_cpu(1), "sky light, 4 samples");
+    scene.sky_light = false;
+    let ambient = scene.render_cpu(1);
+    let (off, _, _) = compare_images(&gpu, &ambient);
+    assert!(
+        off > (WIDTH * HEIGHT / 10) as usize,
+        "only {off} pixels show the sky light"
     );
 }
 
@@ -592,6 +676,8 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             width: WIDTH,
             height: HEIGHT,
             samples: 1,
+            sky_light: false,
+            environment: None,
         };
         let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
         let cpu = scene.render_cpu(1);
@@ -810,6 +896,7 @@ fn file_channels_match_the_image_and_the_cpu() {
         triangles: &scene.mesh.triangles,
         surfaces: scene.surfaces(),
         lights: &scene.lights,
+        environment: None,
     }
     .primary_aovs(&scene.camera, WIDTH, HEIGHT, 1);
     let (mut differing, mut hits) = (0, 0);

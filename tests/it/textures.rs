@@ -335,3 +335,97 @@ fn a_huge_image_in_a_small_file_is_refused() {
     let path = base_colour_quad(&folder.0, "huge.gltf", r#"[{"uri": "huge.png"}]"#, 0, false);
     load_error(&path, &["huge.gltf", "image 0", "4096x4096"]);
 }
+
+/// `environment` written as a Radiance `.hdr` file at `path`.
+fn write_hdr(path: &Path, width: u32, height: u32, texels: &[[f32; 3]]) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let pixels: Vec<image::Rgb<f32>> = texels.iter().map(|&t| image::Rgb(t)).collect();
+    image::codecs::hdr::HdrEncoder::new(file)
+        .encode(&pixels, width as usize, height as usize)
+        .unwrap();
+}
+
+#[test]
+fn environments_read_from_hdr_and_exr_and_map_directions() {
+    use canopy::scene::Environment;
+    use glam::Vec3;
+    let folder = TempFolder::new("environments");
+    // 8 x 4 texels, each a distinct colour; powers of two survive RGBE exactly.
+    let texels: Vec<[f32; 3]> = (0..32)
+        .map(|i| [(i % 8) as f32, (i / 8) as f32, 0.5])
+        .collect();
+    let hdr = folder.0.join("sky.hdr");
+    write_hdr(&hdr, 8, 4, &texels);
+    let read = Environment::load(&hdr).unwrap();
+    assert_eq!((read.width, read.height), (8, 4));
+    assert_eq!(read.texels, texels);
+    assert_eq!((read.intensity, read.rotation_degrees), (1.0, 0.0));
+
+    let exr = folder.0.join("sky.exr");
+    exr::prelude::write_rgb_file(&exr, 8, 4, |x, y| {
+        let t = texels[y * 8 + x];
+        (t[0], t[1], t[2])
+    })
+    .unwrap();
+    assert_eq!(Environment::load(&exr).unwrap().texels, texels);
+
+    // Straight up reads the top row, straight down the bottom one; -z the middle column, +x
+    // three quarters across; a turn of 90 degrees brings +x's column to -z.
+    let [_, v] = read.coordinates(Vec3::Y);
+    assert_eq!(v, 0.0);
+    assert_eq!(read.coordinates(Vec3::NEG_Y)[1], 1.0);
+    assert_eq!(read.coordinates(Vec3::NEG_Z), [0.5, 0.5]);
+    assert_eq!(read.coordinates(Vec3::X), [0.75, 0.5]);
+    let turned = Environment {
+        rotation_degrees: 90.0,
+        ..read.clone()
+    };
+    let [u, _] = turned.coordinates(Vec3::NEG_Z);
+    assert!((u - 0.75).abs() < 1e-6, "{u}");
+    // Between texel centres the map is bilinear, and the intensity scales it.
+    let bright = Environment {
+        intensity: 2.0,
+        ..read.clone()
+    };
+    assert_eq!(
+        bright.radiance(Vec3::NEG_Z),
+        read.radiance(Vec3::NEG_Z) * 2.0
+    );
+}
+
+#[test]
+fn bad_environments_are_named() {
+    use canopy::scene::Environment;
+    let folder = TempFolder::new("bad-environments");
+    let error = |name: &str, bytes: &[u8], fragments: &[&str]| {
+        let path = folder.0.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let message = Environment::load(&path).unwrap_err().to_string();
+        assert!(message.contains(name), "'{message}' does not name {name}");
+        for fragment in fragments {
+            assert!(message.contains(fragment), "'{message}' lacks '{fragment}'");
+        }
+    };
+    error("garbage.hdr", b"#?RADIANCE\nnot really", &[]);
+    error("garbage.exr", b"v/1\x01 not an exr", &[]);
+    error("sky.png", &checker_png(), &[".hdr", ".exr"]);
+    // A header claiming 16,000 x 16,000 texels in a few bytes.
+    error(
+        "huge.hdr",
+        b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y 16000 +X 16000\n\x01\x01\x01\x80",
+        &["16000x16000"],
+    );
+    // RGBE holds only finite, non-negative values; OpenEXR holds any.
+    for (name, bad) in [("nan.exr", f32::NAN), ("negative.exr", -1.0)] {
+        let path = folder.0.join(name);
+        exr::prelude::write_rgb_file(&path, 2, 1, |x, _| {
+            (1.0, if x == 1 { bad } else { 0.0 }, 0.0)
+        })
+        .unwrap();
+        let message = Environment::load(&path).unwrap_err().to_string();
+        assert!(
+            message.contains(name) && message.contains("texel 1"),
+            "{message}"
+        );
+    }
+}
