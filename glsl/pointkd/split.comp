@@ -57,10 +57,10 @@ void main() {
             }
             // A cut just above the points must still lie inside the cell, or it would cut
             // nothing off (a flat box in a cell a few ulps wide), level after level.
-            if (fraction_above > refs.empty_space && fraction_above > best && next_up(hi[a]) < task.cell_hi[a]) {
+            if (fraction_above > refs.empty_space && fraction_above > best && next_up_normal(hi[a]) < task.cell_hi[a]) {
                 best = fraction_above;
                 axis = a;
-                plane = next_up(hi[a]);
+                plane = next_up_normal(hi[a]);
             }
         }
         if (best < 0.0) {
@@ -71,9 +71,11 @@ void main() {
                     axis = a;
                 }
             }
-            // Exact as written: the product by 0.5 does not round, so a fused multiply-add agrees.
+            // Exact as written: the product by 0.5 does not round, so a fused multiply-add
+            // agrees. A box one ulp wide has no plane strictly inside, and a subnormal middle
+            // (a box within 1e-38 of zero) is none where subnormals flush: split at its top.
             float middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
-            plane = middle > lo[axis] ? middle : hi[axis];
+            plane = middle > lo[axis] && !is_subnormal(middle) ? middle : hi[axis];
         }
         // Points below the plane: a prefix of the axis's sorted list.
         uint first = task.begin;

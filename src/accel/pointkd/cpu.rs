@@ -200,7 +200,7 @@ impl Builder<'_> {
             // side (a cut at it would keep them all left), which must still lie inside the
             // cell, or it would cut nothing off (a flat box in a cell a few ulps wide), level
             // after level.
-            let above = hi[a].next_up();
+            let above = next_up_normal(hi[a]);
             let sides = [
                 (lo[a] - cell.0[a], lo[a], true),
                 (cell.1[a] - hi[a], above, above < cell.1[a]),
@@ -222,8 +222,10 @@ impl Builder<'_> {
             .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
             .unwrap();
         let middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
-        // A box one ulp wide has no plane strictly inside: split at its top.
-        Some((axis, if middle > lo[axis] { middle } else { hi[axis] }))
+        // A box one ulp wide has no plane strictly inside, and a subnormal middle (a box
+        // within 1e-38 of zero) is none on a device that flushes subnormals: split at its top.
+        let inside = middle > lo[axis] && !middle.is_subnormal();
+        Some((axis, if inside { middle } else { hi[axis] }))
     }
 
     /// A small node's split of least VVH cost among its points' coordinates, when it costs less
@@ -256,6 +258,22 @@ impl Builder<'_> {
     }
 }
 
+/// The least float above `x` that is zero or normal (`next_up_normal` in
+/// `glsl/pointkd/build.glsl`): the next float, or, where that is subnormal (`x` zero or the
+/// least normal's negative), the least positive normal or zero. A device that flushes
+/// subnormals to zero (NVIDIA's) compares a point at zero with a plane at the least subnormal
+/// as with zero, and would send it right.
+fn next_up_normal(x: f32) -> f32 {
+    let up = x.next_up();
+    if !up.is_subnormal() {
+        up
+    } else if up > 0.0 {
+        f32::MIN_POSITIVE
+    } else {
+        0.0
+    }
+}
+
 /// What a checked tree holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct PointKdStats {
@@ -271,6 +289,7 @@ pub struct PointKdStats {
 
 /// Checks `tree` over `points`: every point in exactly one leaf; each node's box is its points'
 /// box; every point left of a split lies below it and every point right of it at or above it;
+/// no split is subnormal (a device that flushes subnormals to zero would place points by zero);
 /// children after their parent and in range; every node reached once. The error names the first broken invariant.
 pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, String> {
     let mut seen = vec![false; points.len()];
@@ -336,6 +355,9 @@ pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, St
             continue;
         }
         let (axis, x, left) = (node.axis(), node.split_position(), node.payload() as usize);
+        if x.is_subnormal() {
+            return Err(format!("node {index}: split {x:e} is subnormal"));
+        }
         if left <= index || left + 1 >= tree.nodes.len() {
             return Err(format!("node {index}: children {left} out of place"));
         }
