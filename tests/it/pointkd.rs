@@ -1,6 +1,6 @@
 //! Point kd-trees (seed 000 §5.1-5.2): the CPU VVH builder's invariants on uniform, clustered,
 //! duplicate-heavy, planar and thin clouds and a floor at zero, and on bad input; the GPU
-//! builder's trees equal to the CPU's; and the GPU neighbour queries
+//! builder's trees equal to the CPU's (its kernels never divide); and the GPU neighbour queries
 //! (Alg. 6's histogram search and the nearest-first walk) against brute force, exactly: the
 //! same indices and the same squared distances in the same order, for k from 1 to 64 and
 //! beyond the point count, from starting radii far too small and far too large, range queries,
@@ -626,6 +626,23 @@ fn assert_same_tree(cpu: &PointKdTree, gpu: &PointKdTree, label: &str) {
     }
     assert_eq!(cpu.nodes.len(), gpu.nodes.len(), "{label}: node counts");
     assert_eq!(cpu.query_radius, gpu.query_radius, "{label}: R");
+}
+
+/// The GPU builder decides with products, sums and comparisons only: its kernels hold no float
+/// division, which Vulkan lets a device round by up to 2.5 ulps (lavapipe's is correctly
+/// rounded, as the CPU builder's), so a division could build other trees on another device
+/// than the CPU's, and only there.
+#[test]
+fn build_kernels_never_divide_floats() {
+    const OP_FDIV: u32 = 136;
+    for kernel in canopy::accel::pointkd::build::KERNELS {
+        let module = common::spirv::Module::parse(kernel.spirv);
+        assert!(
+            !module.opcodes.contains(&OP_FDIV),
+            "{} divides floats",
+            kernel.name
+        );
+    }
 }
 
 #[test]

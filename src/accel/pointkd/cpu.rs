@@ -191,9 +191,12 @@ impl Builder<'_> {
 
     /// A large node's split: the empty part of its cell cut off when it exceeds the empty-space
     /// fraction on some side (the largest such part), else the spatial median of its points'
-    /// box on its longest axis.
+    /// box on its longest axis. Fractions are compared as products (`a / b > c / d` as
+    /// `a d > c b`): Vulkan lets a GPU round a division by up to 2.5 ulps but a product only
+    /// correctly, so the GPU builder decides alike on every device.
     fn large_split(&self, (lo, hi): Box3, cell: Box3) -> Option<(usize, f32)> {
-        let mut best: Option<(f32, usize, f32)> = None;
+        // (empty part, extent, axis, plane)
+        let mut best: Option<(f32, f32, usize, f32)> = None;
         for a in 0..3 {
             let extent = cell.1[a] - cell.0[a];
             // Below the points the cut is at their low side; above them just past their high
@@ -206,16 +209,15 @@ impl Builder<'_> {
                 (cell.1[a] - hi[a], above, above < cell.1[a]),
             ];
             for (empty, plane, inside) in sides {
-                let fraction = if extent > 0.0 { empty / extent } else { 0.0 };
-                if fraction > self.params.empty_space
-                    && best.is_none_or(|b| fraction > b.0)
+                if empty > self.params.empty_space * extent
+                    && best.is_none_or(|b| empty * b.1 > b.0 * extent)
                     && inside
                 {
-                    best = Some((fraction, a, plane));
+                    best = Some((empty, extent, a, plane));
                 }
             }
         }
-        if let Some((_, axis, plane)) = best {
+        if let Some((_, _, axis, plane)) = best {
             return Some((axis, plane));
         }
         let axis = (0..3)
@@ -229,11 +231,13 @@ impl Builder<'_> {
     }
 
     /// A small node's split of least VVH cost among its points' coordinates, when it costs less
-    /// than testing all its points.
+    /// than testing all its points. The cost `Cts + (n_L V_L + n_R V_R) / V` is compared
+    /// without its division, whose rounding Vulkan leaves to the device: a split beats a leaf
+    /// of `n` points when `n_L V_L + n_R V_R < (n - Cts) V`, and the least of those sums wins.
     fn small_split(&self, ids: &[u32], cell: Box3, radius: f32) -> Option<(usize, f32)> {
         let parent = grown_volume(cell, radius);
         let n = ids.len();
-        let mut best = (n as f32, None);
+        let mut best = ((n as f32 - self.params.traversal_cost) * parent, None);
         for axis in 0..3 {
             let mut coords: Vec<f32> = ids.iter().map(|&i| self.points[i as usize][axis]).collect();
             coords.sort_by(f32::total_cmp);
@@ -245,12 +249,10 @@ impl Builder<'_> {
                 let (mut l, mut r) = (cell, cell);
                 l.1[axis] = x;
                 r.0[axis] = x;
-                let cost = self.params.traversal_cost
-                    + (left as f32 * grown_volume(l, radius)
-                        + (n - left) as f32 * grown_volume(r, radius))
-                        / parent;
-                if cost < best.0 {
-                    best = (cost, Some((axis, x)));
+                let weighted = left as f32 * grown_volume(l, radius)
+                    + (n - left) as f32 * grown_volume(r, radius);
+                if weighted < best.0 {
+                    best = (weighted, Some((axis, x)));
                 }
             }
         }
