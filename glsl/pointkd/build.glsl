@@ -166,13 +166,27 @@ float density_radius(vec3 extent, uint count) {
     return radius;
 }
 
-// The next float above x (Rust's f32::next_up).
-float next_up(float x) {
-    if (x == 0.0) {
-        return uintBitsToFloat(1u);
-    }
+// Whether x is subnormal, read from its bits: a device that flushes subnormals to zero
+// (NVIDIA's) compares and computes with x as with zero, so a float test cannot tell.
+bool is_subnormal(float x) {
     uint bits = floatBitsToUint(x);
-    return uintBitsToFloat(x > 0.0 ? bits + 1u : bits - 1u);
+    return (bits & 0x7f800000u) == 0u && (bits & 0x7fffffffu) != 0u;
+}
+
+// The least float above x that is zero or normal (src/accel/pointkd/cpu.rs next_up_normal):
+// the next float, or, where that is subnormal (x zero or the least normal's negative), the
+// least positive normal or zero. A plane at the least subnormal would be zero to a device that
+// flushes, and the points at zero below it would go right.
+float next_up_normal(float x) {
+    uint bits = floatBitsToUint(x);
+    if ((bits & 0x7fffffffu) == 0u) {
+        return uintBitsToFloat(0x00800000u);
+    }
+    float up = uintBitsToFloat((bits >> 31) == 0u ? bits + 1u : bits - 1u);
+    if (is_subnormal(up)) {
+        return (bits >> 31) == 0u ? uintBitsToFloat(0x00800000u) : 0.0;
+    }
+    return up;
 }
 
 #endif

@@ -4,9 +4,10 @@
 // from the first and last of its points in each axis's sorted order; its split is the plane
 // of least VVH cost among its points' coordinates, scanned in sorted order with the left count
 // running (the paper's bit masks over sorted lists), kept only when it costs less than testing
-// every point, exactly as src/accel/pointkd/cpu.rs prices it, for R when it was given, else for
-// the radius holding k_estimate points at the task's own density (its cell and points). Children are allocated as pairs;
-// leaves write their points as consecutive runs over the node's own entries.
+// every point, exactly as src/accel/pointkd/cpu.rs prices it (products and sums only), for R
+// when it was given, else for the radius holding k_estimate points at the task's own density
+// (its cell and points). Children are allocated as pairs; leaves write their points as
+// consecutive runs over the node's own entries.
 #include "pointkd/build.glsl"
 
 const uint MAX_SMALL = 32;
@@ -77,12 +78,15 @@ void main() {
                 }
             }
         }
-        // The split of least VVH cost, if any beats a leaf.
-        float best = float(count);
+        // The split of least VVH cost, if any beats a leaf. The cost Cts + (n_L V_L + n_R V_R)
+        // / V is compared without its division, which Vulkan lets a device round by up to 2.5
+        // ulps: a split beats the leaf when n_L V_L + n_R V_R < (n - Cts) V, and the least
+        // such sum wins, as src/accel/pointkd/cpu.rs prices them.
         uint best_axis = NO_SPLIT;
         float best_plane = 0.0;
         if (!(count <= refs.max_leaf || depth >= refs.max_depth || lo == hi)) {
             float parent = grown_volume(cell_lo, cell_hi, radius);
+            precise float best = (float(count) - refs.traversal_cost) * parent;
             for (uint a = 0; a < 3; ++a) {
                 uint left = 0;
                 float previous = 0.0;
@@ -97,11 +101,10 @@ void main() {
                         left_hi[a] = x;
                         vec3 right_lo = cell_lo;
                         right_lo[a] = x;
-                        precise float cost = refs.traversal_cost
-                            + (float(left) * grown_volume(cell_lo, left_hi, radius)
-                               + float(count - left) * grown_volume(right_lo, cell_hi, radius)) / parent;
-                        if (cost < best) {
-                            best = cost;
+                        precise float weighted = float(left) * grown_volume(cell_lo, left_hi, radius)
+                            + float(count - left) * grown_volume(right_lo, cell_hi, radius);
+                        if (weighted < best) {
+                            best = weighted;
                             best_axis = a;
                             best_plane = x;
                         }

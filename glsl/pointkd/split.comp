@@ -8,6 +8,17 @@
 // list of its axis, and asks for the lists to be partitioned.
 #include "pointkd/build.glsl"
 
+// Whether an empty part `empty` of a cell `extent` wide exceeds Ce and, as a fraction of the
+// cell, the best cut so far (when there is one: `cut`). The fractions are compared as products
+// (a / b > c / d as a d > c b), correctly rounded on every device where Vulkan lets a division
+// be off by up to 2.5 ulps, as src/accel/pointkd/cpu.rs compares them.
+bool beats(float empty, float extent, bool cut, float best_empty, float best_extent) {
+    precise float least = refs.empty_space * extent;
+    precise float fraction = empty * best_extent;
+    precise float best = best_empty * extent;
+    return empty > least && (!cut || fraction > best);
+}
+
 void main() {
     load_refs();
     uint t = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
@@ -41,29 +52,34 @@ void main() {
         }
     } else {
         // Empty space first, the largest part beyond Ce.
-        float best = -1.0;
+        bool cut = false;
+        float best_empty = 0.0;
+        float best_extent = 0.0;
         uint axis = 0;
         float plane = 0.0;
         for (uint a = 0; a < 3; ++a) {
             float extent = task.cell_hi[a] - task.cell_lo[a];
             float below = lo[a] - task.cell_lo[a];
-            float above = task.cell_hi[a] - hi[a];
-            float fraction_below = extent > 0.0 ? below / extent : 0.0;
-            float fraction_above = extent > 0.0 ? above / extent : 0.0;
-            if (fraction_below > refs.empty_space && fraction_below > best) {
-                best = fraction_below;
+            if (beats(below, extent, cut, best_empty, best_extent)) {
+                cut = true;
+                best_empty = below;
+                best_extent = extent;
                 axis = a;
                 plane = lo[a];
             }
             // A cut just above the points must still lie inside the cell, or it would cut
             // nothing off (a flat box in a cell a few ulps wide), level after level.
-            if (fraction_above > refs.empty_space && fraction_above > best && next_up(hi[a]) < task.cell_hi[a]) {
-                best = fraction_above;
+            float above = task.cell_hi[a] - hi[a];
+            float above_plane = next_up_normal(hi[a]);
+            if (beats(above, extent, cut, best_empty, best_extent) && above_plane < task.cell_hi[a]) {
+                cut = true;
+                best_empty = above;
+                best_extent = extent;
                 axis = a;
-                plane = next_up(hi[a]);
+                plane = above_plane;
             }
         }
-        if (best < 0.0) {
+        if (!cut) {
             // The longest axis (the last of equals), its middle.
             axis = 0;
             for (uint a = 1; a < 3; ++a) {
@@ -71,9 +87,11 @@ void main() {
                     axis = a;
                 }
             }
-            // Exact as written: the product by 0.5 does not round, so a fused multiply-add agrees.
+            // Exact as written: the product by 0.5 does not round, so a fused multiply-add
+            // agrees. A box one ulp wide has no plane strictly inside, and a subnormal middle
+            // (a box within 1e-38 of zero) is none where subnormals flush: split at its top.
             float middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
-            plane = middle > lo[axis] ? middle : hi[axis];
+            plane = middle > lo[axis] && !is_subnormal(middle) ? middle : hi[axis];
         }
         // Points below the plane: a prefix of the axis's sorted list.
         uint first = task.begin;

@@ -1,6 +1,6 @@
 //! Every struct the GPU sees is written twice: `#[repr(C)]` in Rust and a block or struct in
 //! GLSL. These tests read the layout the GLSL compiler actually produced back out of each
-//! kernel's SPIR-V (tests/common/spirv.rs) and compare it with the Rust definition: the
+//! kernel's SPIR-V (tests/it/common/spirv.rs) and compare it with the Rust definition: the
 //! push-constant block of every kernel, and structs shared through buffers (`Aabb`, the BVH
 //! and kd-tree nodes, rays, hits and per-ray work counts, materials, lights, ray payloads,
 //! bounce counters, octree nodes and splits, ...).
@@ -8,9 +8,7 @@
 //! Adding a kernel: one entry in `push_constant_layouts` (the coverage test fails until there
 //! is one). Adding a shared struct: one entry in `shared_struct_layouts`. No GPU needed.
 
-#[path = "common/spirv.rs"]
-mod spirv;
-
+use crate::common::spirv::{Module, StructLayout};
 use canopy::accel::bih::BihNode;
 use canopy::accel::bih::build::{
     BihTask, LargeBinsPush, LargePartitionPush, LargeSplitPush, SmallNodesPush,
@@ -69,7 +67,6 @@ use canopy::scene::environment::GpuEnvironment;
 use canopy::scene::texture::{GpuTexture, TextureRef};
 use canopy::shaders;
 use canopy::vk::{Kernel, PUSH_CONSTANT_BYTES};
-use spirv::{Module, StructLayout};
 
 /// The layout Rust gives the fields a GLSL block mirrors.
 struct RustLayout {

@@ -1,9 +1,10 @@
 //! Point kd-trees (seed 000 §5.1-5.2): the CPU VVH builder's invariants on uniform, clustered,
-//! duplicate-heavy and planar clouds and on bad input, and the GPU neighbour queries (Alg. 6's
-//! histogram search and the nearest-first walk) against brute force, exactly: the same indices
-//! and the same squared distances in the same order, for k from 1 to 64 and beyond the point
-//! count, from starting radii far too small and far too large, range queries, and query counts
-//! that fold the dispatch grid.
+//! duplicate-heavy, planar and thin clouds and a floor at zero, and on bad input; the GPU
+//! builder's trees equal to the CPU's (its kernels never divide); and the GPU neighbour queries
+//! (Alg. 6's histogram search and the nearest-first walk) against brute force, exactly: the
+//! same indices and the same squared distances in the same order, for k from 1 to 64 and
+//! beyond the point count, from starting radii far too small and far too large, range queries,
+//! and query counts that fold the dispatch grid.
 
 use crate::common;
 
@@ -75,6 +76,19 @@ fn thin(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
             let x = rng.f32_in(-3.0, 3.0);
             let y = heights[rng.below(2) as usize + (x >= 0.0) as usize];
             [x, y, rng.f32_in(-3.0, 3.0)]
+        })
+        .collect()
+}
+
+/// Points on the floor z = 0 (where x < 0.5) beside points above it: nodes of the floor's
+/// points leave their cell empty above, and the cut just above them lies next to zero, where
+/// the next float is subnormal (a device that flushes subnormals compares with zero there).
+fn floor(rng: &mut Rng, n: usize) -> Vec<[f32; 3]> {
+    (0..n)
+        .map(|_| {
+            let x = rng.f32_in(0.0, 1.0);
+            let z = if x < 0.5 { 0.0 } else { rng.f32_in(0.0, 1.0) };
+            [x, rng.f32_in(0.0, 1.0), z]
         })
         .collect()
 }
@@ -228,6 +242,7 @@ fn trees_keep_their_invariants_and_bad_input_is_named() {
             ("duplicates", duplicates(&mut rng, n)),
             ("planar", planar(&mut rng, n)),
             ("thin", thin(&mut rng, n)),
+            ("floor", floor(&mut rng, n)),
         ] {
             let tree = build(&points, &format!("{name} {n}"));
             assert_eq!(tree.point_ids.len(), n);
@@ -613,6 +628,23 @@ fn assert_same_tree(cpu: &PointKdTree, gpu: &PointKdTree, label: &str) {
     assert_eq!(cpu.query_radius, gpu.query_radius, "{label}: R");
 }
 
+/// The GPU builder decides with products, sums and comparisons only: its kernels hold no float
+/// division, which Vulkan lets a device round by up to 2.5 ulps (lavapipe's is correctly
+/// rounded, as the CPU builder's), so a division could build other trees on another device
+/// than the CPU's, and only there.
+#[test]
+fn build_kernels_never_divide_floats() {
+    const OP_FDIV: u32 = 136;
+    for kernel in canopy::accel::pointkd::build::KERNELS {
+        let module = common::spirv::Module::parse(kernel.spirv);
+        assert!(
+            !module.opcodes.contains(&OP_FDIV),
+            "{} divides floats",
+            kernel.name
+        );
+    }
+}
+
 #[test]
 fn gpu_builds_the_cpu_tree() {
     let ctx = context();
@@ -632,6 +664,7 @@ fn gpu_builds_the_cpu_tree() {
             ("duplicates", duplicates(&mut rng, n)),
             ("planar", planar(&mut rng, n)),
             ("thin", thin(&mut rng, n)),
+            ("floor", floor(&mut rng, n)),
         ] {
             let label = format!("{name} {n}");
             let gpu = gpu_build(&ctx, &points, params);

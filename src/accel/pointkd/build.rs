@@ -152,7 +152,17 @@ pub struct PointKdBuilder {
     no_points: Buffer,
 }
 
-/// The build kernels, in [`PointKdBuilder::kernels`]' order.
+/// The build's kernels; their indices below name them in [`PointKdBuilder::kernels`].
+pub const KERNELS: [Kernel; 8] = [
+    shaders::POINTKD_KEYS,
+    shaders::POINTKD_INIT,
+    shaders::POINTKD_SPLIT,
+    shaders::POINTKD_FLAGS,
+    shaders::POINTKD_SCATTER,
+    shaders::POINTKD_ROUND_END,
+    shaders::POINTKD_SMALL,
+    shaders::POINTKD_ENTRIES,
+];
 const KEYS: usize = 0;
 const INIT: usize = 1;
 const SPLIT: usize = 2;
@@ -191,21 +201,17 @@ impl PointKdBuilder {
         let task_capacity = 2 * (n / (params.large_node + 1)) + 4;
         let small_capacity = n / (params.max_leaf + 1) + 2;
         let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
-        let kernel = |k: &Kernel| ctx.pipeline(k, WORKGROUP_SIZE, &[]);
+        let kernels = KERNELS
+            .iter()
+            .map(|k| ctx.pipeline(k, WORKGROUP_SIZE, &[]))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             params,
             capacity,
             stride,
-            kernels: [
-                kernel(&shaders::POINTKD_KEYS)?,
-                kernel(&shaders::POINTKD_INIT)?,
-                kernel(&shaders::POINTKD_SPLIT)?,
-                kernel(&shaders::POINTKD_FLAGS)?,
-                kernel(&shaders::POINTKD_SCATTER)?,
-                kernel(&shaders::POINTKD_ROUND_END)?,
-                kernel(&shaders::POINTKD_SMALL)?,
-                kernel(&shaders::POINTKD_ENTRIES)?,
-            ],
+            kernels: kernels
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("a pipeline per kernel")),
             sort: RadixSort::new(ctx, KeyType::U32, 32, n)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, 3 * stride)?,
             indirect: IndirectArgs::new(ctx, "pointkd", 3)?,

@@ -191,47 +191,53 @@ impl Builder<'_> {
 
     /// A large node's split: the empty part of its cell cut off when it exceeds the empty-space
     /// fraction on some side (the largest such part), else the spatial median of its points'
-    /// box on its longest axis.
+    /// box on its longest axis. Fractions are compared as products (`a / b > c / d` as
+    /// `a d > c b`): Vulkan lets a GPU round a division by up to 2.5 ulps but a product only
+    /// correctly, so the GPU builder decides alike on every device.
     fn large_split(&self, (lo, hi): Box3, cell: Box3) -> Option<(usize, f32)> {
-        let mut best: Option<(f32, usize, f32)> = None;
+        // (empty part, extent, axis, plane)
+        let mut best: Option<(f32, f32, usize, f32)> = None;
         for a in 0..3 {
             let extent = cell.1[a] - cell.0[a];
             // Below the points the cut is at their low side; above them just past their high
             // side (a cut at it would keep them all left), which must still lie inside the
             // cell, or it would cut nothing off (a flat box in a cell a few ulps wide), level
             // after level.
-            let above = hi[a].next_up();
+            let above = next_up_normal(hi[a]);
             let sides = [
                 (lo[a] - cell.0[a], lo[a], true),
                 (cell.1[a] - hi[a], above, above < cell.1[a]),
             ];
             for (empty, plane, inside) in sides {
-                let fraction = if extent > 0.0 { empty / extent } else { 0.0 };
-                if fraction > self.params.empty_space
-                    && best.is_none_or(|b| fraction > b.0)
+                if empty > self.params.empty_space * extent
+                    && best.is_none_or(|b| empty * b.1 > b.0 * extent)
                     && inside
                 {
-                    best = Some((fraction, a, plane));
+                    best = Some((empty, extent, a, plane));
                 }
             }
         }
-        if let Some((_, axis, plane)) = best {
+        if let Some((_, _, axis, plane)) = best {
             return Some((axis, plane));
         }
         let axis = (0..3)
             .max_by(|&a, &b| (hi[a] - lo[a]).total_cmp(&(hi[b] - lo[b])))
             .unwrap();
         let middle = lo[axis] + (hi[axis] - lo[axis]) * 0.5;
-        // A box one ulp wide has no plane strictly inside: split at its top.
-        Some((axis, if middle > lo[axis] { middle } else { hi[axis] }))
+        // A box one ulp wide has no plane strictly inside, and a subnormal middle (a box
+        // within 1e-38 of zero) is none on a device that flushes subnormals: split at its top.
+        let inside = middle > lo[axis] && !middle.is_subnormal();
+        Some((axis, if inside { middle } else { hi[axis] }))
     }
 
     /// A small node's split of least VVH cost among its points' coordinates, when it costs less
-    /// than testing all its points.
+    /// than testing all its points. The cost `Cts + (n_L V_L + n_R V_R) / V` is compared
+    /// without its division, whose rounding Vulkan leaves to the device: a split beats a leaf
+    /// of `n` points when `n_L V_L + n_R V_R < (n - Cts) V`, and the least of those sums wins.
     fn small_split(&self, ids: &[u32], cell: Box3, radius: f32) -> Option<(usize, f32)> {
         let parent = grown_volume(cell, radius);
         let n = ids.len();
-        let mut best = (n as f32, None);
+        let mut best = ((n as f32 - self.params.traversal_cost) * parent, None);
         for axis in 0..3 {
             let mut coords: Vec<f32> = ids.iter().map(|&i| self.points[i as usize][axis]).collect();
             coords.sort_by(f32::total_cmp);
@@ -243,16 +249,30 @@ impl Builder<'_> {
                 let (mut l, mut r) = (cell, cell);
                 l.1[axis] = x;
                 r.0[axis] = x;
-                let cost = self.params.traversal_cost
-                    + (left as f32 * grown_volume(l, radius)
-                        + (n - left) as f32 * grown_volume(r, radius))
-                        / parent;
-                if cost < best.0 {
-                    best = (cost, Some((axis, x)));
+                let weighted = left as f32 * grown_volume(l, radius)
+                    + (n - left) as f32 * grown_volume(r, radius);
+                if weighted < best.0 {
+                    best = (weighted, Some((axis, x)));
                 }
             }
         }
         best.1
+    }
+}
+
+/// The least float above `x` that is zero or normal (`next_up_normal` in
+/// `glsl/pointkd/build.glsl`): the next float, or, where that is subnormal (`x` zero or the
+/// least normal's negative), the least positive normal or zero. A device that flushes
+/// subnormals to zero (NVIDIA's) compares a point at zero with a plane at the least subnormal
+/// as with zero, and would send it right.
+fn next_up_normal(x: f32) -> f32 {
+    let up = x.next_up();
+    if !up.is_subnormal() {
+        up
+    } else if up > 0.0 {
+        f32::MIN_POSITIVE
+    } else {
+        0.0
     }
 }
 
@@ -271,6 +291,7 @@ pub struct PointKdStats {
 
 /// Checks `tree` over `points`: every point in exactly one leaf; each node's box is its points'
 /// box; every point left of a split lies below it and every point right of it at or above it;
+/// no split is subnormal (a device that flushes subnormals to zero would place points by zero);
 /// children after their parent and in range; every node reached once. The error names the first broken invariant.
 pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, String> {
     let mut seen = vec![false; points.len()];
@@ -336,6 +357,9 @@ pub fn check(points: &[[f32; 3]], tree: &PointKdTree) -> Result<PointKdStats, St
             continue;
         }
         let (axis, x, left) = (node.axis(), node.split_position(), node.payload() as usize);
+        if x.is_subnormal() {
+            return Err(format!("node {index}: split {x:e} is subnormal"));
+        }
         if left <= index || left + 1 >= tree.nodes.len() {
             return Err(format!("node {index}: children {left} out of place"));
         }

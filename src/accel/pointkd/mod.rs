@@ -13,6 +13,12 @@
 //! where `V(b ± R)` is the volume of cell `b` grown by the query radius `R` on every side: a
 //! query of radius `R` reaches a node when its centre lies in that volume.
 //!
+//! Both builders decide with products, sums and comparisons only, never a division (Vulkan
+//! lets a device round one by up to 2.5 ulps), and never split at a subnormal float (a device
+//! may flush subnormals to zero, as NVIDIA's do, and compare points with zero instead), so the
+//! GPU builds the CPU's tree on every device for points whose coordinates are zero or normal.
+//! A nonzero coordinate below 1.2e-38 in size is zero to such a device, and is not supported.
+//!
 //! An internal node's two children are stored next to each other (the left one first), so a
 //! builder working level by level allocates them as a pair. Each node keeps the box of its
 //! points (a query skips a node its radius does not reach) and each leaf a run of

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod files;
+pub mod spirv;
 
 use canopy::accel::kdtree::build::KdBuildParams;
 use canopy::vk::{Context, ContextOptions, Validation};

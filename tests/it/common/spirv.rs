@@ -1,6 +1,6 @@
-//! A tiny SPIR-V reader for layout tests: the types, names and offset/stride decorations of a
-//! module, enough to read back the layout the GLSL compiler gave a push-constant block or a
-//! struct, and compare it with the Rust `#[repr(C)]` mirror.
+//! A tiny SPIR-V reader for tests: the types, names and offset/stride decorations of a module,
+//! enough to read back the layout the GLSL compiler gave a push-constant block or a struct and
+//! compare it with the Rust `#[repr(C)]` mirror, and the opcode of every instruction.
 //!
 //! Release builds optimise the kernels and drop `OpName`s, so structs are also found by the
 //! types of their members (e.g. `["vec3<f32>", "u32", "vec3<f32>", "u32"]`).
@@ -95,6 +95,8 @@ pub struct Module {
     pub variables: Vec<(u32, u32, u32)>,
     /// Struct ids in declaration order.
     pub structs: Vec<u32>,
+    /// Every instruction's opcode, in order.
+    pub opcodes: Vec<u32>,
 }
 
 impl Module {
@@ -120,6 +122,7 @@ impl Module {
                 "malformed SPIR-V at word {at}"
             );
             let ops = &words[at + 1..at + count];
+            m.opcodes.push(opcode);
             match opcode {
                 OP_NAME => {
                     m.names.insert(ops[0], literal_string(&ops[1..]));
