@@ -31,6 +31,8 @@ pub struct FrameConfig {
     pub bounces: u32,
     /// Samples per pixel (each traces the stages of its paths: the stage list repeats).
     pub samples: u32,
+    /// Whether diffuse surfaces are lit by the sky ([`RenderParams::sky_light`]).
+    pub sky_light: bool,
     /// The builders' parameters.
     pub build: BuildParams,
     /// The animation time the frame shows, in seconds.
@@ -50,6 +52,7 @@ impl Default for FrameConfig {
             repeats: 15,
             bounces: 2,
             samples: 1,
+            sky_light: false,
             build: BuildParams::default(),
             time: 1.0,
             native: false,
@@ -148,6 +151,7 @@ pub fn measure(
     let params = RenderParams {
         bounces: config.bounces,
         samples: config.samples,
+        sky_light: config.sky_light,
         ..RenderParams::default()
     };
     let renderer = Renderer::new(ctx, width, height, scene.light_count, params)?;

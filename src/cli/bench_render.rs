@@ -7,7 +7,7 @@ use canopy::accel::bvh::lbvh::LbvhParams;
 use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::frames::{FrameConfig, measure};
 use canopy::render::presets::{MeshLook, Refinement, Subject};
-use canopy::scene::AssetAccess;
+use canopy::scene::{AssetAccess, Environment};
 use canopy::vk::Context;
 use std::path::PathBuf;
 
@@ -43,6 +43,16 @@ pub struct RenderBenchArgs {
     /// Samples per pixel (1 to 4096).
     #[arg(long, default_value_t = 1, value_parser = super::render::parse_samples)]
     pub spp: u32,
+    /// An equirectangular environment map (.hdr or .exr) as the sky.
+    #[arg(long, value_name = "FILE")]
+    pub environment: Option<PathBuf>,
+    /// Light diffuse surfaces by the sky through sampled occlusion rays.
+    #[arg(long)]
+    pub sky_light: bool,
+    /// Render the --mesh files without their textures (their materials' factors alone): the
+    /// textures' cost is the difference from a run with them.
+    #[arg(long)]
+    pub untextured: bool,
     /// The structures rebuilt every frame, comma-separated: lbvh, kdtree, bih, grid.
     #[arg(long, value_delimiter = ',', default_value = "lbvh", value_parser = super::parse_traced_structure)]
     pub structure: Vec<StructureKind>,
@@ -73,6 +83,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
         repeats: args.repeats,
         bounces: args.bounces,
         samples: args.spp,
+        sky_light: args.sky_light,
         native: args.native,
         time: args.time,
         build: BuildParams {
@@ -108,12 +119,22 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
             },
             camera: None,
             assets: AssetAccess::ModelFolder,
+            textures: !args.untextured,
         };
         let label = path.file_name().map_or_else(
             || path.display().to_string(),
             |f| f.to_string_lossy().into_owned(),
         );
         subjects.push((label, mesh_subject(ctx, path, &options)?));
+    }
+    let environment = args
+        .environment
+        .as_deref()
+        .map(Environment::load)
+        .transpose()
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    for (_, subject) in &mut subjects {
+        subject.scene.set_environment(ctx, environment.as_ref())?;
     }
     println!("canopy bench render on {}", ctx.caps().name);
     let mut reports = Vec::new();

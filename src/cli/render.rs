@@ -990,6 +990,7 @@ fn build_subject(
                 } else {
                     AssetAccess::ModelFolder
                 },
+                textures: true,
             };
             mesh_subject(ctx, path, &options)?
         }
@@ -1117,6 +1118,8 @@ pub(super) struct MeshOptions<'a> {
     pub camera: Option<&'a str>,
     /// Where a glTF file's external buffers may be read from.
     pub assets: AssetAccess,
+    /// Whether its materials read their textures.
+    pub textures: bool,
 }
 
 /// The subject of `--mesh`: still, or animated on the GPU (a glTF animation, a sequence of
@@ -1128,7 +1131,7 @@ pub(super) fn mesh_subject(
 ) -> Result<Subject, CliError> {
     let failed = |e: canopy::scene::SceneError| CliError::Input(e.to_string());
     let (look, refinement) = (&options.look, options.refinement);
-    let input = MeshInput::open(
+    let mut input = MeshInput::open(
         path,
         &OpenOptions {
             clip: options.animation.map(str::to_string),
@@ -1138,6 +1141,9 @@ pub(super) fn mesh_subject(
         },
     )
     .map_err(failed)?;
+    if !options.textures {
+        input.drop_textures();
+    }
     let camera = match (options.camera, &input) {
         (None, _) => None,
         (Some(name), MeshInput::Rig(rig, _)) => {

@@ -450,6 +450,18 @@ pub struct MaterialMesh {
 }
 
 impl MaterialMesh {
+    /// Drops the textures: every material keeps its factors alone (a preview, or a measure of
+    /// what the textures cost).
+    pub fn drop_textures(&mut self) {
+        for material in &mut self.materials {
+            *material = material
+                .with_base_colour(super::TextureRef::NONE)
+                .with_emission(material.emission, super::TextureRef::NONE);
+        }
+        self.textures.clear();
+        self.texcoords.clear();
+    }
+
     /// Loads the mesh in `path` as [`Mesh::load`] does, with the materials of a glTF file
     /// (see [`gltf_loader::load_with_materials`] for how they are mapped).
     pub fn load(path: &Path) -> Result<Self, SceneError> {

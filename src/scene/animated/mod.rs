@@ -302,6 +302,15 @@ impl MeshInput {
         }
     }
 
+    /// Drops the file's textures ([`MaterialMesh::drop_textures`]).
+    pub fn drop_textures(&mut self) {
+        match self {
+            Self::Still(mesh) => mesh.drop_textures(),
+            Self::Rig(rig, _) => rig.rest.drop_textures(),
+            Self::Files { .. } => {}
+        }
+    }
+
     /// The file's mesh with its materials, textures and texture coordinates (a rig's rest
     /// pose); none for a sequence, whose files have no materials.
     pub fn dressed(&self) -> Option<&MaterialMesh> {
