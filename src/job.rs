@@ -12,7 +12,7 @@ use crate::export::{
 };
 use crate::render::BounceStats;
 use crate::render::presets::Subject;
-use crate::sequence::{FinishedFrame, Flow, FrameSequence, SequenceConfig};
+use crate::sequence::{FinishedFrame, Flow, FrameCamera, FrameSequence, SequenceConfig};
 use crate::vk::{Context, ContextOptions};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -216,6 +216,8 @@ pub struct FrameRecord {
     pub bounces: Vec<BounceStats>,
     /// Device memory alive when the frame finished, in bytes.
     pub device_memory: u64,
+    /// The camera it was seen through.
+    pub camera: FrameCamera,
 }
 
 impl FrameRecord {
@@ -226,6 +228,7 @@ impl FrameRecord {
             stages: finished.profiler.results()?,
             bounces: finished.image.stats(),
             device_memory: ctx.device_memory().live,
+            camera: finished.camera,
         })
     }
 
@@ -308,6 +311,7 @@ impl StatsLog {
             "file": file.map(|p| p.display().to_string()),
             "bytes": written.map(|w| w.bytes),
             "encode_ms": written.map(|w| w.encode_s * 1e3),
+            "camera": camera_json(&record.camera),
         });
         // One write of the whole line under an exclusive lock: O_APPEND alone keeps lines of
         // several writers whole only on local file systems (not on NFS, where the lock does).
@@ -322,6 +326,22 @@ impl StatsLog {
         }
         result.map_err(|e| JobError::Output(format!("{}: {e}", self.path.display())))
     }
+}
+
+/// A frame's camera as ground truth: the image size, the intrinsics K and world-to-camera
+/// transform ([`FrameCamera`]'s conventions: pixels from the top left, camera x right, y down,
+/// z forward), and the eye, target and vertical field of view.
+fn camera_json(frame: &FrameCamera) -> serde_json::Value {
+    let c = &frame.camera;
+    serde_json::json!({
+        "width": frame.width,
+        "height": frame.height,
+        "K": frame.intrinsics(),
+        "world_to_camera": frame.world_to_camera(),
+        "eye": c.position.to_array(),
+        "target": c.target.to_array(),
+        "fov_y_degrees": c.fov_y_degrees,
+    })
 }
 
 /// Where a job's frames go.

@@ -13,9 +13,10 @@
 use crate::accel::{BuildParams, RayStructure, StructureKind, StructureSize};
 use crate::render::photons::PhotonParams;
 use crate::render::presets::{self, Subject};
-use crate::render::{ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::render::{Camera, ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::scene::animated::FrameTime;
 use crate::vk::{Context, Error, Profiler, Submission};
+use glam::Vec3;
 
 /// Frames the GPU works on while the CPU hands on the one before.
 pub const FRAMES_IN_FLIGHT: usize = 2;
@@ -71,6 +72,45 @@ pub struct FinishedFrame<'a> {
     pub image: &'a ImageReadback,
     /// Its GPU stage times (`frame`, then the build's and the renderer's stages).
     pub profiler: &'a Profiler,
+    /// The camera it was seen through, and the image's size.
+    pub camera: FrameCamera,
+}
+
+/// The camera a frame was seen through and the image's size, as ground truth for the frame
+/// ([`FrameCamera::intrinsics`], [`FrameCamera::world_to_camera`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameCamera {
+    /// The camera.
+    pub camera: Camera,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+}
+
+impl FrameCamera {
+    /// The intrinsic matrix K (row-major) in pixels, in the computer-vision convention: a
+    /// point at (X, Y, Z) in camera space ([`Self::world_to_camera`]: x right, y down, z
+    /// forward) falls at image point (u, v) = (fx X / Z + cx, fy Y / Z + cy), with u from the
+    /// image's left edge and v from its top edge, so pixel (px, py)'s centre is at
+    /// (px + 0.5, py + 0.5).
+    pub fn intrinsics(&self) -> [[f32; 3]; 3] {
+        let (_, right, up) = self.camera.basis(self.width, self.height);
+        let (w, h) = (self.width as f32, self.height as f32);
+        let fx = w * 0.5 / right.length();
+        let fy = h * 0.5 / up.length();
+        [[fx, 0.0, w * 0.5], [0.0, fy, h * 0.5], [0.0, 0.0, 1.0]]
+    }
+
+    /// The rigid transform from world space to camera space (x right, y down, z forward; the
+    /// rows of the rotation are the camera's right, down and forward), row-major.
+    pub fn world_to_camera(&self) -> [[f32; 4]; 4] {
+        let (forward, right, up) = self.camera.frame();
+        let down = -up;
+        let eye = self.camera.position;
+        let row = |axis: Vec3| [axis.x, axis.y, axis.z, -axis.dot(eye)];
+        [row(right), row(down), row(forward), [0.0, 0.0, 0.0, 1.0]]
+    }
 }
 
 /// What a sink asks of the sequence after a frame.
@@ -205,10 +245,17 @@ impl<'a> FrameSequence<'a> {
                 n = done;
                 continue;
             }
+            let (width, height) = (self.config.width, self.config.height);
+            let time = frames[done] as f32 / self.config.fps;
             let finished = FinishedFrame {
                 frame: frames[done],
                 image: &self.readbacks[done_slot],
                 profiler: &self.profilers[done_slot],
+                camera: FrameCamera {
+                    camera: self.subject.camera(time, width as f32 / height as f32),
+                    width,
+                    height,
+                },
             };
             let flow = sink(&finished);
             if !matches!(flow, Ok(Flow::Continue)) {

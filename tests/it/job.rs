@@ -12,10 +12,11 @@ use canopy::job::{
     FramePlan, FrameRecord, ImageOutput, JobError, JobEvent, JobOutputs, JobReport, JobSetup,
     RenderJob, ResumeMode, StatsLog, StopFlag,
 };
-use canopy::render::BounceStats;
 use canopy::render::presets::Subject;
-use canopy::sequence::SequenceConfig;
+use canopy::render::{BounceStats, Camera};
+use canopy::sequence::{FrameCamera, SequenceConfig};
 use canopy::vk::{Context, ContextOptions, Validation};
+use glam::Vec3;
 use std::path::Path;
 
 fn plan(
@@ -168,6 +169,16 @@ fn the_stats_log_appends_one_line_per_frame() {
             dropped_shadow_rays: 1,
         }],
         device_memory: 1 << 20,
+        camera: FrameCamera {
+            camera: Camera {
+                position: Vec3::new(1.0, 2.0, 5.0),
+                target: Vec3::new(0.0, 0.5, 0.0),
+                up: Vec3::Y,
+                fov_y_degrees: 40.0,
+            },
+            width: 320,
+            height: 180,
+        },
     };
     assert_eq!(record(0).gpu_ms(), 3.5);
     assert_eq!(record(0).dropped_rays(), 3);
@@ -198,6 +209,31 @@ fn the_stats_log_appends_one_line_per_frame() {
     );
     assert_eq!(lines[0]["bounces"][0]["dropped_rays"], 2);
     assert_eq!(lines[0]["file"], "out/frame_0007.png");
+    // The line's camera projects a point onto the pixel whose camera ray passes through it.
+    let camera = &lines[0]["camera"];
+    assert_eq!(
+        (camera["width"].clone(), camera["height"].clone()),
+        (320.into(), 180.into())
+    );
+    let matrix =
+        |name: &str| -> Vec<Vec<f32>> { serde_json::from_value(camera[name].clone()).unwrap() };
+    let (k, world_to_camera) = (matrix("K"), matrix("world_to_camera"));
+    let frame = record(7).camera;
+    for (px, py) in [(0, 0), (37, 21), (319, 179), (160, 90)] {
+        let ray = frame.camera.primary_ray(px, py, 320, 180);
+        let p = Vec3::from(ray.origin) + 3.0 * Vec3::from(ray.direction);
+        let c: Vec<f32> = (0..3)
+            .map(|r| {
+                (0..3).map(|i| world_to_camera[r][i] * p[i]).sum::<f32>() + world_to_camera[r][3]
+            })
+            .collect();
+        let u = k[0][0] * c[0] / c[2] + k[0][2];
+        let v = k[1][1] * c[1] / c[2] + k[1][2];
+        assert!(
+            (u - (px as f32 + 0.5)).abs() < 1e-3 && (v - (py as f32 + 0.5)).abs() < 1e-3,
+            "pixel ({px}, {py}) projects to ({u}, {v})"
+        );
+    }
     assert_eq!(lines[0]["bytes"], 4096);
     assert_eq!(lines[0]["encode_ms"], 2.0);
     assert_eq!(lines[1]["frame"], 8);
