@@ -53,6 +53,7 @@ impl Tracer {
             hits,
             work: None,
             count,
+            cutouts: None,
         };
         self.record_batch(rec, tree, &batch)
     }
@@ -79,12 +80,15 @@ impl Tracer {
             hits,
             work: Some(work),
             count,
+            cutouts: None,
         };
         self.record_batch(rec, tree, &batch)
     }
 
-    /// Checks `batch`, sizes its dispatch and records `tree`'s traversal of it.
-    fn record_batch(
+    /// Checks `batch`, sizes its dispatch and records `tree`'s traversal of it: as
+    /// [`Self::record`] or [`Self::record_counted`] with the batch's every field, its cut-outs
+    /// included.
+    pub fn record_batch(
         &self,
         rec: &mut Recorder,
         tree: &dyn Traversable,

@@ -22,6 +22,7 @@
 #include "../common/geometry.glsl"
 #include "bih/format.glsl"
 #include "../common/ray.glsl"
+#include "../common/cutout.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
@@ -40,6 +41,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;                  // ray count from the host
     uint primitive_count;             // primitives in the tree (0: every ray misses)
     uint64_t work_address;            // out: RayWork per query, with COUNT_WORK
+    uint64_t cutouts_address;        // the scene's appearance where materials cut out, or 0
 } pc;
 
 void main() {
@@ -84,7 +86,7 @@ void main() {
                     if (COUNT_WORK) {
                         ++work.primitives_tested;
                     }
-                    if (intersect_triangle(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], t, hit_uv)) {
+                    if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], id, pc.cutouts_address, t, hit_uv)) {
                         triangle = id;
                         uv = hit_uv;
                         found = true;

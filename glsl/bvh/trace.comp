@@ -37,6 +37,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;                 // ray count from the host
     uint primitive_count;            // 0: every ray misses
     uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
+    uint64_t cutouts_address;        // the scene's appearance where materials cut out, or 0
 } pc;
 
 void main() {
@@ -72,7 +73,7 @@ void main() {
             if (COUNT_WORK) {
                 ++work.primitives_tested;
             }
-            if (hit_leaf(q, leaves, n.left & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+            if (hit_leaf(q, leaves, n.left & ~LEAF_BIT, pc.cutouts_address, t, triangle, uv) && ANY_HIT) {
                 break;
             }
         }
@@ -81,7 +82,7 @@ void main() {
             if (COUNT_WORK) {
                 ++work.primitives_tested;
             }
-            if (hit_leaf(q, leaves, n.right & ~LEAF_BIT, t, triangle, uv) && ANY_HIT) {
+            if (hit_leaf(q, leaves, n.right & ~LEAF_BIT, pc.cutouts_address, t, triangle, uv) && ANY_HIT) {
                 break;
             }
         }

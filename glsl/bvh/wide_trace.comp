@@ -37,6 +37,7 @@ layout(push_constant, scalar) uniform Push {
     uint host_count;                 // ray count from the host
     uint primitive_count;            // 0: every ray misses
     uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
+    uint64_t cutouts_address;        // the scene's appearance where materials cut out, or 0
 } pc;
 
 // A node's planes in ray space, for rays with no zero direction component: plane q of axis k
@@ -165,7 +166,7 @@ void main() {
                 ++work.primitives_tested;
             }
             uint k = bases.y + bitCount(bases.z & ((1u << j) - 1u));
-            found = hit_leaf(q, leaves, k, t, triangle, uv) && ANY_HIT;
+            found = hit_leaf(q, leaves, k, pc.cutouts_address, t, triangle, uv) && ANY_HIT;
         }
         if (found) {
             break;

@@ -16,6 +16,8 @@ const uint MATERIAL_MIRROR = 1u;
 const uint MATERIAL_GLASS = 2u;
 
 const uint NO_TEXTURE = 0xffffffffu;
+const uint ALPHA_OPAQUE = 0u;
+const uint ALPHA_MASK = 1u;
 
 // What a material reads from a texture: which one, through which set of texture coordinates
 // (0 or 1) and which 2x3 transform (KHR_texture_transform).
@@ -32,9 +34,9 @@ struct Material {
     vec3 emission;       // radiance emitted towards every ray that hits it
     uint kind;           // MATERIAL_*
     float ior;           // glass: index of refraction (the outside is air, 1)
-    uint pad0;
-    uint pad1;
-    uint pad2;
+    uint alpha_mode;     // ALPHA_*
+    float alpha_cutoff;  // ALPHA_MASK: cut away below this alpha
+    float alpha;         // times the base colour texture's alpha
     TextureRef base_colour_texture; // multiplies colour (sRGB texels)
     TextureRef emissive_texture;    // multiplies emission (sRGB texels)
 };
@@ -68,12 +70,14 @@ struct Environment {
 };
 
 // The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
-// set 1 in zw), texture table and texels (RGBA8 per u32) lie, the environment, then the
-// materials.
+// set 1 in zw), texture table and texels (RGBA8 per u32), triangles and their materials lie,
+// the environment, then the materials.
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
     uint64_t texcoords;
     uint64_t textures;
     uint64_t texels;
+    uint64_t triangles;          // uvec3 per triangle
+    uint64_t triangle_materials; // u32 per triangle
     uint material_count;
     uint texture_count;
     Environment environment;

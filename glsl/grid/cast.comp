@@ -16,6 +16,7 @@
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 #include "../common/ray.glsl"
+#include "../common/cutout.glsl"
 #include "../common/workgroup_any.glsl"
 #include "grid/format.glsl"
 
@@ -37,6 +38,8 @@ layout(push_constant, scalar) uniform Push {
     uint tiles;
     uint slabs;
     uint tile_size;                // WORKGROUP_SIZE = tile_size^2
+    uint pad;
+    uint64_t cutouts_address;      // the scene's appearance where materials cut out, or 0
 } pc;
 
 // Relative widening of a hit's depth before it ends a ray: covers the rounding of t and of
@@ -97,7 +100,7 @@ void main() {
                 for (uint k = 0; k < batch; k += UNROLL) {
                     [[unroll]] for (uint j = 0; j < UNROLL; ++j) {
                         vec2 hit_uv;
-                        if (k + j < batch && intersect_triangle(q, batch_a[k + j], batch_b[k + j], batch_c[k + j], t, hit_uv)) {
+                        if (k + j < batch && intersect_solid(q, batch_a[k + j], batch_b[k + j], batch_c[k + j], batch_triangle[k + j], pc.cutouts_address, t, hit_uv)) {
                             triangle = batch_triangle[k + j];
                             uv = hit_uv;
                         }

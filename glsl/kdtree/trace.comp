@@ -27,6 +27,7 @@
 #include "../common/geometry.glsl"
 #include "kdtree/format.glsl"
 #include "../common/ray.glsl"
+#include "../common/cutout.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
@@ -43,6 +44,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t count_address;          // ray count on the device, or 0
     uint host_count;                 // ray count from the host
     uint64_t work_address;           // out: RayWork per query, with COUNT_WORK
+    uint64_t cutouts_address;        // the scene's appearance where materials cut out, or 0
 } pc;
 
 void main() {
@@ -125,7 +127,7 @@ void main() {
                 if (COUNT_WORK) {
                     ++work.primitives_tested;
                 }
-                if (intersect_triangle(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], t, hit_uv)) {
+                if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], id, pc.cutouts_address, t, hit_uv)) {
                     triangle = id;
                     uv = hit_uv;
                     found = true;

@@ -25,7 +25,7 @@ use super::pointkd::PointKdParams;
 use crate::geom::ray::{Hit, Query, Ray, RayWork};
 use crate::geom::{PinholeView, PointInput, TriangleInput};
 use crate::prims::{Groups, WORKGROUP_SIZE};
-use crate::vk::{Context, Count, Error, Kernel, Pipeline, Recorder, Result, Slice};
+use crate::vk::{Buffer, Context, Count, Error, Kernel, Pipeline, Recorder, Result, Slice};
 use std::sync::Arc;
 
 /// The parameters of every builder; each structure reads its own.
@@ -252,10 +252,14 @@ pub struct TraversalBatch<'a> {
     pub work: Option<Slice<'a, RayWork>>,
     /// How many rays.
     pub count: Count<'a>,
+    /// The scene's appearance buffer where some materials cut out
+    /// ([`crate::render::SceneGpu::cutouts`]): hits on cut-away parts are passed through. None:
+    /// every triangle is solid.
+    pub cutouts: Option<&'a Buffer>,
 }
 
 /// A tree rays are traced through, by one kernel whose specialization constants include
-/// `ANY_HIT` (id 2) and `COUNT_WORK` (id 3).
+/// `ANY_HIT` (id 2), `COUNT_WORK` (id 3) and `CUTOUTS` (id 4).
 pub trait Traversable {
     /// Records the traversal kernel over `groups` workgroups of [`WORKGROUP_SIZE`] rays.
     fn record_traversal(
@@ -292,6 +296,8 @@ pub struct CameraBatch<'a> {
     pub hits: Slice<'a, Hit>,
     /// Each ray's work written, by the counting variant of the kernel.
     pub work: Option<Slice<'a, RayWork>>,
+    /// Cut-outs passed through, as [`TraversalBatch::cutouts`].
+    pub cutouts: Option<&'a Buffer>,
 }
 
 /// A structure that casts the camera rays of the view it was built for itself.
@@ -331,7 +337,8 @@ pub struct FetchBytes {
 
 impl TraversalBatch<'_> {
     /// The pipeline of traversal `kernel` for this batch: its specialization constants
-    /// `ANY_HIT` (id 2) and `COUNT_WORK` (id 3), which every traversal kernel declares.
+    /// `ANY_HIT` (id 2), `COUNT_WORK` (id 3) and `CUTOUTS` (id 4), which every traversal
+    /// kernel declares.
     pub(crate) fn pipeline(&self, ctx: &Context, kernel: &Kernel) -> Result<Arc<Pipeline>> {
         let any_hit = self.query == Query::Any;
         let count_work = self.work.is_some();
@@ -341,6 +348,7 @@ impl TraversalBatch<'_> {
             &[
                 ("ANY_HIT", any_hit as u32),
                 ("COUNT_WORK", count_work as u32),
+                ("CUTOUTS", self.cutouts.is_some() as u32),
             ],
         )
     }
@@ -348,5 +356,10 @@ impl TraversalBatch<'_> {
     /// The address each ray's work is written to, 0 for the fast kernel.
     pub(crate) fn work_address(&self) -> u64 {
         self.work.as_ref().map_or(0, |w| w.address())
+    }
+
+    /// The address of the cut-outs' appearance buffer, 0 for none.
+    pub(crate) fn cutouts_address(&self) -> u64 {
+        self.cutouts.map_or(0, |b| b.address())
     }
 }

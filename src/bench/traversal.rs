@@ -175,6 +175,7 @@ impl RayBatch {
                     rays,
                     hits,
                     work,
+                    cutouts: None,
                 };
                 caster.record_cast(rec, &batch)
             }

@@ -8,9 +8,10 @@
 //! GPU image with this one.
 
 use crate::accel::bvh::cpu::{Lbvh, build_lbvh};
-use crate::accel::bvh::traverse::{any_hit_bvh, closest_hit_bvh};
+use crate::accel::bvh::traverse::trace_bvh_solid;
 use crate::geom::morton::MortonBits;
 use crate::geom::ray::Ray;
+use crate::geom::ray::{Hit, Query};
 use crate::geom::view::{sample_hash, unit_float};
 use crate::render::{
     Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, RenderParams, ShadingParams, Surfaces,
@@ -247,6 +248,49 @@ impl CpuScene<'_> {
             .then_some((ray, contribution))
     }
 
+    /// `cut_out` of cutout.glsl: whether `hit` falls on a cut-away part of its triangle.
+    fn cut_out(&self, hit: &Hit) -> bool {
+        let surfaces = &self.surfaces;
+        let material =
+            surfaces.materials[surfaces.triangle_materials[hit.triangle as usize] as usize];
+        if !material.cuts_out() {
+            return false;
+        }
+        let mut alpha = material.alpha;
+        let texture = material.base_colour_texture;
+        if texture.is_some() {
+            let t = self.triangles[hit.triangle as usize];
+            let [ta, tb, tc] = t.map(|i| Vec4::from(surfaces.texcoords[i as usize]));
+            let w = 1.0 - hit.u - hit.v;
+            let coords = (w * ta + hit.u * tb + hit.v * tc).to_array();
+            alpha *= surfaces.textures[texture.texture as usize]
+                .sample(texture.coordinates(coords), true)[3];
+        }
+        alpha < material.alpha_cutoff
+    }
+
+    /// The closest hit of `ray` through `bvh`, past cut-outs.
+    fn closest_hit(&self, bvh: &Lbvh, ray: &Ray) -> Hit {
+        let solid = |hit: &Hit| !self.cut_out(hit);
+        trace_bvh_solid(
+            self.positions,
+            self.triangles,
+            bvh,
+            ray,
+            Query::Closest,
+            &solid,
+        )
+        .0
+    }
+
+    /// Whether `ray` hits anything solid through `bvh`.
+    fn any_hit(&self, bvh: &Lbvh, ray: &Ray) -> bool {
+        let solid = |hit: &Hit| !self.cut_out(hit);
+        trace_bvh_solid(self.positions, self.triangles, bvh, ray, Query::Any, &solid)
+            .0
+            .is_hit()
+    }
+
     /// `sky_radiance` of shading.glsl: the environment's radiance along `direction`, or the
     /// procedural sky's.
     fn sky_radiance(&self, direction: Vec3) -> Vec3 {
@@ -288,7 +332,7 @@ impl CpuScene<'_> {
     /// `sums` as shade.comp and shadow_radiance.comp do.
     fn trace_path(&self, at: &Settings, ray: &Ray, weight: Vec3, path: PathPoint, sums: &mut Sums) {
         let bounce = path.bounce;
-        let hit = closest_hit_bvh(self.positions, self.triangles, at.bvh, ray);
+        let hit = self.closest_hit(at.bvh, ray);
         if !hit.is_hit() {
             sums.add(weight * self.sky_radiance(Vec3::from(ray.direction)));
             return;
@@ -302,13 +346,13 @@ impl CpuScene<'_> {
             if !at.sky_light {
                 sums.add(weight * s.colour * at.shading.ambient);
             } else if let Some((ray, contribution)) = self.sky_ray(&s, weight, path, offset)
-                && !any_hit_bvh(self.positions, self.triangles, at.bvh, &ray)
+                && !self.any_hit(at.bvh, &ray)
             {
                 sums.add(contribution);
             }
             for light in self.lights {
                 if let Some((shadow, contribution)) = self.shadow_ray(&s, weight, light, offset)
-                    && !any_hit_bvh(self.positions, self.triangles, at.bvh, &shadow)
+                    && !self.any_hit(at.bvh, &shadow)
                 {
                     sums.add(contribution);
                 }
@@ -413,7 +457,7 @@ impl CpuScene<'_> {
                 };
                 for sample in 0..samples {
                     let ray = view.sample_ray(x, y, sample, samples);
-                    let hit = closest_hit_bvh(self.positions, self.triangles, &bvh, &ray);
+                    let hit = self.closest_hit(&bvh, &ray);
                     if !hit.is_hit() {
                         continue;
                     }

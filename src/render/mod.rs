@@ -54,7 +54,7 @@ pub use scene_gpu::{SceneGpu, Surfaces};
 
 use crate::prims::WORKGROUP_SIZE;
 
-use crate::accel::{CameraBatch, Traversable};
+use crate::accel::{CameraBatch, Traversable, TraversalBatch};
 use crate::geom::PinholeView;
 use crate::geom::ray::{Hit, Query, Ray};
 use crate::shaders;
@@ -901,7 +901,7 @@ impl Renderer {
             self.record_camera_rays(rec, &view, sample)?;
             for bounce in 0..=self.params.bounces {
                 let step = BounceStep::new(self, bounce);
-                self.record_trace_paths(rec, structure, &step, &view)?;
+                self.record_trace_paths(rec, structure, &step, &view, scene.cutouts())?;
                 if bounce == 0 {
                     self.record_aovs(rec, scene, &step, &view, sample)?;
                 }
@@ -909,7 +909,7 @@ impl Renderer {
                 if let Some(caustics) = &self.caustics {
                     self.record_gather_queries(rec, scene, caustics, &step)?;
                 }
-                self.record_trace_shadows(rec, structure, &step)?;
+                self.record_trace_shadows(rec, structure, &step, scene.cutouts())?;
                 self.record_shadow_radiance(rec, &step);
             }
         }
@@ -991,14 +991,15 @@ impl Renderer {
         Ok(())
     }
 
-    /// The closest hits of the bounce's path list ([`Tracer`]); the camera rays through the
-    /// structure's own caster when it has one (the screen grid).
+    /// The closest hits of the bounce's path list ([`Tracer`]), through `cutouts`; the camera
+    /// rays through the structure's own caster when it has one (the screen grid).
     fn record_trace_paths(
         &self,
         rec: &mut Recorder,
         structure: &dyn Traversable,
         step: &BounceStep,
         view: &PinholeView,
+        cutouts: Option<&Buffer>,
     ) -> Result<()> {
         rec.begin_stage(&TraceStage::Bounce.label(step.bounce));
         let (list, count) = (step.list, step.count);
@@ -1010,12 +1011,21 @@ impl Renderer {
                     rays,
                     hits,
                     work: None,
+                    cutouts,
                 };
                 caster.record_cast(rec, &batch)?;
             }
-            _ => self
-                .tracer
-                .record(rec, structure, Query::Closest, rays, hits, count)?,
+            _ => {
+                let batch = TraversalBatch {
+                    query: Query::Closest,
+                    rays,
+                    hits,
+                    work: None,
+                    count,
+                    cutouts,
+                };
+                self.tracer.record_batch(rec, structure, &batch)?
+            }
         }
         rec.barrier_compute_to_compute();
         rec.end_stage();
@@ -1163,12 +1173,18 @@ impl Renderer {
         rec: &mut Recorder,
         structure: &dyn Traversable,
         step: &BounceStep,
+        cutouts: Option<&Buffer>,
     ) -> Result<()> {
         rec.begin_stage(&TraceStage::Shadow.label(step.bounce));
-        let (rays, hits) = (self.shadows.rays(), self.shadows.hits());
-        let count = self.shadow_count(step);
-        self.tracer
-            .record(rec, structure, Query::Any, rays, hits, count)?;
+        let batch = TraversalBatch {
+            query: Query::Any,
+            rays: self.shadows.rays(),
+            hits: self.shadows.hits(),
+            work: None,
+            count: self.shadow_count(step),
+            cutouts,
+        };
+        self.tracer.record_batch(rec, structure, &batch)?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())

@@ -35,13 +35,15 @@ impl<'a> Surfaces<'a> {
 }
 
 /// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
-/// materials follow it. 64 bytes.
+/// materials follow it. 80 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct AppearanceHead {
     texcoords: u64,
     textures: u64,
     texels: u64,
+    triangles: u64,
+    triangle_materials: u64,
     material_count: u32,
     texture_count: u32,
     environment: GpuEnvironment,
@@ -58,8 +60,10 @@ pub struct SceneGpu {
     pub triangles: Buffer,
     /// Material index of each triangle.
     pub triangle_materials: Buffer,
-    /// The addresses of the three buffers below and the counts of materials and textures (32
-    /// bytes), then the materials.
+    /// The addresses of the three buffers below, of the triangles and their materials, the
+    /// counts of materials and textures and the environment (80 bytes), then the materials:
+    /// what shading reads, and what traversals read to pass through cut-outs
+    /// ([`SceneGpu::cutouts`]).
     pub appearance: Buffer,
     /// Texture coordinates of each vertex (16 bytes each; one zero entry without textures).
     pub texcoords: Buffer,
@@ -81,6 +85,8 @@ pub struct SceneGpu {
     environment: Option<Buffer>,
     /// What the appearance buffer starts with.
     head: AppearanceHead,
+    /// Whether some material cuts out ([`SceneGpu::cutouts`]).
+    cuts_out: bool,
 }
 
 impl SceneGpu {
@@ -177,10 +183,15 @@ impl SceneGpu {
             ctx.create_buffer_with("scene texture coordinates", &or_zero(surfaces.texcoords))?;
         let textures = ctx.create_buffer_with("scene textures", &or_zero(&table))?;
         let texels = ctx.create_buffer_with("scene texels", &or_zero(&texels))?;
+        let triangle_buffer = ctx.create_buffer_with("scene triangles", triangles)?;
+        let triangle_materials =
+            ctx.create_buffer_with("scene triangle materials", triangle_materials)?;
         let head = AppearanceHead {
             texcoords: texcoords.address(),
             textures: textures.address(),
             texels: texels.address(),
+            triangles: triangle_buffer.address(),
+            triangle_materials: triangle_materials.address(),
             material_count: materials.len() as u32,
             texture_count: table.len() as u32,
             environment: GpuEnvironment::default(),
@@ -192,9 +203,8 @@ impl SceneGpu {
         Ok(Self {
             positions: ctx.create_buffer("scene positions", vertex_bytes, MemoryKind::Device)?,
             normals: ctx.create_buffer("scene normals", vertex_bytes, MemoryKind::Device)?,
-            triangles: ctx.create_buffer_with("scene triangles", triangles)?,
-            triangle_materials: ctx
-                .create_buffer_with("scene triangle materials", triangle_materials)?,
+            triangles: triangle_buffer,
+            triangle_materials,
             appearance: ctx.create_buffer_with("scene appearance", &appearance)?,
             texcoords,
             textures,
@@ -206,7 +216,17 @@ impl SceneGpu {
             light_count: lights.len() as u32,
             environment: None,
             head,
+            cuts_out: materials.iter().any(Material::cuts_out),
         })
+    }
+
+    /// What traversals read to pass through the cut-outs of [`AlphaMode::Mask`]
+    /// materials (the appearance buffer), or none when no material cuts out: the
+    /// `cutouts` of a [`crate::accel::TraversalBatch`] or [`crate::accel::CameraBatch`].
+    ///
+    /// [`AlphaMode::Mask`]: crate::scene::AlphaMode::Mask
+    pub fn cutouts(&self) -> Option<&Buffer> {
+        self.cuts_out.then_some(&self.appearance)
     }
 
     /// Lights the scene with `environment` (its texels uploaded here), or with the procedural

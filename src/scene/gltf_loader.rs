@@ -23,8 +23,10 @@
 //! decoded once (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
 //! files are read); an image that is missing or cannot be decoded, and a texture whose set of
 //! texture coordinates the primitive lacks, is an error naming the material and the image or
-//! primitive. Not read yet: `COLOR_0`, normal, occlusion and metallic-roughness textures,
-//! roughness, and `alphaMode`.
+//! primitive. `alphaMode` `MASK` cuts the surface away where its alpha (the base colour
+//! factor's times its texture's) is below `alphaCutoff`; `BLEND` is rendered as a mask at one
+//! half. Not read yet: `COLOR_0`, normal, occlusion and metallic-roughness textures, and
+//! roughness.
 
 use std::path::Path;
 
@@ -116,9 +118,19 @@ impl Appearance {
         let strength = material.emissive_strength().unwrap_or(1.0);
         let emission = material.emissive_factor().map(|c| c * strength);
         let emissive = self.texture_ref(path, file, material.emissive_texture())?;
-        Ok(converted
+        let converted = converted
             .with_base_colour(base_colour)
-            .with_emission(emission, emissive))
+            .with_emission(emission, emissive);
+        let alpha = pbr.base_color_factor()[3];
+        Ok(match material.alpha_mode() {
+            gltf::material::AlphaMode::Opaque => converted,
+            gltf::material::AlphaMode::Mask => {
+                converted.with_cutout(alpha, material.alpha_cutoff().unwrap_or(0.5))
+            }
+            // Blending is not rendered: a blended surface is cut away where it is mostly
+            // transparent (alpha below one half), whole elsewhere.
+            gltf::material::AlphaMode::Blend => converted.with_cutout(alpha, 0.5),
+        })
     }
 
     /// What a material reads through `info`: the texture (decoded now if it is new), its set

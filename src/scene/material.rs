@@ -18,6 +18,17 @@ pub enum MaterialKind {
     Glass = 2,
 }
 
+/// Whether a surface is whole or cut away where its alpha is low ([`Material::alpha_mode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AlphaMode {
+    /// Whole, whatever its alpha.
+    Opaque = 0,
+    /// Cut away where its alpha is below [`Material::alpha_cutoff`]: camera, secondary and
+    /// shadow rays pass through there, in every structure's traversal.
+    Mask = 1,
+}
+
 /// A surface's material (`Material` in `glsl/common/shading.glsl`). 112 bytes.
 ///
 /// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
@@ -40,12 +51,12 @@ pub struct Material {
     pub kind: u32,
     /// Glass: the index of refraction inside (outside is air, 1). Unused by other kinds.
     pub ior: f32,
-    /// Padding.
-    pub pad0: u32,
-    /// Padding.
-    pub pad1: u32,
-    /// Padding.
-    pub pad2: u32,
+    /// An [`AlphaMode`] as u32.
+    pub alpha_mode: u32,
+    /// [`AlphaMode::Mask`]: the alpha below which the surface is cut away.
+    pub alpha_cutoff: f32,
+    /// The surface's alpha (coverage), times the base colour texture's alpha.
+    pub alpha: f32,
     /// The texture `colour` is multiplied by (its RGB, sRGB-encoded), or none.
     pub base_colour_texture: TextureRef,
     /// The texture `emission` is multiplied by (its RGB, sRGB-encoded), or none.
@@ -66,9 +77,9 @@ impl Material {
             emission: [0.0; 3],
             kind: MaterialKind::Diffuse as u32,
             ior: 1.0,
-            pad0: 0,
-            pad1: 0,
-            pad2: 0,
+            alpha_mode: AlphaMode::Opaque as u32,
+            alpha_cutoff: 0.5,
+            alpha: 1.0,
             base_colour_texture: TextureRef::NONE,
             emissive_texture: TextureRef::NONE,
         }
@@ -107,6 +118,22 @@ impl Material {
             emissive_texture: texture,
             ..self
         }
+    }
+
+    /// This material cut away where its alpha (times the base colour texture's) is below
+    /// `cutoff` (glTF's `alphaMode` `MASK`): rays of every kind pass through there.
+    pub fn with_cutout(self, alpha: f32, cutoff: f32) -> Self {
+        Material {
+            alpha_mode: AlphaMode::Mask as u32,
+            alpha,
+            alpha_cutoff: cutoff,
+            ..self
+        }
+    }
+
+    /// Whether it cuts parts of its surface away.
+    pub fn cuts_out(&self) -> bool {
+        self.alpha_mode == AlphaMode::Mask as u32
     }
 
     /// The kind, or `None` for an unknown value.
@@ -152,6 +179,14 @@ impl Material {
         }
         for (name, texture) in self.textures() {
             texture.validate().map_err(|e| format!("{name}: {e}"))?;
+        }
+        if self.alpha_mode > AlphaMode::Mask as u32
+            || !(self.alpha.is_finite() && self.alpha_cutoff.is_finite())
+        {
+            return Err(format!(
+                "alpha mode {}, alpha {} and cutoff {}: a known mode and finite values",
+                self.alpha_mode, self.alpha, self.alpha_cutoff
+            ));
         }
         match self.kind() {
             None => Err(format!("unknown material kind {}", self.kind)),

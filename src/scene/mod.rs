@@ -17,6 +17,6 @@ pub mod texture;
 
 pub use environment::Environment;
 pub use gltf_source::AssetAccess;
-pub use material::{GpuLight, Light, Material, MaterialKind};
+pub use material::{AlphaMode, GpuLight, Light, Material, MaterialKind};
 pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};
 pub use texture::{Texture, TextureRef};

@@ -79,6 +79,7 @@ fn cast(ctx: &Context, mesh: &Mesh, view: &PinholeView, params: GridParams) -> C
             rays: Slice::whole(&ray_buffer),
             hits: Slice::whole(&hits),
             work: Some(Slice::whole(&work)),
+            cutouts: None,
         };
         traversable
             .camera_caster()
@@ -443,6 +444,7 @@ fn bad_parameters_are_named() {
                 rays: Slice::whole(&rays),
                 hits: Slice::whole(&rays),
                 work: None,
+                cutouts: None,
             };
             grid.traversable(&input)
                 .camera_caster()

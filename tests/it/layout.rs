@@ -303,7 +303,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 count_address,
                 host_count,
                 primitive_count,
-                work_address
+                work_address,
+                cutouts_address
             })),
         ),
         (
@@ -316,7 +317,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 count_address,
                 host_count,
                 primitive_count,
-                work_address
+                work_address,
+                cutouts_address
             })),
         ),
         (
@@ -368,7 +370,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 bounds_address,
                 count_address,
                 host_count,
-                work_address
+                work_address,
+                cutouts_address
             })),
         ),
         (
@@ -464,7 +467,8 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 count_address,
                 host_count,
                 primitive_count,
-                work_address
+                work_address,
+                cutouts_address
             })),
         ),
         (
@@ -639,7 +643,9 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 tiles_x,
                 tiles,
                 slabs,
-                tile_size
+                tile_size,
+                pad,
+                cutouts_address
             })),
         ),
         (
@@ -1424,8 +1430,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 "u32",
                 "f32",
                 "u32",
-                "u32",
-                "u32",
+                "f32",
+                "f32",
                 "struct",
                 "struct",
             ],
@@ -1435,9 +1441,9 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 emission,
                 kind,
                 ior,
-                pad0,
-                pad1,
-                pad2,
+                alpha_mode,
+                alpha_cutoff,
+                alpha,
                 base_colour_texture,
                 emissive_texture
             }),

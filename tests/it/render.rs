@@ -14,6 +14,7 @@ use canopy::render::{
     Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
+use canopy::scene::texture::{Filter, Sampler};
 use canopy::scene::{Environment, MaterialMesh, Mesh, Texture, TextureRef, shapes};
 use canopy::vk::{Context, MemoryKind, Recorder};
 use common::files::TempFolder;
@@ -404,6 +405,79 @@ fn sky_light_from_an_environment_matches_the_cpu() {
     assert!(
         off > (WIDTH * HEIGHT / 10) as usize,
         "only {off} pixels show the sky light"
+    );
+}
+
+/// A square standing between the camera and a sphere, its material cut out (alpha mask) by a
+/// texture whose alpha is a checker of 4 x 4 texels repeated twice, over the ground: camera
+/// rays see the sphere through its holes, and the lights cast them onto the ground.
+fn cutout_scene(cut: bool) -> TestScene {
+    let square = if cut {
+        Material::diffuse([0.3, 0.9, 0.3])
+            .with_base_colour(TextureRef::new(0, 0).with_transform([0.0; 2], 0.0, [2.0, 2.0]))
+            .with_cutout(1.0, 0.5)
+    } else {
+        Material::diffuse([0.3, 0.9, 0.3])
+    };
+    let mut scene = TestScene::new(
+        &[([0.0, 0.8, -0.8], 0.8, 1)],
+        vec![
+            Material::checker([0.75, 0.75, 0.72], 0.5),
+            Material::diffuse([0.9, 0.2, 0.1]),
+            square,
+        ],
+    );
+    scene.texcoords = vec![[0.0; 4]; scene.mesh.positions.len()];
+    scene.mesh.append(&Mesh {
+        positions: vec![
+            [-1.2, 0.1, 0.6],
+            [1.2, 0.1, 0.6],
+            [1.2, 2.0, 0.6],
+            [-1.2, 2.0, 0.6],
+        ],
+        normals: vec![[0.0, 0.0, 1.0]; 4],
+        triangles: vec![[0, 1, 2], [0, 2, 3]],
+    });
+    scene.texcoords.extend([
+        [0.0, 1.0, 0.0, 0.0],
+        [1.0, 1.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [0.0, 0.0, 0.0, 0.0],
+    ]);
+    scene.triangle_materials.extend([2, 2]);
+    scene.textures = vec![Texture {
+        width: 4,
+        height: 4,
+        texels: (0..16u32)
+            .map(|i| {
+                if (i % 4 + i / 4) % 2 == 0 {
+                    0xffff_ffff
+                } else {
+                    0x00ff_ffff
+                }
+            })
+            .collect(),
+        sampler: Sampler {
+            filter: Filter::Nearest,
+            ..Sampler::default()
+        },
+    }];
+    scene
+}
+
+#[test]
+fn cutouts_let_camera_and_shadow_rays_through_in_every_structure() {
+    let ctx = context();
+    let scene = cutout_scene(true);
+    let cpu = scene.render_cpu(1);
+    for kind in traceable() {
+        let (gpu, _) = scene.render_gpu(&ctx, kind, 1);
+        assert_close(&gpu, &cpu, &format!("{kind:?}, cut out"));
+    }
+    let (off, _, _) = compare_images(&cpu, &cutout_scene(false).render_cpu(1));
+    assert!(
+        off > (WIDTH * HEIGHT / 20) as usize,
+        "only {off} pixels show the holes"
     );
 }
 

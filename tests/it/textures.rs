@@ -202,6 +202,44 @@ fn a_textured_gltf_reads_its_images_samplers_transforms_and_emission() {
 }
 
 #[test]
+fn alpha_modes_read_as_cutouts() {
+    use canopy::scene::AlphaMode;
+    let folder = TempFolder::new("alpha-modes");
+    std::fs::write(folder.0.join("checker.png"), checker_png()).unwrap();
+    for (mode, cutoff, expected) in [
+        (
+            r#""alphaMode": "MASK", "alphaCutoff": 0.3,"#,
+            0.3,
+            AlphaMode::Mask,
+        ),
+        (r#""alphaMode": "BLEND","#, 0.5, AlphaMode::Mask),
+        (r#""alphaMode": "OPAQUE","#, 0.5, AlphaMode::Opaque),
+        ("", 0.5, AlphaMode::Opaque),
+    ] {
+        let material = format!(
+            r#"{{{mode} "pbrMetallicRoughness": {{"baseColorFactor": [1, 1, 1, 0.8],
+                "baseColorTexture": {{"index": 0}}}}}}"#
+        );
+        let path = quad_gltf(
+            &folder.0,
+            "alpha.gltf",
+            &QuadLook {
+                material: &material,
+                textures: r#"[{"source": 0}]"#,
+                samplers: "[]",
+                images: r#"[{"uri": "checker.png"}]"#,
+                second_set: false,
+            },
+        );
+        let m = MaterialMesh::load(&path).unwrap().materials[0];
+        assert_eq!(m.alpha_mode, expected as u32, "{mode}");
+        if expected == AlphaMode::Mask {
+            assert_eq!((m.alpha, m.alpha_cutoff), (0.8, cutoff), "{mode}");
+        }
+    }
+}
+
+#[test]
 fn an_offset_moves_the_texture() {
     // Offset by half the checker's 8 texels' period of two: every texel's colour swaps.
     let folder = TempFolder::new("texture-offset");

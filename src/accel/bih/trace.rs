@@ -41,6 +41,8 @@ pub struct TraceBihPush {
     pub primitive_count: u32,
     /// [`crate::geom::RayWork`] written per ray by the counting kernel, 0 otherwise.
     pub work_address: u64,
+    /// The scene's appearance buffer where materials cut out, 0 for none.
+    pub cutouts_address: u64,
 }
 
 /// A BIH on the device.
@@ -198,6 +200,7 @@ impl Traversable for BihTreeOver<'_> {
             host_count,
             primitive_count: self.tree.primitive_count,
             work_address: batch.work_address(),
+            cutouts_address: batch.cutouts_address(),
         };
         rec.dispatch_groups(&pipeline, &push, groups)
     }

@@ -28,6 +28,8 @@ pub struct TracePush {
     pub primitive_count: u32,
     /// [`crate::geom::RayWork`] written per ray by the counting kernel, 0 otherwise.
     pub work_address: u64,
+    /// The scene's appearance buffer where materials cut out, 0 for none.
+    pub cutouts_address: u64,
 }
 
 impl Traversable for Bvh {
@@ -70,6 +72,7 @@ pub(crate) fn record_trace(
         host_count,
         primitive_count,
         work_address: batch.work_address(),
+        cutouts_address: batch.cutouts_address(),
     };
     rec.dispatch_groups(&pipeline, &push, groups)
 }

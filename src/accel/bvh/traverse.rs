@@ -27,6 +27,19 @@ pub fn trace_bvh(
     ray: &Ray,
     query: Query,
 ) -> (Hit, RayWork) {
+    trace_bvh_solid(positions, triangles, bvh, ray, query, &|_| true)
+}
+
+/// [`trace_bvh`] where a candidate hit counts only when `solid` says so (else the walk goes
+/// on past it): the reference of the kernels' cut-outs (`glsl/common/cutout.glsl`).
+pub fn trace_bvh_solid(
+    positions: &[[f32; 3]],
+    triangles: &[[u32; 3]],
+    bvh: &Lbvh,
+    ray: &Ray,
+    query: Query,
+    solid: &dyn Fn(&Hit) -> bool,
+) -> (Hit, RayWork) {
     let mut best = Hit::miss(ray);
     let mut work = RayWork::default();
     if bvh.nodes.is_empty() {
@@ -55,6 +68,7 @@ pub fn trace_bvh(
             let index = bvh.leaf_primitives[(child & !LEAF_BIT) as usize];
             if let Some(hit) =
                 hit_triangle(&shear, ray, positions, triangles[index as usize], index)
+                    .filter(|hit| solid(hit))
             {
                 if query == Query::Any {
                     return (hit, work);

@@ -126,6 +126,8 @@ pub struct CastPush {
     pub tile_size: u32,
     /// Padding.
     pub pad: u32,
+    /// The scene's appearance buffer where materials cut out, 0 for none.
+    pub cutouts_address: u64,
 }
 
 const FRAME_BYTES: u64 = std::mem::size_of::<GridFrame>() as u64;
@@ -183,8 +185,6 @@ pub struct GridStructure {
     lbvh: LbvhStructure,
     project: Arc<Pipeline>,
     references: Arc<Pipeline>,
-    cast: Arc<Pipeline>,
-    cast_counted: Arc<Pipeline>,
     scan: Scan,
     indirect: IndirectArgs,
     grid_triangles: Buffer,
@@ -208,22 +208,15 @@ impl GridStructure {
         let caps = ctx.caps();
         params.check(caps.max_workgroup_size, caps.subgroup_size)?;
         let per_triangle = (triangles as u64 + 1).next_multiple_of(4) * 4;
-        let cast_size = params.tile_size * params.tile_size;
-        let cast = |counted: bool| {
-            ctx.pipeline(
-                &shaders::GRID_CAST,
-                cast_size,
-                &[("COUNT_WORK", counted as u32)],
-            )
-        };
+        // The caster's pipelines are made as casts ask for them (cached by the context); this
+        // one fails early where the device cannot run a tile's workgroup.
+        cast_pipeline(ctx, &params, false, false)?;
         Ok(Self {
             params,
             capacity: triangles,
             lbvh: LbvhStructure::new(ctx, lbvh, triangles)?,
             project: ctx.pipeline(&shaders::GRID_PROJECT, WORKGROUP_SIZE, &[])?,
             references: ctx.pipeline(&shaders::GRID_REFERENCES, WORKGROUP_SIZE, &[])?,
-            cast: cast(false)?,
-            cast_counted: cast(true)?,
             scan: Scan::new(ctx, ScanKind::Exclusive, triangles + 1)?,
             indirect: IndirectArgs::new(ctx, "grid", 1)?,
             grid_triangles: ctx.create_buffer(
@@ -410,13 +403,15 @@ impl GridStructure {
             slabs: self.params.slabs,
             tile_size: self.params.tile_size,
             pad: 0,
+            cutouts_address: batch.cutouts.map_or(0, |b| b.address()),
         };
-        let pipeline = if batch.work.is_some() {
-            &self.cast_counted
-        } else {
-            &self.cast
-        };
-        rec.dispatch(pipeline, &push, tiles)?;
+        let pipeline = cast_pipeline(
+            rec.context(),
+            &self.params,
+            batch.work.is_some(),
+            batch.cutouts.is_some(),
+        )?;
+        rec.dispatch(&pipeline, &push, tiles)?;
         Ok(())
     }
 }
@@ -521,6 +516,21 @@ impl RayStructure for GridStructure {
             input: *input,
         })
     }
+}
+
+/// `cast.comp`'s pipeline for tiles of `params`, counting work or not, passing through
+/// cut-outs or not (its specialization constants `COUNT_WORK` and `CUTOUTS`).
+fn cast_pipeline(
+    ctx: &Context,
+    params: &GridParams,
+    counted: bool,
+    cutouts: bool,
+) -> Result<Arc<Pipeline>> {
+    ctx.pipeline(
+        &shaders::GRID_CAST,
+        params.tile_size * params.tile_size,
+        &[("COUNT_WORK", counted as u32), ("CUTOUTS", cutouts as u32)],
+    )
 }
 
 /// The grid for camera rays, its LBVH for every other ray.

@@ -36,6 +36,8 @@ pub struct TraceKdPush {
     pub pad: u32,
     /// [`crate::geom::RayWork`] written per ray by the counting kernel, 0 otherwise.
     pub work_address: u64,
+    /// The scene's appearance buffer where materials cut out, 0 for none.
+    pub cutouts_address: u64,
 }
 
 /// A kd-tree with the triangles it was built over: what rays are traced through.
@@ -84,6 +86,7 @@ impl Traversable for KdTreeOver<'_> {
             host_count,
             pad: 0,
             work_address: batch.work_address(),
+            cutouts_address: batch.cutouts_address(),
         };
         rec.dispatch_groups(&pipeline, &push, groups)
     }

@@ -30,11 +30,11 @@
 pub mod cpu;
 
 use super::{BounceCounters, RayList, RayPayload, SceneGpu, SceneRefs};
-use crate::accel::Traversable;
 use crate::accel::pointkd::PointKdParams;
 use crate::accel::pointkd::build::PointKdBuilder;
 use crate::accel::pointkd::knn::{Knn, KnnFound, KnnQueries, PointKdTreeGpu};
 use crate::accel::pointkd::radius::{RadiusEstimator, RadiusParams};
+use crate::accel::{Traversable, TraversalBatch};
 use crate::geom::ray::Query;
 use crate::prims::WORKGROUP_SIZE;
 use crate::shaders;
@@ -402,14 +402,15 @@ impl PhotonMap {
                     max: n,
                 },
             };
-            self.tracer.record(
-                rec,
-                structure,
-                Query::Closest,
-                list.rays(),
-                list.hits(),
+            let batch = TraversalBatch {
+                query: Query::Closest,
+                rays: list.rays(),
+                hits: list.hits(),
+                work: None,
                 count,
-            )?;
+                cutouts: scene.cutouts(),
+            };
+            self.tracer.record_batch(rec, structure, &batch)?;
             rec.barrier_compute_to_compute();
             push.bounce = bounce;
             push.spawn = (bounce < self.params.bounces) as u32;
