@@ -68,7 +68,7 @@ void main() {
         ray = Rays(pc.rays_address).v[index];
     }
     RayQuery q = ray_query(ray);
-    float depth_per_t = dot(ray.direction, pc.forward);
+    float depth_per_t = view_dot(ray.direction, pc.forward);
     float t = ray.tmax;
     uint triangle = MISS;
     vec2 uv = vec2(0.0);
@@ -114,7 +114,7 @@ void main() {
         }
         if (searching && triangle != MISS) {
             float depth = t * depth_per_t * (1.0 + DEPTH_SLACK);
-            searching = slab_position(frame, pc.slabs, depth) >= float(slab + 1);
+            searching = behind_slab_front(frame, pc.slabs, slab + 1, depth);
         }
         if (!workgroup_any(searching)) {
             break;

@@ -27,17 +27,44 @@ struct GridTriangle {
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer GridTriangles { GridTriangle v[]; };
 
-// Where `depth` falls among the slabs, in slab units: slab s holds depths in [s, s + 1). The
-// same float expression places triangles and ends rays, and it never decreases with depth.
-float slab_position(GridFrame frame, uint slabs, float depth) {
-    float z_min = uintBitsToFloat(frame.z_min_bits);
-    float z_max = uintBitsToFloat(frame.z_max_bits);
-    float scale = z_max > z_min ? float(slabs) / (z_max - z_min) : 0.0;
-    return (depth - z_min) * scale;
+// dot(a, b) as the CPU reference evaluates it: ((a.x b.x + a.y b.y) + a.z b.z), each product
+// and sum rounded on its own. Vulkan requires products and sums correctly rounded, but leaves
+// how a device evaluates `dot` open (NVIDIA's differs from the CPU's in the last bit), and one
+// bit of a depth can move a triangle to another slab when the frame's depth range spans a few
+// ulps (a small scene far from the camera).
+float view_dot(vec3 a, vec3 b) {
+    precise float d = a.x * b.x + a.y * b.y + a.z * b.z;
+    return d;
 }
 
-uint slab_of(float position, uint slabs) {
-    return min(uint(max(position, 0.0)), slabs - 1);
+// Whether `depth` lies at or behind the front of slab `s` (1 <= s <= slabs), the depth s /
+// slabs of the way through the frame's depth range: s (z_max - z_min) <= slabs (depth - z_min),
+// products, differences and a comparison only, each correctly rounded on every device (a
+// division may be off by 2.5 ulps), so the GPU and the CPU place every depth alike. It never
+// holds for an empty or single-depth range, and holding for s it holds for every s' < s.
+bool behind_slab_front(GridFrame frame, uint slabs, uint s, float depth) {
+    float z_min = uintBitsToFloat(frame.z_min_bits);
+    float z_max = uintBitsToFloat(frame.z_max_bits);
+    precise float range = z_max - z_min;
+    precise float front = float(s) * range;
+    precise float scaled = (depth - z_min) * float(slabs);
+    return range > 0.0 && front <= scaled;
+}
+
+// The slab of `depth`: the last slab whose front it lies at or behind (slab 0 when none),
+// found by bisection (at most 8 steps for 256 slabs). It never decreases with depth.
+uint slab_of(GridFrame frame, uint slabs, float depth) {
+    uint lo = 0;
+    uint hi = slabs - 1;
+    while (lo < hi) {
+        uint mid = (lo + hi + 1) / 2;
+        if (behind_slab_front(frame, slabs, mid, depth)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return lo;
 }
 
 #endif

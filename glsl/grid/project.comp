@@ -61,10 +61,8 @@ void main() {
         bool finite = true;
         for (uint k = 0; k < 3; ++k) {
             precise vec3 offset = corners[k] - pc.origin;
-            precise float x = dot(offset, pc.right_inverse);
-            precise float y = dot(offset, pc.up_inverse);
-            precise float z = dot(offset, pc.forward);
-            view[k] = vec3(x, y, z);
+            view[k] = vec3(view_dot(offset, pc.right_inverse), view_dot(offset, pc.up_inverse),
+                           view_dot(offset, pc.forward));
             finite = finite && !any(isinf(corners[k])) && !any(isnan(corners[k]));
         }
         vec2 lo = vec2(INF);

@@ -48,7 +48,7 @@ void main() {
     uvec2 last = uvec2(triangle.tiles_hi & 0xffffu, triangle.tiles_hi >> 16);
     uint columns = last.x - first.x + 1;
     uvec2 tile = first + uvec2(k % columns, k / columns);
-    uint slab = slab_of(slab_position(frame, pc.slabs, triangle.depth), pc.slabs);
+    uint slab = slab_of(frame, pc.slabs, triangle.depth);
     U32s(pc.bin_ids_address).v[r] = (tile.y * pc.tiles_x + tile.x) * pc.slabs + slab;
     U32s(pc.triangle_ids_address).v[r] = lo;
 }

@@ -4,7 +4,9 @@
 //! the LBVH built in the same frame and the CPU cast: on random soups, a real mesh, triangles
 //! crossing the near plane, huge triangles covering the screen, a mesh outside the view, an
 //! empty scene, images that are not a multiple of the tile, reference lists that must grow,
-//! and the default scene's size with every dispatch grid folded.
+//! a backdrop whose depths span a few ulps, and the default scene's size with every dispatch
+//! grid folded. The kernels' SPIR-V holds no `dot`, and the references kernel no float
+//! division.
 
 use crate::common;
 
@@ -223,6 +225,77 @@ fn slab_counts_and_tile_sizes() {
             &format!("{tile_size}-pixel tiles, {slabs} slabs"),
         );
     }
+}
+
+/// A backdrop 900,000 units away, facing an oblique camera (each depth a sum of three
+/// rounded products): its depths span a few dozen ulps (0.0625 each at that distance), so a
+/// slab is an ulp or two deep and a depth one bit off lies in another slab. The checker holds
+/// every depth, the depth range and every slab to the reference's bits.
+#[test]
+fn depth_ranges_of_a_few_ulps() {
+    let ctx = context();
+    let view = view_from([0.0; 3], [6e5, 4e5, -7e5], 64, 48);
+    let [forward, right, up] = [view.forward, view.right, view.up].map(Vec3::from);
+    let mut rng = Rng::new(54);
+    let mut mesh = Mesh::default();
+    for t in 0..600 {
+        let across =
+            |rng: &mut Rng, scale: f32| (rng.f32_in(-scale, scale), rng.f32_in(-scale, scale));
+        let (x, y) = across(&mut rng, 0.9);
+        for _ in 0..3 {
+            let (dx, dy) = across(&mut rng, 0.05);
+            let depth = 9e5 + rng.f32_in(-1.0, 1.0);
+            let p = depth * (forward + right * (x + dx) + up * (y + dy));
+            mesh.positions.push(p.into());
+        }
+        mesh.triangles.push([3 * t, 3 * t + 1, 3 * t + 2]);
+    }
+    for slabs in [16, 256] {
+        let params = GridParams {
+            slabs,
+            ..GridParams::default()
+        };
+        let run = check(
+            &ctx,
+            &mesh,
+            &view,
+            params,
+            &format!("far away, {slabs} slabs"),
+        );
+        let (z_min, z_max) = run.grid.frame.depth_range();
+        let ulp = z_min.to_bits().abs_diff(z_max.to_bits());
+        assert!(
+            (8..=64).contains(&ulp),
+            "depth range {z_min}..{z_max}: {ulp} ulps"
+        );
+    }
+}
+
+/// The depths and slabs are made of products, sums and comparisons, each rounded correctly on
+/// every device, in the order the CPU reference takes: no float division in the references
+/// kernel (Vulkan lets a device round one by 2.5 ulps; lavapipe's, like the CPU's, is exact),
+/// and no `dot` in any grid kernel (a device may fuse or reorder it: NVIDIA's depths differed
+/// from the CPU's in the last bit). The projection's divisions place triangles in tiles,
+/// within the margins; the cast's are the watertight test's.
+#[test]
+fn kernels_place_depths_without_division_or_dot() {
+    const OP_DOT: u32 = 148;
+    const OP_FDIV: u32 = 136;
+    let mut faults = Vec::new();
+    for kernel in [
+        canopy::shaders::GRID_PROJECT,
+        canopy::shaders::GRID_REFERENCES,
+        canopy::shaders::GRID_CAST,
+    ] {
+        let opcodes = common::spirv::Module::parse(kernel.spirv).opcodes;
+        if opcodes.contains(&OP_DOT) {
+            faults.push(format!("{} uses dot", kernel.name));
+        }
+        if kernel.name == "grid/references" && opcodes.contains(&OP_FDIV) {
+            faults.push(format!("{} divides floats", kernel.name));
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join(", "));
 }
 
 #[test]

@@ -145,22 +145,34 @@ impl GridFrame {
         )
     }
 
-    /// Where `depth` falls among `slabs` slabs, in slab units (`slab_position` in
-    /// `glsl/grid/format.glsl`).
-    pub fn slab_position(&self, slabs: u32, depth: f32) -> f32 {
+    /// Whether `depth` lies at or behind the front of slab `s` (1 <= s <= slabs), the depth
+    /// `s / slabs` of the way through the depth range: `s (z_max - z_min) <= slabs (depth -
+    /// z_min)`, with products, differences and a comparison only (`behind_slab_front` in
+    /// `glsl/grid/format.glsl`). Vulkan rounds each of those correctly on every device, but
+    /// may round a division by 2.5 ulps, so a quotient would place depths near a slab's front
+    /// differently on the GPU. Never for an empty or single-depth range; holding for `s`, it
+    /// holds for every smaller `s`.
+    pub fn behind_slab_front(&self, slabs: u32, s: u32, depth: f32) -> bool {
         let (z_min, z_max) = self.depth_range();
-        let scale = if z_max > z_min {
-            slabs as f32 / (z_max - z_min)
-        } else {
-            0.0
-        };
-        (depth - z_min) * scale
+        let range = z_max - z_min;
+        range > 0.0 && s as f32 * range <= (depth - z_min) * slabs as f32
     }
-}
 
-/// The slab of a slab position (`slab_of` in `glsl/grid/format.glsl`).
-pub fn slab_of(position: f32, slabs: u32) -> u32 {
-    (position.max(0.0) as u32).min(slabs - 1)
+    /// The slab of `depth` among `slabs`: the last one whose front it lies at or behind (0
+    /// when none), by bisection as `slab_of` in `glsl/grid/format.glsl`. It never decreases
+    /// with depth.
+    pub fn slab_of(&self, slabs: u32, depth: f32) -> u32 {
+        let (mut lo, mut hi) = (0, slabs - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if self.behind_slab_front(slabs, mid, depth) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
 }
 
 /// A triangle in view (`GridTriangle` in `glsl/grid/format.glsl`), 16 bytes.
