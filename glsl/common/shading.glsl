@@ -145,7 +145,10 @@ vec4 texel_at(Appearance a, Texture t, int x, int y) {
 // blend of the four nearest (src/scene/texture.rs Texture::sample).
 vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords) {
     vec2 uv = r.texcoord_set == 1u ? texcoords.zw : texcoords.xy;
-    uv = vec2(dot(r.transform_u, vec3(uv, 1.0)), dot(r.transform_v, vec3(uv, 1.0)));
+    // Written out as the CPU sums it (no dot: a device may fuse or reorder one, and the grid's
+    // caster, which reads cut-outs, holds none).
+    uv = vec2(r.transform_u.x * uv.x + r.transform_u.y * uv.y + r.transform_u.z,
+              r.transform_v.x * uv.x + r.transform_v.y * uv.y + r.transform_v.z);
     Texture t = Textures(a.textures).v[r.texture];
     float u = wrapped_coordinate(uv.x, t.sampling & 3u) * float(t.width);
     float v = wrapped_coordinate(uv.y, (t.sampling >> 2) & 3u) * float(t.height);
