@@ -152,7 +152,7 @@ pub struct PointKdBuilder {
     no_points: Buffer,
 }
 
-/// The build's kernels; their indices below name them in [`PointKdBuilder::kernels`].
+/// The build's kernels; their indices below name them in `PointKdBuilder::kernels`.
 pub const KERNELS: [Kernel; 8] = [
     shaders::POINTKD_KEYS,
     shaders::POINTKD_INIT,
