@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use canopy::accel::bvh::lbvh::BvhLayout;
 use canopy::accel::{BuildParams, StructureKind, StructureSize, submit_until_complete};
 use canopy::geom::ray::closest_hit_brute_force;
 use canopy::render::channels::{encode_plane, srgb_encode};
@@ -39,6 +40,8 @@ struct TestScene {
     samples: u32,
     sky_light: bool,
     environment: Option<Environment>,
+    /// How the structure is built (the LBVH's layout, ...).
+    build: BuildParams,
 }
 
 /// Every structure rays can be traced through.
@@ -85,6 +88,7 @@ impl TestScene {
             samples: 1,
             sky_light: false,
             environment: None,
+            build: BuildParams::default(),
         }
     }
 
@@ -155,7 +159,7 @@ impl TestScene {
             vertices: scene.vertex_count,
         };
         let mut structure = through
-            .create(ctx, &BuildParams::default(), size, 1)
+            .create(ctx, &self.build, size, 1)
             .unwrap()
             .into_rays()
             .unwrap();
@@ -468,12 +472,16 @@ fn cutout_scene(cut: bool) -> TestScene {
 #[test]
 fn cutouts_let_camera_and_shadow_rays_through_in_every_structure() {
     let ctx = context();
-    let scene = cutout_scene(true);
+    let mut scene = cutout_scene(true);
     let cpu = scene.render_cpu(1);
     for kind in traceable() {
         let (gpu, _) = scene.render_gpu(&ctx, kind, 1);
         assert_close(&gpu, &cpu, &format!("{kind:?}, cut out"));
     }
+    // The LBVH read as its 8-wide tree has a traversal kernel of its own.
+    scene.build.lbvh.layout = BvhLayout::Wide;
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &cpu, "wide LBVH, cut out");
     let (off, _, _) = compare_images(&cpu, &cutout_scene(false).render_cpu(1));
     assert!(
         off > (WIDTH * HEIGHT / 20) as usize,
@@ -753,6 +761,7 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             samples: 1,
             sky_light: false,
             environment: None,
+            build: BuildParams::default(),
         };
         let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
         let cpu = scene.render_cpu(1);
