@@ -194,8 +194,7 @@ impl CpuScene<'_> {
         let mut emission = Vec3::from(material.emission);
         let textured = material.textures().map(|(_, r)| r.is_some());
         if textured.contains(&true) {
-            let [ta, tb, tc] = t.map(|i| Vec4::from(surfaces.texcoords[i as usize]));
-            let uv = (w * ta + u * tb + v * tc).to_array();
+            let uv = self.texcoords_at(triangle, u, v);
             let sample = |r: TextureRef| {
                 let rgba = surfaces.textures[r.texture as usize].sample(r.coordinates(uv), true);
                 Vec3::new(rgba[0], rgba[1], rgba[2])
@@ -259,14 +258,19 @@ impl CpuScene<'_> {
         let mut alpha = material.alpha;
         let texture = material.base_colour_texture;
         if texture.is_some() {
-            let t = self.triangles[hit.triangle as usize];
-            let [ta, tb, tc] = t.map(|i| Vec4::from(surfaces.texcoords[i as usize]));
-            let w = 1.0 - hit.u - hit.v;
-            let coords = (w * ta + hit.u * tb + hit.v * tc).to_array();
+            let coords = self.texcoords_at(hit.triangle, hit.u, hit.v);
             alpha *= surfaces.textures[texture.texture as usize]
                 .sample(texture.coordinates(coords), true)[3];
         }
         alpha < material.alpha_cutoff
+    }
+
+    /// The texture coordinates at barycentric (`u`, `v`) of `triangle`, interpolated as
+    /// `surface_at` and `cut_out` in the kernels do.
+    fn texcoords_at(&self, triangle: u32, u: f32, v: f32) -> [f32; 4] {
+        let t = self.triangles[triangle as usize];
+        let [a, b, c] = t.map(|i| Vec4::from(self.surfaces.texcoords[i as usize]));
+        ((1.0 - u - v) * a + u * b + v * c).to_array()
     }
 
     /// The closest hit of `ray` through `bvh`, past cut-outs.
