@@ -293,10 +293,10 @@ vec3 sky_radiance(SceneRefs scene, vec3 direction) {
     int w = int(e.width);
     int h = int(e.height);
     Vec3s texels = Vec3s(e.texels);
-    uint left = uint(((ix % w) + w) % w);
-    uint right = uint((((ix + 1) % w) + w) % w);
-    uint top = uint(clamp(iy, 0, h - 1));
-    uint bottom = uint(clamp(iy + 1, 0, h - 1));
+    uint left = wrap_texel(ix, w, WRAP_REPEAT);
+    uint right = wrap_texel(ix + 1, w, WRAP_REPEAT);
+    uint top = wrap_texel(iy, h, WRAP_CLAMP_TO_EDGE);
+    uint bottom = wrap_texel(iy + 1, h, WRAP_CLAMP_TO_EDGE);
     vec3 upper = mix(texels.v[top * e.width + left], texels.v[top * e.width + right], fx - x0);
     vec3 lower = mix(texels.v[bottom * e.width + left], texels.v[bottom * e.width + right], fx - x0);
     return mix(upper, lower, fy - y0) * e.intensity;

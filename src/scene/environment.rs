@@ -16,7 +16,9 @@ use glam::Vec3;
 
 use super::SceneError;
 use super::gltf_source::guarded;
-use super::texture::{DECODED_BYTES_FLOOR, DECODED_BYTES_PER_ENCODED_BYTE, MAX_TEXTURE_SIDE};
+use super::texture::{
+    DECODED_BYTES_FLOOR, DECODED_BYTES_PER_ENCODED_BYTE, MAX_TEXTURE_SIDE, Wrap, wrap_texel,
+};
 
 /// The largest environment file read.
 pub const MAX_ENVIRONMENT_FILE_BYTES: u64 = 1 << 30;
@@ -88,8 +90,8 @@ impl Environment {
         let (x0, y0) = (x.floor(), y.floor());
         let (fx, fy) = (x - x0, y - y0);
         let texel = |x: i32, y: i32| {
-            let x = x.rem_euclid(self.width as i32) as u32;
-            let y = y.clamp(0, self.height as i32 - 1) as u32;
+            let x = wrap_texel(x, self.width, Wrap::Repeat);
+            let y = wrap_texel(y, self.height, Wrap::ClampToEdge);
             Vec3::from(self.texels[(y * self.width + x) as usize])
         };
         let (x0, y0) = (x0 as i32, y0 as i32);

@@ -298,7 +298,7 @@ fn wrapped_coordinate(c: f32, wrap: Wrap) -> f32 {
 
 /// `wrap_texel` of shading.glsl: texel index `i` (at most one texel past either end of its
 /// wrapped range) brought into `0..size`.
-fn wrap_texel(i: i32, size: u32, wrap: Wrap) -> u32 {
+pub(super) fn wrap_texel(i: i32, size: u32, wrap: Wrap) -> u32 {
     let size = size as i32;
     let wrapped = match wrap {
         Wrap::Repeat => i.rem_euclid(size),
