@@ -3,14 +3,21 @@
 // (bvh/wide_format.glsl). One invocation per ray walks the tree with a per-ray stack: at each node
 // every child's box is tested against the closest hit so far (its planes taken straight to
 // distances along the ray, PlaneDistances below; the decoded box's slab test for rays with a zero
-// direction component); each internal child entered is pushed with its entry distance, the node's
-// pushes ordered so that the nearest (the lower slot on ties) ends on top; then the leaves entered
-// are intersected in slot order (watertight test, common/ray.glsl). The next node is the top of
-// the stack that is still nearer than the closest hit. Any-hit (occlusion) queries stop at the
-// first hit. Every ray writes a Hit; a miss has triangle = MISS and t = tmax. Nodes are 80 bytes,
-// so one read tests eight children where the binary tree's 64-byte node tests two. The slot loop
-// is unrolled, so the node's words and the slot's planes stay in registers; the triangle test runs
-// in its own loop, one copy in the code.
+// direction component), then the leaves entered are intersected in slot order (watertight test,
+// common/ray.glsl). Nodes are 80 bytes, so one read tests eight children where the binary tree's
+// 64-byte node tests two. The slot loop is unrolled, so the node's words, the slot's planes and
+// the children entered stay in registers; the triangle test runs in its own loop, one copy in
+// the code. Every ray writes a Hit; a miss has triangle = MISS and t = tmax.
+//
+// Closest-hit queries visit the internal children entered nearest first (the lower slot on
+// ties): a sorting network orders them in registers, the nearest is visited next if it is still
+// nearer than the closest hit once the node's leaves are tested, and the others are pushed
+// with their entry distances, to be popped only while nearer than the closest hit.
+//
+// Any-hit (occlusion) queries stop at the first hit, so their order buys nothing: a node's
+// internal children entered are visited in slot order, depth first, and the stack holds one
+// entry per node whose children are not all visited yet (the first child's index and a mask of
+// those left), where closest-hit queries push each child.
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes read, and ray/triangle tests
 // run (one per leaf whose box was entered). src/accel/bvh/wide/cpu.rs trace_wide walks the
@@ -27,6 +34,7 @@
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
 const uint STACK_SIZE = 128;
+const uint INVALID_NODE = 0xffffffffu;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t nodes_address;          // WideNode per node
@@ -77,6 +85,40 @@ float slot_entry(RayQuery q, PlaneDistances d, vec3 t_lo, vec3 t_hi, float tmax)
     return enter <= leave ? enter : INF;
 }
 
+// Orders a node's children entered (INF: not entered) by entry distance, then node index (slot
+// order), in registers: Batcher's odd-even merge sort, 19 compare-exchanges over the eight.
+void order_pair(inout float t_a, inout uint node_a, inout float t_b, inout uint node_b) {
+    bool swap = t_b < t_a || (t_b == t_a && node_b < node_a);
+    float t_first = swap ? t_b : t_a;
+    uint node_first = swap ? node_b : node_a;
+    t_b = swap ? t_a : t_b;
+    node_b = swap ? node_a : node_b;
+    t_a = t_first;
+    node_a = node_first;
+}
+
+void sort_by_entry(inout float t[WIDE_WIDTH], inout uint node[WIDE_WIDTH]) {
+    order_pair(t[0], node[0], t[1], node[1]);
+    order_pair(t[2], node[2], t[3], node[3]);
+    order_pair(t[4], node[4], t[5], node[5]);
+    order_pair(t[6], node[6], t[7], node[7]);
+    order_pair(t[0], node[0], t[2], node[2]);
+    order_pair(t[1], node[1], t[3], node[3]);
+    order_pair(t[4], node[4], t[6], node[6]);
+    order_pair(t[5], node[5], t[7], node[7]);
+    order_pair(t[1], node[1], t[2], node[2]);
+    order_pair(t[5], node[5], t[6], node[6]);
+    order_pair(t[0], node[0], t[4], node[4]);
+    order_pair(t[1], node[1], t[5], node[5]);
+    order_pair(t[2], node[2], t[6], node[6]);
+    order_pair(t[3], node[3], t[7], node[7]);
+    order_pair(t[2], node[2], t[4], node[4]);
+    order_pair(t[3], node[3], t[5], node[5]);
+    order_pair(t[1], node[1], t[2], node[2]);
+    order_pair(t[3], node[3], t[4], node[4]);
+    order_pair(t[5], node[5], t[6], node[6]);
+}
+
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
@@ -91,10 +133,12 @@ void main() {
 
     WideNodeWords nodes = WideNodeWords(pc.nodes_address);
     LeafTriangles leaves = LeafTriangles(pc.leaf_triangles_address);
-    uint stack_node[STACK_SIZE];
-    float stack_t[STACK_SIZE];
+    // Closest hit: (node, entry distance bits); any hit: (first child, mask of children left).
+    uvec2 stack[STACK_SIZE];
     uint depth = 0;
     uint node = 0;
+    // Any hit: the children of the latest node not visited yet, as stacked.
+    uvec2 siblings = uvec2(0u);
     RayWork work = RayWork(0u, 0u);
     bool searching = pc.primitive_count != 0u;
     while (searching) {
@@ -112,9 +156,14 @@ void main() {
         PlaneDistances distances = plane_distances(q, origin, steps);
         uint internal_mask = header.w >> 24;
         uint slot_mask = internal_mask | bases.z;
-        uint pushed_from = depth;
         uint leaves_entered = 0u;
+        // The internal children entered, by rank among the node's internal children.
+        uint children_entered = 0u;
+        float child_t[WIDE_WIDTH];
+        uint child_node[WIDE_WIDTH];
         [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
+            child_t[j] = INF;
+            child_node[j] = INVALID_NODE;
             if (((slot_mask >> j) & 1u) == 0u) {
                 continue;
             }
@@ -139,22 +188,30 @@ void main() {
             if (entry == INF) {
                 continue;
             }
-            uint below = (1u << j) - 1u;
             if (((internal_mask >> j) & 1u) != 0u) {
-                if (depth < STACK_SIZE) {
-                    // Below the entries no farther, so the nearest ends on top.
-                    uint at = depth;
-                    while (at > pushed_from && stack_t[at - 1u] <= entry) {
-                        stack_node[at] = stack_node[at - 1u];
-                        stack_t[at] = stack_t[at - 1u];
-                        --at;
-                    }
-                    stack_node[at] = bases.x + bitCount(internal_mask & below);
-                    stack_t[at] = entry;
-                    ++depth;
-                }
+                uint rank = bitCount(internal_mask & ((1u << j) - 1u));
+                children_entered |= 1u << rank;
+                child_t[j] = entry;
+                child_node[j] = bases.x + rank;
             } else {
                 leaves_entered |= 1u << j;
+            }
+        }
+        if (ANY_HIT) {
+            if (children_entered != 0u) {
+                if (siblings.y != 0u && depth < STACK_SIZE) {
+                    stack[depth] = siblings;
+                    ++depth;
+                }
+                siblings = uvec2(bases.x, children_entered);
+            }
+        } else {
+            sort_by_entry(child_t, child_node);
+            [[unroll]] for (uint j = WIDE_WIDTH - 1u; j > 0u; --j) {
+                if (child_t[j] != INF && depth < STACK_SIZE) {
+                    stack[depth] = uvec2(child_node[j], floatBitsToUint(child_t[j]));
+                    ++depth;
+                }
             }
         }
         // The leaves entered, in slot order: one copy of the triangle test.
@@ -171,14 +228,28 @@ void main() {
         if (found) {
             break;
         }
-        // Pop the next node still nearer than the closest hit.
-        searching = false;
-        while (depth > 0u) {
-            --depth;
-            if (stack_t[depth] < t) {
-                node = stack_node[depth];
-                searching = true;
-                break;
+        if (ANY_HIT) {
+            // The next child of the latest node with children left.
+            if (siblings.y == 0u && depth > 0u) {
+                --depth;
+                siblings = stack[depth];
+            }
+            searching = siblings.y != 0u;
+            node = siblings.x + uint(findLSB(siblings.y));
+            siblings.y &= siblings.y - 1u;
+        } else if (child_t[0] < t) {
+            // The nearest child entered, still nearer than the closest hit.
+            node = child_node[0];
+        } else {
+            // Pop the next node still nearer than the closest hit.
+            searching = false;
+            while (depth > 0u) {
+                --depth;
+                if (uintBitsToFloat(stack[depth].y) < t) {
+                    node = stack[depth].x;
+                    searching = true;
+                    break;
+                }
             }
         }
     }

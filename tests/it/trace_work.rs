@@ -1,14 +1,13 @@
 //! Work counters of ray casting (`Tracer::record_counted`, `COUNT_WORK` in
 //! `glsl/bvh/trace.comp`, `glsl/bvh/wide_trace.comp`, `glsl/kdtree/trace.comp` and the BIH's):
-//! the counting kernels return
-//! exactly the hits of the fast path; their per-ray counts (nodes visited, primitives tested)
-//! keep invariants that hold on every ray (any-hit counts a prefix of closest-hit, a hit needs
-//! a test, a ray missing the kd-tree's scene box reads nothing) and equal those of the CPU
-//! traversals that walk the same trees the same way (`accel::bvh::traverse::trace_bvh`,
-//! `accel::bvh::wide::cpu::trace_wide`, `accel::kdtree::cpu::trace_kdtree`, ...) on all but a
-//! few random rays. For the GPU LBVH and its 8-wide collapse, a kd-tree and a BIH,
-//! closest-hit and any-hit, at 0, 1, a few hundred and a few thousand rays, with device and
-//! host ray counts, and on rays lying in cube faces.
+//! the counting kernels return exactly the hits of the fast path; their per-ray counts (nodes
+//! visited, primitives tested) keep invariants that hold on every ray (any-hit counts a prefix
+//! of closest-hit but in the 8-wide tree, a hit needs a test, a ray missing the kd-tree's scene
+//! box reads nothing) and equal those of the CPU traversals that walk the same trees the same
+//! way (`accel::bvh::traverse::trace_bvh`, `accel::bvh::wide::cpu::trace_wide`,
+//! `accel::kdtree::cpu::trace_kdtree`, ...) on all but a few random rays. For the GPU LBVH and
+//! its 8-wide collapse, a kd-tree and a BIH, closest-hit and any-hit, at 0, 1, a few hundred
+//! and a few thousand rays, with device and host ray counts, and on rays lying in cube faces.
 
 use crate::common;
 
@@ -218,9 +217,12 @@ fn check(
 
         // Until its first hit an any-hit query walks exactly as a closest-hit one, then stops:
         // its counts are a prefix of the closest-hit ones, and the same where nothing is hit.
+        // The 8-wide tree's any-hit queries walk in slot order instead of nearest first, so
+        // only the latter holds there: a ray that hits nothing enters the same boxes either way.
         assert!(
-            any_work.nodes_visited <= closest_work.nodes_visited
-                && any_work.primitives_tested <= closest_work.primitives_tested,
+            matches!(reference, Reference::Wide(_))
+                || (any_work.nodes_visited <= closest_work.nodes_visited
+                    && any_work.primitives_tested <= closest_work.primitives_tested),
             "{what}"
         );
         assert_eq!(hit.is_hit(), any_hit.is_hit(), "{what}");

@@ -332,9 +332,11 @@ pub fn same_wide_tree(a: &WideTree, b: &WideTree) -> Result<(), String> {
 /// so far (in ray space, one multiply-add per plane, as the kernel does; by the decoded box's
 /// slab test for rays with a zero direction component); an internal child entered is pushed
 /// with its entry distance, the node's pushes ordered so the nearest is on top (the lower
-/// slot on ties); then the leaves entered are intersected in slot order. The next node is the
-/// top of the stack that is no farther than the closest hit then. Conventions at rounding are
-/// those of [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
+/// slot on ties) for closest-hit queries, and so the lowest slot is on top for any-hit
+/// queries (depth first in slot order); then the leaves entered are intersected in slot
+/// order. The next node is the top of the stack that is no farther than the closest hit then.
+/// Conventions at rounding are those of
+/// [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
 pub fn trace_wide(
     positions: &[[f32; 3]],
     triangles: &[[u32; 3]],
@@ -368,6 +370,9 @@ pub fn trace_wide(
             }
             match node.child(j).expect("slot in use") {
                 WideChild::Triangle(t) => leaves_entered.push(tree.leaf_primitives[t as usize]),
+                // Any hit: depth first in slot order (each child below the node's earlier
+                // ones, so the lowest slot is on top).
+                WideChild::Node(c) if query == Query::Any => stack.insert(pushed_from, (c, near)),
                 WideChild::Node(c) => {
                     // Insertion below the entries no farther: the nearest (lowest slot) on top.
                     let mut at = stack.len();
