@@ -4,7 +4,8 @@
 // are tested, leaves hit are intersected at once (watertight test, common/ray.glsl), and of
 // two inner children the nearer is entered first while the farther is pushed with its entry
 // distance, so it is skipped when a closer hit has been found by the time it is popped.
-// Any-hit (occlusion) queries stop at the first hit. Every ray writes a Hit; a miss has
+// Any-hit (occlusion) queries stop at the first hit, and push no distances: until then
+// nothing pushed is culled. Every ray writes a Hit; a miss has
 // triangle = MISS and t = tmax.
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes visited, the internal nodes
@@ -93,7 +94,9 @@ void main() {
             // (Bvh::fits_traversal_stack); the guard keeps the stack in bounds regardless.
             if (depth < STACK_SIZE) {
                 stack_node[depth] = left_first ? n.right : n.left;
-                stack_t[depth] = left_first ? t_right : t_left;
+                if (!ANY_HIT) {
+                    stack_t[depth] = left_first ? t_right : t_left;
+                }
                 ++depth;
             }
         } else if (enter_left) {
@@ -101,11 +104,12 @@ void main() {
         } else if (enter_right) {
             node = n.right;
         } else {
-            // Pop the next node still nearer than the closest hit.
+            // Pop the next node still nearer than the closest hit. An any-hit query's t is
+            // its tmax until the hit that ends it, so it takes the top without comparing.
             searching = false;
             while (depth > 0u) {
                 --depth;
-                if (stack_t[depth] < t) {
+                if (ANY_HIT || stack_t[depth] < t) {
                     node = stack_node[depth];
                     searching = true;
                     break;
