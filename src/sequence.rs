@@ -1,6 +1,8 @@
-//! Frame sequences: the frames of a [`Subject`] rendered one after another with the
-//! acceleration structure rebuilt from scratch for each, [`FRAMES_IN_FLIGHT`] at a time, each
-//! finished frame handed to a sink (a PNG writer, a video encoder, an application's own
+//! Frame sequences: the frames of a [`FrameSource`] (canopy's
+//! [`Subject`](crate::render::presets::Subject): the default scene, a mesh file, a glTF
+//! animation, a sequence of files; or an application's own) rendered one after another with
+//! the acceleration structure rebuilt from scratch for each, [`FRAMES_IN_FLIGHT`] at a time,
+//! each finished frame handed to a sink (a PNG writer, a video encoder, an application's own
 //! consumer). `canopy render` and `canopy bench render` are thin callers of it.
 //!
 //! While the CPU waits for one frame and hands it on, the GPU renders the next: every frame in
@@ -12,8 +14,7 @@
 
 use crate::accel::{BuildParams, RayStructure, StructureKind, StructureSize};
 use crate::render::photons::PhotonParams;
-use crate::render::presets::{self, Subject};
-use crate::render::{Camera, ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::render::{Camera, FrameSource, ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::scene::animated::FrameTime;
 use crate::vk::{Context, Error, Profiler, Submission};
 use glam::Vec3;
@@ -122,10 +123,10 @@ pub enum Flow {
     Stop,
 }
 
-/// Renders frames of one subject, [`FRAMES_IN_FLIGHT`] at a time.
+/// Renders frames of one source, [`FRAMES_IN_FLIGHT`] at a time.
 pub struct FrameSequence<'a> {
     ctx: &'a Context,
-    subject: &'a Subject,
+    source: &'a dyn FrameSource,
     config: SequenceConfig,
     structure: Box<dyn RayStructure>,
     renderer: Renderer,
@@ -136,14 +137,23 @@ pub struct FrameSequence<'a> {
 }
 
 impl<'a> FrameSequence<'a> {
-    /// A sequence of `subject`'s frames rendered as `config` says; all device memory is
-    /// allocated here, once.
+    /// A sequence of `source`'s frames rendered as `config` says; all device memory is
+    /// allocated here, once. A source that cannot be recorded for [`FRAMES_IN_FLIGHT`]
+    /// frames in flight ([`FrameSource::max_frames_in_flight`]) is refused.
     pub fn new(
         ctx: &'a Context,
-        subject: &'a Subject,
+        source: &'a dyn FrameSource,
         config: SequenceConfig,
     ) -> Result<Self, Error> {
-        let scene = &subject.scene;
+        if let Some(slots) = source.max_frames_in_flight()
+            && slots < FRAMES_IN_FLIGHT
+        {
+            return Err(Error::InvalidInput(format!(
+                "the frame source can be recorded for {slots} frames in flight, and the \
+                 sequence keeps {FRAMES_IN_FLIGHT}"
+            )));
+        }
+        let scene = source.scene();
         let size = StructureSize {
             triangles: scene.triangle_count,
             vertices: scene.vertex_count,
@@ -171,11 +181,11 @@ impl<'a> FrameSequence<'a> {
                 .map(|_| renderer.readback(ctx))
                 .collect::<Result<_, _>>()?,
             ctx,
-            subject,
+            source,
             config,
             structure,
             renderer,
-            shading: presets::shading(subject.radius),
+            shading: source.shading(),
             rerendered: 0,
         })
     }
@@ -252,7 +262,7 @@ impl<'a> FrameSequence<'a> {
                 image: &self.readbacks[done_slot],
                 profiler: &self.profilers[done_slot],
                 camera: FrameCamera {
-                    camera: self.subject.camera(time, width as f32 / height as f32),
+                    camera: self.source.camera(time, width as f32 / height as f32),
                     width,
                     height,
                 },
@@ -276,9 +286,9 @@ impl<'a> FrameSequence<'a> {
 
     /// Records and submits frame `frame` into `slot`.
     fn submit(&mut self, frame: u32, slot: usize) -> Result<Submission, Error> {
-        let (subject, structure, renderer) = (self.subject, &mut self.structure, &self.renderer);
+        let (source, structure, renderer) = (self.source, &mut self.structure, &self.renderer);
         let time = frame as f32 / self.config.fps;
-        let camera = subject.camera(time, self.config.width as f32 / self.config.height as f32);
+        let camera = source.camera(time, self.config.width as f32 / self.config.height as f32);
         let (shading, image) = (&self.shading, &self.readbacks[slot]);
         structure.set_view(
             self.ctx,
@@ -287,7 +297,7 @@ impl<'a> FrameSequence<'a> {
         self.ctx.submit(Some(&mut self.profilers[slot]), |rec| {
             rec.barrier_after_earlier_work();
             rec.begin_stage("frame");
-            subject.record_frame(
+            source.record_frame(
                 rec,
                 FrameTime {
                     frame,
@@ -295,12 +305,12 @@ impl<'a> FrameSequence<'a> {
                     slot,
                 },
             )?;
-            let input = subject.scene.input();
+            let input = source.scene().input();
             structure.record_build(rec, &input, slot)?;
             let traced = structure.traversable(&input);
             renderer.record(
                 rec,
-                &subject.scene,
+                source.scene(),
                 traced.as_ref(),
                 &camera,
                 shading,

@@ -21,7 +21,9 @@ use canopy::job::{
 };
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
-use canopy::render::{BounceStats, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams};
+use canopy::render::{
+    BounceStats, FrameSource, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams,
+};
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::{AssetAccess, Environment};
@@ -603,7 +605,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         devices: &devices,
         setup: JobSetup {
             context: &super::context,
-            subject: &|ctx| build_subject(ctx, args, environment.as_ref()),
+            source: &|ctx| build_subject(ctx, args, environment.as_ref()),
             config: &|subject| sequence_config(args, subject, channels.clone()),
             attributes: &|frame, subject| frame_attributes(frame, args, subject),
             finished: &print_caustics,

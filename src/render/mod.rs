@@ -47,10 +47,12 @@ pub mod cpu;
 pub mod photons;
 pub mod presets;
 pub mod scene_gpu;
+pub mod source;
 
 pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
 pub use channels::{ChannelEncoding, ChannelSource, OutputChannel};
 pub use scene_gpu::{SceneGpu, Surfaces};
+pub use source::FrameSource;
 
 use crate::prims::WORKGROUP_SIZE;
 

@@ -6,6 +6,7 @@
 use crate::common;
 
 use canopy::accel::StructureKind;
+use canopy::render::FrameSource;
 use canopy::render::presets::{MeshLook, MeshShading, Refinement, Subject};
 use canopy::scene::Mesh;
 use canopy::scene::animated::files::{FileStream, FrameFiles};
