@@ -218,6 +218,11 @@ pub struct FrameRecord {
     pub device_memory: u64,
     /// The camera it was seen through.
     pub camera: FrameCamera,
+    /// Frames in flight on its device as it was handed on, itself included
+    /// ([`FinishedFrame::in_flight`]).
+    pub in_flight: usize,
+    /// Bytes its device read back for it ([`crate::render::ImageReadback::bytes`]).
+    pub readback_bytes: u64,
 }
 
 impl FrameRecord {
@@ -229,6 +234,8 @@ impl FrameRecord {
             bounces: finished.image.stats(),
             device_memory: ctx.device_memory().live,
             camera: finished.camera,
+            in_flight: finished.in_flight,
+            readback_bytes: finished.image.bytes(),
         })
     }
 
@@ -248,7 +255,7 @@ impl FrameRecord {
 }
 
 /// A file of JSON lines, one per finished frame (frame, GPU ms, each stage's ms, rays per
-/// bounce, device memory, wall time, file), appended and flushed as frames finish, so that a
+/// bounce, device memory, frames in flight, bytes read back, wall time, file), appended and flushed as frames finish, so that a
 /// killed job keeps the lines of its finished frames. Several jobs (shards) may append to one
 /// log: each line is one write under an exclusive lock of the file.
 pub struct StatsLog {
@@ -308,6 +315,8 @@ impl StatsLog {
                 .collect::<serde_json::Map<_, _>>(),
             "bounces": bounces,
             "device_memory_bytes": record.device_memory,
+            "in_flight": record.in_flight,
+            "readback_bytes": record.readback_bytes,
             "file": file.map(|p| p.display().to_string()),
             "bytes": written.map(|w| w.bytes),
             "encode_ms": written.map(|w| w.encode_s * 1e3),
@@ -467,6 +476,10 @@ pub struct JobReport<E> {
     pub gpu_ms: Vec<f64>,
     /// Rays that did not fit the renderer's lists, over every frame.
     pub dropped_rays: u64,
+    /// The most frames one device had in flight at once ([`FrameRecord::in_flight`]).
+    pub frames_in_flight: usize,
+    /// Bytes read back per frame, the most of any frame ([`FrameRecord::readback_bytes`]).
+    pub readback_bytes: u64,
     /// Seconds from the start of the frames to the last frame handed to the outputs.
     pub wall_s: f64,
 }
@@ -517,6 +530,8 @@ impl<S: FrameSource, E: From<JobError> + From<crate::vk::Error> + Send> RenderJo
             unlogged: BTreeMap::new(),
             gpu_ms: Vec::new(),
             dropped_rays: 0,
+            frames_in_flight: 0,
+            readback_bytes: 0,
         };
         let mut images = images;
         let mut started = Instant::now();
@@ -669,6 +684,8 @@ impl<S: FrameSource, E: From<JobError> + From<crate::vk::Error> + Send> RenderJo
             video,
             gpu_ms: delivery.gpu_ms,
             dropped_rays: delivery.dropped_rays,
+            frames_in_flight: delivery.frames_in_flight,
+            readback_bytes: delivery.readback_bytes,
             wall_s,
         }
     }
@@ -689,6 +706,8 @@ struct Delivery<'a> {
     unlogged: BTreeMap<u32, (FrameRecord, f64)>,
     gpu_ms: Vec<f64>,
     dropped_rays: u64,
+    frames_in_flight: usize,
+    readback_bytes: u64,
 }
 
 impl Delivery<'_> {
@@ -720,6 +739,8 @@ impl Delivery<'_> {
         }
         self.gpu_ms.push(record.gpu_ms());
         self.dropped_rays += record.dropped_rays();
+        self.frames_in_flight = self.frames_in_flight.max(record.in_flight);
+        self.readback_bytes = self.readback_bytes.max(record.readback_bytes);
         let (written, backlog) = self.writers.as_mut().map_or((0, 0), |w| w.progress());
         on_event(JobEvent::Frame {
             record,

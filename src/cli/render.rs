@@ -27,7 +27,7 @@ use canopy::render::{
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::{AssetAccess, Environment};
-use canopy::sequence::{FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
+use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
 use std::io::IsTerminal;
@@ -1052,6 +1052,7 @@ fn sequence_config(
             estimated_radii: !args.photon_bound_radii,
         }),
         channels,
+        frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
     })
 }
 
@@ -1169,7 +1170,7 @@ pub(super) fn mesh_subject(
         MeshInput::Still(loaded) if refinement == Refinement::default() => {
             Subject::mesh(ctx, loaded, look)?
         }
-        input => Subject::animated(ctx, input, look, refinement, FRAMES_IN_FLIGHT)?,
+        input => Subject::animated(ctx, input, look, refinement, DEFAULT_FRAMES_IN_FLIGHT)?,
     };
     subject.gltf_camera = camera;
     Ok(subject)

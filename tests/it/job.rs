@@ -14,11 +14,12 @@ use canopy::job::{
 };
 use canopy::render::presets::Subject;
 use canopy::render::{
-    BounceStats, Camera, FrameSource, Light, Material, SceneGpu, ShadingParams, Surfaces,
+    BounceStats, Camera, FrameSource, Light, Material, RenderParams, SceneGpu, ShadingParams,
+    Surfaces,
 };
 use canopy::scene::animated::FrameTime;
 use canopy::scene::{Mesh, shapes};
-use canopy::sequence::{FrameCamera, SequenceConfig};
+use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, FrameCamera, SequenceConfig};
 use canopy::vk::{Context, ContextOptions, Recorder, Validation};
 use glam::Vec3;
 use std::path::Path;
@@ -183,6 +184,8 @@ fn the_stats_log_appends_one_line_per_frame() {
             width: 320,
             height: 180,
         },
+        in_flight: 3,
+        readback_bytes: 320 * 180 * 4,
     };
     assert_eq!(record(0).gpu_ms(), 3.5);
     assert_eq!(record(0).dropped_rays(), 3);
@@ -213,6 +216,8 @@ fn the_stats_log_appends_one_line_per_frame() {
     );
     assert_eq!(lines[0]["bounces"][0]["dropped_rays"], 2);
     assert_eq!(lines[0]["file"], "out/frame_0007.png");
+    assert_eq!(lines[0]["in_flight"], 3);
+    assert_eq!(lines[0]["readback_bytes"], 320 * 180 * 4);
     // The line's camera projects a point onto the pixel whose camera ray passes through it.
     let camera = &lines[0]["camera"];
     assert_eq!(
@@ -326,7 +331,8 @@ fn run_job<S: FrameSource>(
 
 /// A job in process, on two devices at once (the same device twice), writes every frame of
 /// its plan once, with a stats line each; its PNG files are byte for byte those of one
-/// encoder thread on one device.
+/// encoder thread on one device. Each device keeps its frames in flight, and reads back per
+/// frame the PNG's pixels, 8-bit RGBA, with the bounce counters beside them.
 #[test]
 fn a_job_on_two_devices_writes_every_frame_like_one_device() {
     let folder = TempFolder::new("job-two-devices");
@@ -343,6 +349,13 @@ fn a_job_on_two_devices_writes_every_frame_like_one_device() {
         assert!(report.write_failure.is_none());
         assert_eq!(report.written, (0..6).collect::<Vec<_>>());
         assert_eq!(report.gpu_ms.len(), 6);
+        assert_eq!(
+            report.frames_in_flight, DEFAULT_FRAMES_IN_FLIGHT,
+            "{devices} devices"
+        );
+        // One 48-byte counter of the camera rays and one of each bounce.
+        let counters = 48 * (RenderParams::default().bounces as u64 + 1);
+        assert_eq!(report.readback_bytes, 48 * 32 * 4 + counters);
         reports.push(report);
     }
     for frame in 0..6 {
