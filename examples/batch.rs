@@ -9,6 +9,7 @@ use canopy::accel::{
     BuildParams, HostMesh, Structure, StructureKind, StructureSize, submit_until_complete,
 };
 use canopy::export::write_png_atomically;
+use canopy::render::FrameSource;
 use canopy::render::presets::{MeshLook, Subject};
 use canopy::scene::MaterialMesh;
 use canopy::sequence::{Flow, FrameSequence, SequenceConfig};

@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..SequenceConfig::default()
         })
     };
-    let report = RenderJob::<JobError> {
+    let report = RenderJob::<_, JobError> {
         frames: &plan,
         devices: &[device.clone(), device],
         setup: JobSetup::new(&subject, &config),

@@ -1,5 +1,5 @@
 //! Offline animation export: canopy's deforming default scene, its kd-tree rebuilt from
-//! scratch every frame on the GPU through the library's frame sequence (two frames in flight),
+//! scratch every frame on the GPU through the library's frame sequence (three frames in flight),
 //! each finished frame written as a numbered PNG by worker threads.
 //!
 //! `cargo run --release --example sequence -- [FRAMES] [OUT_FOLDER]` (defaults: 8,

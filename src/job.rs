@@ -3,15 +3,15 @@
 //! already, with what earlier killed runs left cleaned up), how a stop is asked for
 //! ([`StopFlag`], set by a signal handler or by the application), what each finished frame
 //! cost ([`FrameRecord`], appended as JSON lines by [`StatsLog`]), and the job itself
-//! ([`RenderJob`]: one or more devices rendering the plan's frames, each frame handed to the
-//! image writers, the video in frame order and the stats log, with events for progress).
+//! ([`RenderJob`]: one or more devices rendering the plan's frames of a
+//! [`FrameSource`], canopy's or the application's own, each frame handed to the image
+//! writers, the video in frame order and the stats log, with events for progress).
 
 use crate::export::{
     FrameImage, FrameSet, FrameWriteError, ImageFormat, ImageSequence, OutputNaming, Shard,
     VideoEncoder, VideoError, WriterOptions, WrittenFrame, frame_ranges,
 };
-use crate::render::BounceStats;
-use crate::render::presets::Subject;
+use crate::render::{BounceStats, FrameSource};
 use crate::sequence::{FinishedFrame, Flow, FrameCamera, FrameSequence, SequenceConfig};
 use crate::vk::{Context, ContextOptions};
 use std::collections::BTreeMap;
@@ -218,6 +218,11 @@ pub struct FrameRecord {
     pub device_memory: u64,
     /// The camera it was seen through.
     pub camera: FrameCamera,
+    /// Frames in flight on its device as it was handed on, itself included
+    /// ([`FinishedFrame::in_flight`]).
+    pub in_flight: usize,
+    /// Bytes its device read back for it ([`crate::render::ImageReadback::bytes`]).
+    pub readback_bytes: u64,
 }
 
 impl FrameRecord {
@@ -229,6 +234,8 @@ impl FrameRecord {
             bounces: finished.image.stats(),
             device_memory: ctx.device_memory().live,
             camera: finished.camera,
+            in_flight: finished.in_flight,
+            readback_bytes: finished.image.bytes(),
         })
     }
 
@@ -248,7 +255,7 @@ impl FrameRecord {
 }
 
 /// A file of JSON lines, one per finished frame (frame, GPU ms, each stage's ms, rays per
-/// bounce, device memory, wall time, file), appended and flushed as frames finish, so that a
+/// bounce, device memory, frames in flight, bytes read back, wall time, file), appended and flushed as frames finish, so that a
 /// killed job keeps the lines of its finished frames. Several jobs (shards) may append to one
 /// log: each line is one write under an exclusive lock of the file.
 pub struct StatsLog {
@@ -308,6 +315,8 @@ impl StatsLog {
                 .collect::<serde_json::Map<_, _>>(),
             "bounces": bounces,
             "device_memory_bytes": record.device_memory,
+            "in_flight": record.in_flight,
+            "readback_bytes": record.readback_bytes,
             "file": file.map(|p| p.display().to_string()),
             "bytes": written.map(|w| w.bytes),
             "encode_ms": written.map(|w| w.encode_s * 1e3),
@@ -366,34 +375,36 @@ pub struct ImageOutput {
 /// `(name, value)` text attributes of a file's header.
 pub type Attributes = Vec<(String, String)>;
 
-/// How each device of a job gets ready: its context, and on it the subject it renders.
-pub struct JobSetup<'a, E> {
+/// How each device of a job gets ready: its context, and on it the source of the frames it
+/// renders: a [`FrameSource`] of type `S` ([`crate::render::presets::Subject`] for canopy's
+/// own scenes, or an application's), made on each device's own thread.
+pub struct JobSetup<'a, S, E> {
     /// Makes a device's context from its options.
     pub context: &'a (dyn Fn(&ContextOptions) -> Result<Context, E> + Sync),
-    /// Makes the subject on a device's context.
-    pub subject: &'a (dyn Fn(&Context) -> Result<Subject, E> + Sync),
-    /// What the device renders of the subject: size, structure, bounces, caustics, and the
+    /// Makes the source on a device's context.
+    pub source: &'a (dyn Fn(&Context) -> Result<S, E> + Sync),
+    /// What the device renders of the source: size, structure, bounces, caustics, and the
     /// channels the image format needs ([`crate::export::output_channels`]).
-    pub config: &'a (dyn Fn(&Subject) -> Result<SequenceConfig, E> + Sync),
+    pub config: &'a (dyn Fn(&S) -> Result<SequenceConfig, E> + Sync),
     /// The text attributes of a frame's OpenEXR header (its camera, time, number).
-    pub attributes: &'a (dyn Fn(u32, &Subject) -> Attributes + Sync),
+    pub attributes: &'a (dyn Fn(u32, &S) -> Attributes + Sync),
     /// Called on each device's thread when its frames are done (e.g. to say what its
     /// caustics did).
     pub finished: &'a (dyn Fn(&Context, &FrameSequence) -> Result<(), E> + Sync),
 }
 
-impl<'a, E: From<crate::vk::Error>> JobSetup<'a, E> {
-    /// Devices that make `subject` and render it as `config` says, on contexts made by
+impl<'a, S, E: From<crate::vk::Error>> JobSetup<'a, S, E> {
+    /// Devices that make `source` and render it as `config` says, on contexts made by
     /// [`Context::new`], with no OpenEXR attributes and nothing to do when finished.
     pub fn new(
-        subject: &'a (dyn Fn(&Context) -> Result<Subject, E> + Sync),
-        config: &'a (dyn Fn(&Subject) -> Result<SequenceConfig, E> + Sync),
+        source: &'a (dyn Fn(&Context) -> Result<S, E> + Sync),
+        config: &'a (dyn Fn(&S) -> Result<SequenceConfig, E> + Sync),
     ) -> Self {
         Self {
             context: &new_context::<E>,
-            subject,
+            source,
             config,
-            attributes: &no_attributes,
+            attributes: &no_attributes::<S>,
             finished: &nothing_more::<E>,
         }
     }
@@ -403,7 +414,7 @@ fn new_context<E: From<crate::vk::Error>>(options: &ContextOptions) -> Result<Co
     Ok(Context::new(options)?)
 }
 
-fn no_attributes(_: u32, _: &Subject) -> Attributes {
+fn no_attributes<S>(_: u32, _: &S) -> Attributes {
     Vec::new()
 }
 
@@ -411,27 +422,28 @@ fn nothing_more<E>(_: &Context, _: &FrameSequence) -> Result<(), E> {
     Ok(())
 }
 
-/// A frame job: the frames of a plan rendered on one or more devices at once (each pulling
-/// the next frame nobody has taken), every finished frame handed to the outputs.
-pub struct RenderJob<'a, E> {
+/// A frame job: the frames of a plan rendered from a source of type `S` on one or more
+/// devices at once (each pulling the next frame nobody has taken), every finished frame handed
+/// to the outputs.
+pub struct RenderJob<'a, S, E> {
     /// The frames.
     pub frames: &'a FramePlan,
     /// One entry per device (the same device twice runs two sequences on it).
     pub devices: &'a [ContextOptions],
     /// How each device gets ready.
-    pub setup: JobSetup<'a, E>,
+    pub setup: JobSetup<'a, S, E>,
     /// Where the frames go.
     pub outputs: JobOutputs,
 }
 
 /// What a job tells its caller as it goes (on the caller's thread).
 pub enum JobEvent<'a> {
-    /// Every device is ready: their names, and the triangles of the subject. Frames start
-    /// now.
+    /// Every device is ready: their names, and the triangles of the source's scene. Frames
+    /// start now.
     Started {
         /// The devices' names.
         devices: &'a [String],
-        /// The subject's triangles.
+        /// The source's triangles.
         triangles: u32,
     },
     /// A frame finished and was handed to its outputs.
@@ -464,11 +476,15 @@ pub struct JobReport<E> {
     pub gpu_ms: Vec<f64>,
     /// Rays that did not fit the renderer's lists, over every frame.
     pub dropped_rays: u64,
+    /// The most frames one device had in flight at once ([`FrameRecord::in_flight`]).
+    pub frames_in_flight: usize,
+    /// Bytes read back per frame, the most of any frame ([`FrameRecord::readback_bytes`]).
+    pub readback_bytes: u64,
     /// Seconds from the start of the frames to the last frame handed to the outputs.
     pub wall_s: f64,
 }
 
-/// A device ready to render: its name, the subject's triangles and the frames' size.
+/// A device ready to render: its name, the source's triangles and the frames' size.
 struct Ready {
     name: String,
     triangles: u32,
@@ -482,7 +498,7 @@ struct Finished {
     video: Option<Vec<u8>>,
 }
 
-impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
+impl<S: FrameSource, E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, S, E> {
     /// Runs the job until every frame is done, `stop` is set, or something fails; `on_event`
     /// hears of the start and of every frame. One code path for one device and for several:
     /// each device renders on a thread of its own, and the outputs (writers, video order,
@@ -514,6 +530,8 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
             unlogged: BTreeMap::new(),
             gpu_ms: Vec::new(),
             dropped_rays: 0,
+            frames_in_flight: 0,
+            readback_bytes: 0,
         };
         let mut images = images;
         let mut started = Instant::now();
@@ -533,9 +551,9 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                     scope.spawn(move || -> Result<(), E> {
                         let prepared = (|| {
                             let ctx = (setup.context)(options)?;
-                            let subject = (setup.subject)(&ctx)?;
-                            let config = (setup.config)(&subject)?;
-                            Ok((ctx, subject, config))
+                            let source = (setup.source)(&ctx)?;
+                            let config = (setup.config)(&source)?;
+                            Ok((ctx, source, config))
                         })();
                         // A device that cannot start stops every device; its error goes to
                         // the caller's thread.
@@ -544,19 +562,19 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                             let _ = ready_out.send(Err(e));
                             Ok(())
                         };
-                        let (ctx, subject, config) = match prepared {
+                        let (ctx, source, config) = match prepared {
                             Ok(prepared) => prepared,
                             Err(e) => return fail(e),
                         };
                         let size = (config.width, config.height);
-                        let mut sequence = match FrameSequence::new(&ctx, &subject, config) {
+                        let mut sequence = match FrameSequence::new(&ctx, &source, config) {
                             Ok(sequence) => sequence,
                             Err(e) => return fail(JobError::Device(e).into()),
                         };
                         log::debug!("{}: ready to render", ctx.caps().name);
                         let _ = ready_out.send(Ok(Ready {
                             name: ctx.caps().name.clone(),
-                            triangles: subject.scene.triangle_count,
+                            triangles: source.scene().triangle_count,
                             size,
                         }));
                         let pull = || match halt.load(Ordering::SeqCst) {
@@ -568,7 +586,7 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
                                 Some((format, png)) => {
                                     let attributes = match format {
                                         ImageFormat::Exr => {
-                                            (setup.attributes)(frame.frame, &subject)
+                                            (setup.attributes)(frame.frame, &source)
                                         }
                                         _ => Vec::new(),
                                     };
@@ -666,6 +684,8 @@ impl<E: From<JobError> + From<crate::vk::Error> + Send> RenderJob<'_, E> {
             video,
             gpu_ms: delivery.gpu_ms,
             dropped_rays: delivery.dropped_rays,
+            frames_in_flight: delivery.frames_in_flight,
+            readback_bytes: delivery.readback_bytes,
             wall_s,
         }
     }
@@ -686,6 +706,8 @@ struct Delivery<'a> {
     unlogged: BTreeMap<u32, (FrameRecord, f64)>,
     gpu_ms: Vec<f64>,
     dropped_rays: u64,
+    frames_in_flight: usize,
+    readback_bytes: u64,
 }
 
 impl Delivery<'_> {
@@ -717,6 +739,8 @@ impl Delivery<'_> {
         }
         self.gpu_ms.push(record.gpu_ms());
         self.dropped_rays += record.dropped_rays();
+        self.frames_in_flight = self.frames_in_flight.max(record.in_flight);
+        self.readback_bytes = self.readback_bytes.max(record.readback_bytes);
         let (written, backlog) = self.writers.as_mut().map_or((0, 0), |w| w.progress());
         on_event(JobEvent::Frame {
             record,

@@ -51,9 +51,10 @@
 //! - **Headless batch rendering**: [`render::Renderer`] and [`sequence::FrameSequence`];
 //!   `examples/batch.rs`. A whole job (frames over several devices, files written by encoder
 //!   threads, shards, resume): `job::RenderJob` (feature `png`), `examples/farm.rs`.
-//! - **Offline animation export**: a deforming mesh rebuilt every frame, two frames in flight,
+//! - **Offline animation export**: a deforming mesh rebuilt every frame, three frames in flight,
 //!   each frame to a sink ([`sequence::FrameSequence`], `export` with the `png` feature);
-//!   `examples/sequence.rs`.
+//!   `examples/sequence.rs`. An application's own scene and motion render the same way once
+//!   it implements [`render::FrameSource`].
 //! - **Embedded in a Vulkan application**: the application's device
 //!   ([`vk::Context::from_external`], [`vk::RequiredFeatures`]), its buffers
 //!   ([`vk::Context::wrap_buffer`]) and its command buffer ([`vk::Recorder::new`]);

@@ -1,25 +1,30 @@
-//! Frame sequences: the frames of a [`Subject`] rendered one after another with the
-//! acceleration structure rebuilt from scratch for each, [`FRAMES_IN_FLIGHT`] at a time, each
+//! Frame sequences: the frames of a [`FrameSource`] (canopy's
+//! [`Subject`](crate::render::presets::Subject): the default scene, a mesh file, a glTF
+//! animation, a sequence of files; or an application's own) rendered one after another with
+//! the acceleration structure rebuilt from scratch for each, several frames in flight
+//! ([`SequenceConfig::frames_in_flight`], [`DEFAULT_FRAMES_IN_FLIGHT`] by default), each
 //! finished frame handed to a sink (a PNG writer, a video encoder, an application's own
 //! consumer). `canopy render` and `canopy bench render` are thin callers of it.
 //!
-//! While the CPU waits for one frame and hands it on, the GPU renders the next: every frame in
-//! flight has its own slot (timestamps, image readback, the structure's build status). A
-//! kd-tree whose lists overflowed during a frame's build grows them when that frame finishes
-//! ([`crate::accel::Structure::grow_if_overflowed`]); the frame is then rendered again, and so is the
-//! frame in flight behind it, whose build ran with the old lists. No frame reaches the sink
-//! with an incomplete tree.
+//! While the CPU waits for the oldest frame and hands it on, the GPU renders the frames
+//! submitted after it: every frame in flight has its own slot (timestamps, image readback,
+//! the structure's build status), and the slots are used in turn, a ring. A kd-tree whose
+//! lists overflowed during a frame's build grows them when that frame finishes
+//! ([`crate::accel::Structure::grow_if_overflowed`]); the frame is then rendered again, and
+//! so are the frames in flight behind it, whose builds ran with the old lists. No frame
+//! reaches the sink with an incomplete tree.
 
 use crate::accel::{BuildParams, RayStructure, StructureKind, StructureSize};
 use crate::render::photons::PhotonParams;
-use crate::render::presets::{self, Subject};
-use crate::render::{Camera, ImageReadback, RenderParams, Renderer, ShadingParams};
+use crate::render::{Camera, FrameSource, ImageReadback, RenderParams, Renderer, ShadingParams};
 use crate::scene::animated::FrameTime;
 use crate::vk::{Context, Error, Profiler, Submission};
 use glam::Vec3;
+use std::collections::VecDeque;
 
-/// Frames the GPU works on while the CPU hands on the one before.
-pub const FRAMES_IN_FLIGHT: usize = 2;
+/// Frames in flight by default: the oldest handed to the sink while the GPU renders the two
+/// after it.
+pub const DEFAULT_FRAMES_IN_FLIGHT: usize = 3;
 
 /// Timestamps each frame's profiler holds (its stages: the build's, the bounces').
 const STAGES_PER_FRAME: u32 = 128;
@@ -45,11 +50,18 @@ pub struct SequenceConfig {
     /// frames' files store them ([`Renderer::set_output_channels`]; e.g.
     /// [`crate::export::output_channels`]).
     pub channels: Vec<crate::render::OutputChannel>,
+    /// Frames submitted and not yet handed to the sink, at most (at least 1): the oldest is
+    /// handed on while the GPU renders the others. Each has a slot of its own, so the
+    /// host-visible memory frames are read back into is this many times a frame's readback
+    /// ([`ImageReadback::bytes`]: the image, the file channels' planes and the bounce
+    /// counters), and a structure that builds per slot (a kd-tree's overflow status, the
+    /// screen grid's) keeps as many.
+    pub frames_in_flight: usize,
 }
 
 impl Default for SequenceConfig {
     /// The LBVH, two bounces, 960x540 at 24 frames per second, no caustics, 8-bit images only
-    /// (`canopy render`'s defaults).
+    /// (`canopy render`'s defaults), [`DEFAULT_FRAMES_IN_FLIGHT`].
     fn default() -> Self {
         Self {
             structure: StructureKind::Lbvh,
@@ -60,6 +72,7 @@ impl Default for SequenceConfig {
             fps: 24.0,
             caustics: None,
             channels: Vec::new(),
+            frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
         }
     }
 }
@@ -74,6 +87,9 @@ pub struct FinishedFrame<'a> {
     pub profiler: &'a Profiler,
     /// The camera it was seen through, and the image's size.
     pub camera: FrameCamera,
+    /// Frames in flight as it was handed on, itself included: submitted and not yet handed to
+    /// the sink (at most [`SequenceConfig::frames_in_flight`]).
+    pub in_flight: usize,
 }
 
 /// The camera a frame was seen through and the image's size, as ground truth for the frame
@@ -118,14 +134,14 @@ impl FrameCamera {
 pub enum Flow {
     /// Render the next frame.
     Continue,
-    /// Stop: the frame in flight is waited for and dropped.
+    /// Stop: the frames in flight are waited for and dropped.
     Stop,
 }
 
-/// Renders frames of one subject, [`FRAMES_IN_FLIGHT`] at a time.
+/// Renders frames of one source, [`SequenceConfig::frames_in_flight`] at a time.
 pub struct FrameSequence<'a> {
     ctx: &'a Context,
-    subject: &'a Subject,
+    source: &'a dyn FrameSource,
     config: SequenceConfig,
     structure: Box<dyn RayStructure>,
     renderer: Renderer,
@@ -136,21 +152,36 @@ pub struct FrameSequence<'a> {
 }
 
 impl<'a> FrameSequence<'a> {
-    /// A sequence of `subject`'s frames rendered as `config` says; all device memory is
-    /// allocated here, once.
+    /// A sequence of `source`'s frames rendered as `config` says; all device memory is
+    /// allocated here, once. No frames in flight, or more than the source can be recorded
+    /// for ([`FrameSource::max_frames_in_flight`]), is refused.
     pub fn new(
         ctx: &'a Context,
-        subject: &'a Subject,
+        source: &'a dyn FrameSource,
         config: SequenceConfig,
     ) -> Result<Self, Error> {
-        let scene = &subject.scene;
+        let slots = config.frames_in_flight;
+        if slots == 0 {
+            return Err(Error::InvalidInput(
+                "a frame sequence keeps at least 1 frame in flight".into(),
+            ));
+        }
+        if let Some(most) = source.max_frames_in_flight()
+            && most < slots
+        {
+            return Err(Error::InvalidInput(format!(
+                "the frame source can be recorded for {most} frames in flight, and the \
+                 sequence keeps {slots}"
+            )));
+        }
+        let scene = source.scene();
         let size = StructureSize {
             triangles: scene.triangle_count,
             vertices: scene.vertex_count,
         };
         let structure = config
             .structure
-            .create(ctx, &config.build, size, FRAMES_IN_FLIGHT)?
+            .create(ctx, &config.build, size, slots)?
             .into_rays()?;
         let mut renderer = Renderer::new(
             ctx,
@@ -164,18 +195,18 @@ impl<'a> FrameSequence<'a> {
         }
         renderer.set_output_channels(ctx, &config.channels)?;
         Ok(Self {
-            profilers: (0..FRAMES_IN_FLIGHT)
+            profilers: (0..slots)
                 .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))
                 .collect::<Result<_, _>>()?,
-            readbacks: (0..FRAMES_IN_FLIGHT)
+            readbacks: (0..slots)
                 .map(|_| renderer.readback(ctx))
                 .collect::<Result<_, _>>()?,
             ctx,
-            subject,
+            source,
             config,
             structure,
             renderer,
-            shading: presets::shading(subject.radius),
+            shading: source.shading(),
             rerendered: 0,
         })
     }
@@ -187,7 +218,7 @@ impl<'a> FrameSequence<'a> {
 
     /// Renders `frames` in order, handing each finished one to `sink`, until the last or
     /// until `sink` answers [`Flow::Stop`]. The sink's own errors stop the sequence too (after
-    /// the frame in flight is waited for) and are returned.
+    /// the frames in flight are waited for) and are returned.
     pub fn render<E: From<Error>>(
         &mut self,
         frames: &[u32],
@@ -205,68 +236,60 @@ impl<'a> FrameSequence<'a> {
         mut pull: impl FnMut() -> Option<u32>,
         mut sink: impl FnMut(&FinishedFrame) -> Result<Flow, E>,
     ) -> Result<(), E> {
+        let slots = self.config.frames_in_flight;
         // The frames taken so far, in order (a frame rendered again is taken once).
         let mut frames: Vec<u32> = Vec::new();
-        let mut in_flight: Option<(usize, usize, Submission)> = None;
-        // One step past the last frame, so that the last submission is finished by the same
-        // code as the others.
-        let mut n = 0;
+        // The frames submitted and not yet handed to the sink, oldest first, by their index in
+        // `frames`: frame `n` renders into slot `n % slots`, and the frames in flight are
+        // consecutive, so no two share a slot.
+        let mut in_flight: VecDeque<(usize, Submission)> = VecDeque::new();
+        // The next frame to submit.
+        let mut next = 0;
         loop {
-            if n == frames.len()
-                && let Some(frame) = pull()
-            {
-                frames.push(frame);
-            }
-            if n > frames.len() {
-                break;
-            }
-            let slot = n % FRAMES_IN_FLIGHT;
-            let submitted = match frames.get(n) {
-                Some(&frame) => Some((n, slot, self.submit(frame, slot)?)),
-                None => None,
-            };
-            n += 1;
-            let Some((done, done_slot, previous)) = std::mem::replace(&mut in_flight, submitted)
-            else {
-                continue;
-            };
-            previous.wait()?;
-            if self.structure.grow_if_overflowed(self.ctx, done_slot)? {
-                // The frame's tree lost nodes for want of space: render it, and the frame in
-                // flight after it, again with the grown lists.
-                if let Some((_, _, next)) = in_flight.take() {
-                    next.wait()?;
+            while in_flight.len() < slots {
+                if next == frames.len() {
+                    let Some(frame) = pull() else { break };
+                    frames.push(frame);
                 }
+                in_flight.push_back((next, self.submit(frames[next], next % slots)?));
+                next += 1;
+            }
+            let Some((done, oldest)) = in_flight.pop_front() else {
+                return Ok(());
+            };
+            oldest.wait()?;
+            if self.structure.grow_if_overflowed(self.ctx, done % slots)? {
+                // The frame's tree lost nodes for want of space: render it, and the frames in
+                // flight after it, again with the grown lists.
+                wait_for_all(&mut in_flight)?;
                 log::info!(
                     "frame {}: kd-tree lists grown; rendering it again",
                     frames[done]
                 );
                 self.rerendered += 1;
-                n = done;
+                next = done;
                 continue;
             }
             let (width, height) = (self.config.width, self.config.height);
             let time = frames[done] as f32 / self.config.fps;
             let finished = FinishedFrame {
                 frame: frames[done],
-                image: &self.readbacks[done_slot],
-                profiler: &self.profilers[done_slot],
+                image: &self.readbacks[done % slots],
+                profiler: &self.profilers[done % slots],
                 camera: FrameCamera {
-                    camera: self.subject.camera(time, width as f32 / height as f32),
+                    camera: self.source.camera(time, width as f32 / height as f32),
                     width,
                     height,
                 },
+                in_flight: 1 + in_flight.len(),
             };
             let flow = sink(&finished);
             if !matches!(flow, Ok(Flow::Continue)) {
-                // Stopped: the frame in flight is dropped once its GPU work is done.
-                if let Some((_, _, next)) = in_flight.take() {
-                    next.wait()?;
-                }
+                // Stopped: the frames in flight are dropped once their GPU work is done.
+                wait_for_all(&mut in_flight)?;
                 return flow.map(drop);
             }
         }
-        Ok(())
     }
 
     /// Frames rendered again because the structure's lists grew during their build.
@@ -276,9 +299,9 @@ impl<'a> FrameSequence<'a> {
 
     /// Records and submits frame `frame` into `slot`.
     fn submit(&mut self, frame: u32, slot: usize) -> Result<Submission, Error> {
-        let (subject, structure, renderer) = (self.subject, &mut self.structure, &self.renderer);
+        let (source, structure, renderer) = (self.source, &mut self.structure, &self.renderer);
         let time = frame as f32 / self.config.fps;
-        let camera = subject.camera(time, self.config.width as f32 / self.config.height as f32);
+        let camera = source.camera(time, self.config.width as f32 / self.config.height as f32);
         let (shading, image) = (&self.shading, &self.readbacks[slot]);
         structure.set_view(
             self.ctx,
@@ -287,7 +310,7 @@ impl<'a> FrameSequence<'a> {
         self.ctx.submit(Some(&mut self.profilers[slot]), |rec| {
             rec.barrier_after_earlier_work();
             rec.begin_stage("frame");
-            subject.record_frame(
+            source.record_frame(
                 rec,
                 FrameTime {
                     frame,
@@ -295,12 +318,12 @@ impl<'a> FrameSequence<'a> {
                     slot,
                 },
             )?;
-            let input = subject.scene.input();
+            let input = source.scene().input();
             structure.record_build(rec, &input, slot)?;
             let traced = structure.traversable(&input);
             renderer.record(
                 rec,
-                &subject.scene,
+                source.scene(),
                 traced.as_ref(),
                 &camera,
                 shading,
@@ -310,4 +333,11 @@ impl<'a> FrameSequence<'a> {
             Ok(())
         })
     }
+}
+
+/// Waits for every submission of `in_flight` and drops them.
+fn wait_for_all(in_flight: &mut VecDeque<(usize, Submission)>) -> Result<(), Error> {
+    in_flight
+        .drain(..)
+        .try_for_each(|(_, submission)| submission.wait())
 }

@@ -1,7 +1,7 @@
 //! Animated input measured (`canopy bench animation`): the skinning kernel over a glTF rig's
 //! vertices repeated to a given count, Loop subdivision of closed control meshes of given
 //! sizes (GPU levels, and the CPU's one-off stencil build), and a vertex-animation sequence
-//! streamed from disk against the same mesh held still, frames rendered two in flight (wall
+//! streamed from disk against the same mesh held still, frames rendered three in flight (wall
 //! time: whether reading the next file hides behind the GPU's work).
 //!
 //! Every figure also carries its work counters (dispatches, barriers) and the bytes uploaded
@@ -16,7 +16,7 @@ use crate::scene::animated::subdivision::LoopSubdivision;
 use crate::scene::animated::{MeshInput, OpenOptions, VertexSource, skin::Skinner};
 use crate::scene::rig::{ClipTime, Rig};
 use crate::scene::{MaterialMesh, Mesh};
-use crate::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
+use crate::sequence::{DEFAULT_FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
 use crate::vk::{Context, MemoryKind, WorkCounts};
 use glam::Mat4;
 use std::path::{Path, PathBuf};
@@ -263,14 +263,26 @@ fn measure_stream(ctx: &Context, path: &Path, config: &AnimationConfig) -> Resul
         )));
     };
     let (file_count, first) = (files.len(), first.clone());
-    let streamed = Subject::animated(ctx, input, &look, Refinement::default(), FRAMES_IN_FLIGHT)?;
+    let streamed = Subject::animated(
+        ctx,
+        input,
+        &look,
+        Refinement::default(),
+        DEFAULT_FRAMES_IN_FLIGHT,
+    )?;
     let vertices = first.positions.len() as u32;
     let uploaded_bytes = 12 * vertices as u64;
     let held = MeshInput::Still(MaterialMesh {
         mesh: first,
         ..MaterialMesh::default()
     });
-    let still = Subject::animated(ctx, held, &look, Refinement::default(), FRAMES_IN_FLIGHT)?;
+    let still = Subject::animated(
+        ctx,
+        held,
+        &look,
+        Refinement::default(),
+        DEFAULT_FRAMES_IN_FLIGHT,
+    )?;
     // Each way twice, the first a warm-up (pipelines, file cache).
     frames_per_second(ctx, &still, config)?;
     let still_fps = frames_per_second(ctx, &still, config)?;

@@ -12,8 +12,8 @@ use crate::accel::{
     BuildParams, RayStructure, StructureKind, StructureSize, submit_until_complete,
 };
 use crate::geom::ray::Query;
-use crate::render::presets::{self, Subject};
-use crate::render::{RenderParams, Renderer, traced_rays};
+use crate::render::presets::Subject;
+use crate::render::{FrameSource, RenderParams, Renderer, traced_rays};
 use crate::scene::animated::FrameTime;
 use crate::trace::Tracer;
 use crate::vk::{Context, Recorder, WorkCounts};
@@ -159,7 +159,7 @@ pub fn measure(
     let camera = subject.camera(config.time, width as f32 / height as f32);
     let at = config.frame_time();
     accel.set_view(ctx, &camera.view(width, height))?;
-    let shading = presets::shading(subject.radius);
+    let shading = subject.shading();
     let frame = |rec: &mut Recorder, accel: &mut dyn RayStructure| {
         subject.record_frame(rec, at)?;
         accel.record_build(rec, &input, 0)?;

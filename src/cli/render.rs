@@ -21,11 +21,13 @@ use canopy::job::{
 };
 use canopy::render::photons::PhotonParams;
 use canopy::render::presets::{CameraOverrides, MeshLook, MeshShading, Refinement, Subject};
-use canopy::render::{BounceStats, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams};
+use canopy::render::{
+    BounceStats, FrameSource, MAX_BOUNCES, MAX_SAMPLES, OutputChannel, RenderParams,
+};
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::{AssetAccess, Environment};
-use canopy::sequence::{FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
+use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
 use std::io::IsTerminal;
@@ -603,7 +605,7 @@ pub fn run(options: &ContextOptions, args: &RenderArgs) -> Result<(), CliError> 
         devices: &devices,
         setup: JobSetup {
             context: &super::context,
-            subject: &|ctx| build_subject(ctx, args, environment.as_ref()),
+            source: &|ctx| build_subject(ctx, args, environment.as_ref()),
             config: &|subject| sequence_config(args, subject, channels.clone()),
             attributes: &|frame, subject| frame_attributes(frame, args, subject),
             finished: &print_caustics,
@@ -1050,6 +1052,7 @@ fn sequence_config(
             estimated_radii: !args.photon_bound_radii,
         }),
         channels,
+        frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
     })
 }
 
@@ -1167,7 +1170,7 @@ pub(super) fn mesh_subject(
         MeshInput::Still(loaded) if refinement == Refinement::default() => {
             Subject::mesh(ctx, loaded, look)?
         }
-        input => Subject::animated(ctx, input, look, refinement, FRAMES_IN_FLIGHT)?,
+        input => Subject::animated(ctx, input, look, refinement, DEFAULT_FRAMES_IN_FLIGHT)?,
     };
     subject.gltf_camera = camera;
     Ok(subject)

@@ -39,18 +39,21 @@
 //! counted on the GPU and reported by [`ImageReadback::stats`] (`canopy render` prints them).
 //! Two path lists are used in turn, so memory does not grow with the number of bounces.
 //!
-//! One readback per frame in flight lets the CPU write one frame while the GPU renders the
-//! next.
+//! One readback per frame in flight lets the CPU hand on one frame while the GPU renders the
+//! next ones; a readback holds what the frame's files hold (the 8-bit image, the file
+//! channels' planes) and the bounce counters ([`ImageReadback::bytes`]).
 
 pub mod channels;
 pub mod cpu;
 pub mod photons;
 pub mod presets;
 pub mod scene_gpu;
+pub mod source;
 
 pub use crate::scene::material::{GpuLight, Light, Material, MaterialKind};
 pub use channels::{ChannelEncoding, ChannelSource, OutputChannel};
 pub use scene_gpu::{SceneGpu, Surfaces};
+pub use source::FrameSource;
 
 use crate::prims::WORKGROUP_SIZE;
 

@@ -2,7 +2,7 @@
 //! subject, clay, mirror and glass materials, a checkered ground, and the default scene's
 //! buffers and camera.
 
-use super::{Camera, GpuLight, Light, Material, SceneGpu, ShadingParams, Surfaces};
+use super::{Camera, FrameSource, GpuLight, Light, Material, SceneGpu, ShadingParams, Surfaces};
 use crate::scene::Texture;
 use crate::scene::animated::files::FileStream;
 use crate::scene::animated::normals::{self, SurfaceNormals};
@@ -320,7 +320,7 @@ impl CameraOverrides {
 }
 
 /// What a renderer shows: a scene's device buffers, and how each frame updates and views
-/// them (`canopy render`, `canopy bench render`).
+/// them (`canopy render`, `canopy bench render`): canopy's own [`FrameSource`].
 pub struct Subject {
     /// The device buffers.
     pub scene: SceneGpu,
@@ -368,8 +368,8 @@ impl Subject {
     /// An animated mesh file on a stage like [`MeshStage`]'s, framed over all its frames
     /// (`input`'s bounds: the mesh is placed so that the box of every frame fits the unit
     /// sphere), its vertices made on the GPU every frame: posed, or streamed from its files,
-    /// then refined as `refinement` says. `slots` is the number of frames in flight (the
-    /// staging buffers of a sequence).
+    /// then refined as `refinement` says. `slots` is the most frames in flight a sequence may
+    /// keep of it (the sequence's staging buffers: [`FrameSource::max_frames_in_flight`]).
     pub fn animated(
         ctx: &Context,
         input: MeshInput,
@@ -472,11 +472,41 @@ impl Subject {
             camera_overrides: CameraOverrides::default(),
         })
     }
+}
 
-    /// The camera at `time` seconds for an image of `aspect` = width / height: orbiting the
-    /// default scene at [`DEFAULT_SCENE_ORBIT`], a mesh at [`MESH_SCENE_ORBIT`], or the glTF
-    /// camera chosen; then [`Self::camera_overrides`].
-    pub fn camera(&self, time: f32, aspect: f32) -> Camera {
+impl FrameSource for Subject {
+    fn scene(&self) -> &SceneGpu {
+        &self.scene
+    }
+
+    /// The default scene's deformation and its lights ([`default_scene_lights`]), a mesh
+    /// file's animation; nothing for a still mesh.
+    fn record_frame(&self, rec: &mut Recorder, at: FrameTime) -> Result<()> {
+        match &self.motion {
+            Motion::DefaultScene(animation) => {
+                let lights: Vec<GpuLight> = default_scene_lights(at.seconds)
+                    .into_iter()
+                    .map(GpuLight::from)
+                    .collect();
+                rec.barrier_compute_to_transfer();
+                rec.update_buffer(&self.scene.lights, 0, &lights);
+                rec.barrier_transfer_to_compute();
+                animation.record(rec, &self.scene.positions, &self.scene.normals, at.seconds)
+            }
+            Motion::Mesh(animated) => animated.record(
+                rec,
+                at,
+                &self.scene.positions,
+                &self.scene.triangles,
+                &self.scene.normals,
+            ),
+            Motion::Still => Ok(()),
+        }
+    }
+
+    /// Orbiting the default scene at [`DEFAULT_SCENE_ORBIT`], a mesh at [`MESH_SCENE_ORBIT`],
+    /// or the glTF camera chosen; then [`Subject::camera_overrides`].
+    fn camera(&self, time: f32, aspect: f32) -> Camera {
         let degrees_per_second = match self.motion {
             Motion::DefaultScene(_) => DEFAULT_SCENE_ORBIT,
             _ => MESH_SCENE_ORBIT,
@@ -500,28 +530,19 @@ impl Subject {
         self.camera_overrides.apply(camera)
     }
 
-    /// Records the subject at frame `at`: the default scene's deformation and its lights
-    /// ([`default_scene_lights`]), a mesh file's animation; nothing for a still mesh.
-    pub fn record_frame(&self, rec: &mut Recorder, at: FrameTime) -> Result<()> {
+    /// [`shading`] for the subject's radius.
+    fn shading(&self) -> ShadingParams {
+        shading(self.radius)
+    }
+
+    /// A sequence streamed from files: its staging buffers.
+    fn max_frames_in_flight(&self) -> Option<usize> {
         match &self.motion {
-            Motion::DefaultScene(animation) => {
-                let lights: Vec<GpuLight> = default_scene_lights(at.seconds)
-                    .into_iter()
-                    .map(GpuLight::from)
-                    .collect();
-                rec.barrier_compute_to_transfer();
-                rec.update_buffer(&self.scene.lights, 0, &lights);
-                rec.barrier_transfer_to_compute();
-                animation.record(rec, &self.scene.positions, &self.scene.normals, at.seconds)
-            }
-            Motion::Mesh(animated) => animated.record(
-                rec,
-                at,
-                &self.scene.positions,
-                &self.scene.triangles,
-                &self.scene.normals,
-            ),
-            Motion::Still => Ok(()),
+            Motion::Mesh(animated) => match animated.source() {
+                VertexSource::Files(stream) => Some(stream.slots()),
+                _ => None,
+            },
+            _ => None,
         }
     }
 }

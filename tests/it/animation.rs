@@ -6,6 +6,7 @@
 use crate::common;
 
 use canopy::accel::StructureKind;
+use canopy::render::FrameSource;
 use canopy::render::presets::{MeshLook, MeshShading, Refinement, Subject};
 use canopy::scene::Mesh;
 use canopy::scene::animated::files::{FileStream, FrameFiles};
@@ -15,7 +16,7 @@ use canopy::scene::animated::subdivide::Subdivider;
 use canopy::scene::animated::subdivision::LoopSubdivision;
 use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::rig::{ClipTime, Rig};
-use canopy::sequence::{FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
+use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, Flow, FrameSequence, SequenceConfig};
 use canopy::vk::{Context, MemoryKind};
 use common::files::{TempFolder, glb};
 use common::{assert_valid, context, test_data};
@@ -516,7 +517,7 @@ fn normals_and_displacement_match_the_cpu() {
 }
 
 /// Every structure canopy traces renders an animated character (refined and displaced) and
-/// the cloth sequence through the frame sequence, two frames in flight; frames differ.
+/// the cloth sequence through the frame sequence, three frames in flight; frames differ.
 #[test]
 fn animated_meshes_render_through_every_structure() {
     let ctx = context();
@@ -547,7 +548,8 @@ fn animated_meshes_render_through_every_structure() {
         ),
     ];
     for (label, input, refinement) in subjects {
-        let subject = Subject::animated(&ctx, input, &look, refinement, FRAMES_IN_FLIGHT).unwrap();
+        let subject =
+            Subject::animated(&ctx, input, &look, refinement, DEFAULT_FRAMES_IN_FLIGHT).unwrap();
         for structure in StructureKind::ALL.into_iter().filter(|k| k.traceable()) {
             let config = SequenceConfig {
                 structure,
@@ -602,7 +604,7 @@ fn a_gltf_camera_places_the_view() {
         input,
         &MeshLook::default(),
         Refinement::default(),
-        FRAMES_IN_FLIGHT,
+        DEFAULT_FRAMES_IN_FLIGHT,
     )
     .unwrap();
     subject.gltf_camera = Some((3, 0.5));

@@ -13,9 +13,14 @@ use canopy::job::{
     RenderJob, ResumeMode, StatsLog, StopFlag,
 };
 use canopy::render::presets::Subject;
-use canopy::render::{BounceStats, Camera};
-use canopy::sequence::{FrameCamera, SequenceConfig};
-use canopy::vk::{Context, ContextOptions, Validation};
+use canopy::render::{
+    BounceStats, Camera, FrameSource, Light, Material, RenderParams, SceneGpu, ShadingParams,
+    Surfaces,
+};
+use canopy::scene::animated::FrameTime;
+use canopy::scene::{Mesh, shapes};
+use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, FrameCamera, SequenceConfig};
+use canopy::vk::{Context, ContextOptions, Recorder, Validation};
 use glam::Vec3;
 use std::path::Path;
 
@@ -179,6 +184,8 @@ fn the_stats_log_appends_one_line_per_frame() {
             width: 320,
             height: 180,
         },
+        in_flight: 3,
+        readback_bytes: 320 * 180 * 4,
     };
     assert_eq!(record(0).gpu_ms(), 3.5);
     assert_eq!(record(0).dropped_rays(), 3);
@@ -209,6 +216,8 @@ fn the_stats_log_appends_one_line_per_frame() {
     );
     assert_eq!(lines[0]["bounces"][0]["dropped_rays"], 2);
     assert_eq!(lines[0]["file"], "out/frame_0007.png");
+    assert_eq!(lines[0]["in_flight"], 3);
+    assert_eq!(lines[0]["readback_bytes"], 320 * 180 * 4);
     // The line's camera projects a point onto the pixel whose camera ray passes through it.
     let camera = &lines[0]["camera"];
     assert_eq!(
@@ -253,10 +262,16 @@ fn device() -> ContextOptions {
     }
 }
 
-/// A job of `frames` over a source defined here (the default scene at its smallest, 48x32),
-/// on `devices` devices, writing PNG frames into `out` with `threads` encoders; `stop_after`
-/// frames, the stop flag is set. Every device's context must end without validation errors.
-fn run_job(
+/// The default scene at its smallest.
+fn default_scene(ctx: &Context) -> Result<Subject, JobError> {
+    Ok(Subject::default_scene(ctx, 1000)?)
+}
+
+/// A job of `frames` over the frame source `source` makes, at 48x32, on `devices` devices,
+/// writing PNG frames into `out` with `threads` encoders; `stop_after` frames, the stop flag
+/// is set. Every device's context must end without validation errors.
+fn run_job<S: FrameSource>(
+    source: &(dyn Fn(&Context) -> Result<S, JobError> + Sync),
     frames: &FramePlan,
     devices: usize,
     (out, threads): (&Path, usize),
@@ -276,7 +291,7 @@ fn run_job(
         devices: &devices,
         setup: JobSetup {
             context: &|options| Ok(Context::new(options)?),
-            subject: &|ctx| Ok(Subject::default_scene(ctx, 1000)?),
+            source,
             config: &|_| {
                 Ok(SequenceConfig {
                     width: 48,
@@ -316,7 +331,8 @@ fn run_job(
 
 /// A job in process, on two devices at once (the same device twice), writes every frame of
 /// its plan once, with a stats line each; its PNG files are byte for byte those of one
-/// encoder thread on one device.
+/// encoder thread on one device. Each device keeps its frames in flight, and reads back per
+/// frame the PNG's pixels, 8-bit RGBA, with the bounce counters beside them.
 #[test]
 fn a_job_on_two_devices_writes_every_frame_like_one_device() {
     let folder = TempFolder::new("job-two-devices");
@@ -328,11 +344,18 @@ fn a_job_on_two_devices_writes_every_frame_like_one_device() {
     {
         let naming = OutputNaming::parse(out, None).unwrap();
         let plan = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::Error).unwrap();
-        let report = run_job(&plan, devices, (out, threads), stats, None);
+        let report = run_job(&default_scene, &plan, devices, (out, threads), stats, None);
         report.outcome.as_ref().unwrap();
         assert!(report.write_failure.is_none());
         assert_eq!(report.written, (0..6).collect::<Vec<_>>());
         assert_eq!(report.gpu_ms.len(), 6);
+        assert_eq!(
+            report.frames_in_flight, DEFAULT_FRAMES_IN_FLIGHT,
+            "{devices} devices"
+        );
+        // One 48-byte counter of the camera rays and one of each bounce.
+        let counters = 48 * (RenderParams::default().bounces as u64 + 1);
+        assert_eq!(report.readback_bytes, 48 * 32 * 4 + counters);
         reports.push(report);
     }
     for frame in 0..6 {
@@ -368,7 +391,7 @@ fn a_stopped_job_leaves_whole_frames_and_resumes() {
     let frames = parse_frames("0..12").unwrap();
     let naming = OutputNaming::parse(&out, None).unwrap();
     let plan = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::Error).unwrap();
-    let report = run_job(&plan, 1, (&out, 2), None, Some(2));
+    let report = run_job(&default_scene, &plan, 1, (&out, 2), None, Some(2));
     report.outcome.as_ref().unwrap();
     let written = report.written.clone();
     assert!(written.len() >= 2 && written.len() < 12, "{written:?}");
@@ -381,7 +404,126 @@ fn a_stopped_job_leaves_whole_frames_and_resumes() {
     assert_eq!(names, expected, "only whole frames, no temporary files");
     let resumed = FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::SkipExisting).unwrap();
     assert_eq!(resumed.skipped(), &written[..]);
-    let rest = run_job(&resumed, 1, (&out, 2), None, None);
+    let rest = run_job(&default_scene, &resumed, 1, (&out, 2), None, None);
     rest.outcome.as_ref().unwrap();
     assert_eq!(crate::common::files::names(&out).len(), 12);
+}
+
+/// The plan of `frames`, written into `out` (made now).
+fn plan_into(frames: &str, out: &Path) -> FramePlan {
+    let naming = OutputNaming::parse(out, None).unwrap();
+    let frames = parse_frames(frames).unwrap();
+    FramePlan::new(&frames, WHOLE, Some(&naming), ResumeMode::Error).unwrap()
+}
+
+/// An application's own frame source: a cube sliding along x over a ground square, its
+/// vertices written into the frame's commands each frame, under one sun, seen through a
+/// camera of its own that drifts with time. `held`: the cube stays where it is in that frame,
+/// uploaded once when the source is made.
+struct SlidingCube {
+    scene: SceneGpu,
+    held: Option<u32>,
+}
+
+impl SlidingCube {
+    fn new(ctx: &Context, held: Option<u32>) -> Result<Self, JobError> {
+        let mut mesh = shapes::cube([0.0; 3], 1.0);
+        mesh.append(&shapes::ground_square([0.0; 3], 4.0));
+        // No normals: each triangle is shaded by its own, wherever it is.
+        let mesh = Mesh {
+            positions: Self::positions(held.unwrap_or(0)),
+            normals: vec![[0.0; 3]; mesh.positions.len()],
+            ..mesh
+        };
+        let materials = [
+            Material::diffuse([0.8, 0.3, 0.2]),
+            Material::diffuse([0.7, 0.7, 0.7]),
+        ];
+        let triangle_materials: Vec<u32> = (0..mesh.triangle_count())
+            .map(|t| u32::from(t >= 12))
+            .collect();
+        let sun = Light::Directional {
+            direction: Vec3::new(-0.3, -1.0, -0.5),
+            intensity: Vec3::splat(0.9),
+        };
+        let surfaces = Surfaces::untextured(&triangle_materials, &materials);
+        let scene = SceneGpu::from_mesh(ctx, &mesh, &surfaces, &[sun])?;
+        Ok(Self { scene, held })
+    }
+
+    /// The cube's 8 vertices half a unit further along x each frame, then the ground's 4.
+    fn positions(frame: u32) -> Vec<[f32; 3]> {
+        let x = -1.5 + 0.5 * frame as f32;
+        let mut mesh = shapes::cube([x, 0.0, -0.5], 1.0);
+        mesh.append(&shapes::ground_square([0.0; 3], 4.0));
+        mesh.positions
+    }
+}
+
+impl FrameSource for SlidingCube {
+    fn scene(&self) -> &SceneGpu {
+        &self.scene
+    }
+
+    fn record_frame(&self, rec: &mut Recorder, at: FrameTime) -> canopy::vk::Result<()> {
+        if self.held.is_none() {
+            rec.update_buffer(&self.scene.positions, 0, &Self::positions(at.frame));
+            rec.barrier_transfer_to_compute();
+        }
+        Ok(())
+    }
+
+    fn camera(&self, time: f32, _aspect: f32) -> Camera {
+        Camera {
+            position: Vec3::new(time, 3.0, 6.0),
+            target: Vec3::new(0.0, 0.5, 0.0),
+            up: Vec3::Y,
+            fov_y_degrees: 45.0,
+        }
+    }
+
+    fn shading(&self) -> ShadingParams {
+        ShadingParams {
+            ambient: 0.1,
+            surface_offset: 1e-4,
+        }
+    }
+}
+
+/// A job over a source defined here, on two devices, renders each frame with the source's
+/// vertices of that frame and its camera: each file is byte for byte that of a job over the
+/// same source held at that frame from the start, and the frames differ from each other.
+#[test]
+fn a_job_renders_an_applications_own_source() {
+    let folder = TempFolder::new("job-own-source");
+    let read = |out: &Path, frame: u32| std::fs::read(out.join(format!("frame_{frame:04}.png")));
+    let sliding = folder.0.join("sliding");
+    let report = run_job(
+        &|ctx| SlidingCube::new(ctx, None),
+        &plan_into("0..4", &sliding),
+        2,
+        (&sliding, 2),
+        None,
+        None,
+    );
+    report.outcome.as_ref().unwrap();
+    assert_eq!(report.written, [0, 1, 2, 3]);
+    let images: Vec<Vec<u8>> = (0..4).map(|f| read(&sliding, f).unwrap()).collect();
+    for (a, b) in [(0, 1), (1, 2), (2, 3), (0, 3)] {
+        assert_ne!(
+            images[a], images[b],
+            "frames {a} and {b} are the same image"
+        );
+    }
+    for frame in [1, 3] {
+        let held = folder.0.join(format!("held{frame}"));
+        let plan = plan_into(&frame.to_string(), &held);
+        let source = |ctx: &Context| SlidingCube::new(ctx, Some(frame));
+        let report = run_job(&source, &plan, 1, (&held, 1), None, None);
+        report.outcome.as_ref().unwrap();
+        assert!(
+            read(&held, frame).unwrap() == images[frame as usize],
+            "frame {frame} differs from the cube held there"
+        );
+    }
 }

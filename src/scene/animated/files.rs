@@ -374,6 +374,11 @@ impl FileStream {
         self.vertex_count
     }
 
+    /// Its staging buffers: the most frames in flight it can be recorded for.
+    pub fn slots(&self) -> usize {
+        self.staging.len()
+    }
+
     /// Bytes uploaded per frame.
     pub fn uploaded_bytes(&self) -> u64 {
         12 * self.vertex_count as u64
