@@ -9,10 +9,12 @@
 // the children entered stay in registers; the triangle test runs in its own loop, one copy in
 // the code. Every ray writes a Hit; a miss has triangle = MISS and t = tmax.
 //
-// Closest-hit queries visit the internal children entered nearest first (the lower slot on
-// ties): a sorting network orders them in registers, the nearest is visited next if it is still
-// nearer than the closest hit once the node's leaves are tested, and the others are pushed
-// with their entry distances, to be popped only while nearer than the closest hit.
+// Closest-hit queries keep the nearest internal child entered (the lower slot on ties) in
+// registers and visit it next if it is still nearer than the closest hit once the node's leaves
+// are tested; the node's other children entered are pushed in slot order with their entry
+// distances (a child that was the nearest until a later slot's is pushed then), to be popped
+// only while nearer than the closest hit. Ordering every child (by a sorting network in
+// registers, or by insertion on the stack) measured slower on camera rays.
 //
 // Any-hit (occlusion) queries stop at the first hit, so their order buys nothing: a node's
 // internal children entered are visited in slot order, depth first, and the stack holds one
@@ -23,9 +25,10 @@
 // run (one per leaf whose box was entered). src/accel/bvh/wide/cpu.rs trace_wide walks the
 // tree in the same order and counts the same way.
 //
-// The stack bound: a node with k internal children pushes k and pops one, so a ray holds at
-// most the tree's stack need, which its build records; a tree needing more than STACK_SIZE is
-// traced through the binary tree instead (WideBvh::fits_traversal_stack).
+// The stack bound: a node with k internal children entered pushes at most k - 1 entries
+// (closest hit) or one (any hit), so a ray holds at most the tree's stack need, which its build
+// records; a tree needing more than STACK_SIZE is traced through the binary tree instead
+// (WideBvh::fits_traversal_stack).
 #include "../common/prelude.glsl"
 #include "bvh/wide_format.glsl"
 #include "../common/ray.glsl"
@@ -85,40 +88,6 @@ float slot_entry(RayQuery q, PlaneDistances d, vec3 t_lo, vec3 t_hi, float tmax)
     return enter <= leave ? enter : INF;
 }
 
-// Orders a node's children entered (INF: not entered) by entry distance, then node index (slot
-// order), in registers: Batcher's odd-even merge sort, 19 compare-exchanges over the eight.
-void order_pair(inout float t_a, inout uint node_a, inout float t_b, inout uint node_b) {
-    bool swap = t_b < t_a || (t_b == t_a && node_b < node_a);
-    float t_first = swap ? t_b : t_a;
-    uint node_first = swap ? node_b : node_a;
-    t_b = swap ? t_a : t_b;
-    node_b = swap ? node_a : node_b;
-    t_a = t_first;
-    node_a = node_first;
-}
-
-void sort_by_entry(inout float t[WIDE_WIDTH], inout uint node[WIDE_WIDTH]) {
-    order_pair(t[0], node[0], t[1], node[1]);
-    order_pair(t[2], node[2], t[3], node[3]);
-    order_pair(t[4], node[4], t[5], node[5]);
-    order_pair(t[6], node[6], t[7], node[7]);
-    order_pair(t[0], node[0], t[2], node[2]);
-    order_pair(t[1], node[1], t[3], node[3]);
-    order_pair(t[4], node[4], t[6], node[6]);
-    order_pair(t[5], node[5], t[7], node[7]);
-    order_pair(t[1], node[1], t[2], node[2]);
-    order_pair(t[5], node[5], t[6], node[6]);
-    order_pair(t[0], node[0], t[4], node[4]);
-    order_pair(t[1], node[1], t[5], node[5]);
-    order_pair(t[2], node[2], t[6], node[6]);
-    order_pair(t[3], node[3], t[7], node[7]);
-    order_pair(t[2], node[2], t[4], node[4]);
-    order_pair(t[3], node[3], t[5], node[5]);
-    order_pair(t[1], node[1], t[2], node[2]);
-    order_pair(t[3], node[3], t[4], node[4]);
-    order_pair(t[5], node[5], t[6], node[6]);
-}
-
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
@@ -157,13 +126,12 @@ void main() {
         uint internal_mask = header.w >> 24;
         uint slot_mask = internal_mask | bases.z;
         uint leaves_entered = 0u;
-        // The internal children entered, by rank among the node's internal children.
+        // Any hit: the internal children entered, by rank among the node's internal children.
         uint children_entered = 0u;
-        float child_t[WIDE_WIDTH];
-        uint child_node[WIDE_WIDTH];
+        // Closest hit: the nearest internal child entered.
+        float nearest_t = INF;
+        uint nearest_node = INVALID_NODE;
         [[unroll]] for (uint j = 0u; j < WIDE_WIDTH; ++j) {
-            child_t[j] = INF;
-            child_node[j] = INVALID_NODE;
             if (((slot_mask >> j) & 1u) == 0u) {
                 continue;
             }
@@ -189,30 +157,31 @@ void main() {
                 continue;
             }
             if (((internal_mask >> j) & 1u) != 0u) {
-                uint rank = bitCount(internal_mask & ((1u << j) - 1u));
-                children_entered |= 1u << rank;
-                child_t[j] = entry;
-                child_node[j] = bases.x + rank;
+                uint child = bases.x + bitCount(internal_mask & ((1u << j) - 1u));
+                if (ANY_HIT) {
+                    children_entered |= 1u << (child - bases.x);
+                } else {
+                    uvec2 farther = uvec2(child, floatBitsToUint(entry));
+                    if (entry < nearest_t) {
+                        farther = uvec2(nearest_node, floatBitsToUint(nearest_t));
+                        nearest_t = entry;
+                        nearest_node = child;
+                    }
+                    if (farther.x != INVALID_NODE && depth < STACK_SIZE) {
+                        stack[depth] = farther;
+                        ++depth;
+                    }
+                }
             } else {
                 leaves_entered |= 1u << j;
             }
         }
-        if (ANY_HIT) {
-            if (children_entered != 0u) {
-                if (siblings.y != 0u && depth < STACK_SIZE) {
-                    stack[depth] = siblings;
-                    ++depth;
-                }
-                siblings = uvec2(bases.x, children_entered);
+        if (ANY_HIT && children_entered != 0u) {
+            if (siblings.y != 0u && depth < STACK_SIZE) {
+                stack[depth] = siblings;
+                ++depth;
             }
-        } else {
-            sort_by_entry(child_t, child_node);
-            [[unroll]] for (uint j = WIDE_WIDTH - 1u; j > 0u; --j) {
-                if (child_t[j] != INF && depth < STACK_SIZE) {
-                    stack[depth] = uvec2(child_node[j], floatBitsToUint(child_t[j]));
-                    ++depth;
-                }
-            }
+            siblings = uvec2(bases.x, children_entered);
         }
         // The leaves entered, in slot order: one copy of the triangle test.
         bool found = false;
@@ -237,9 +206,9 @@ void main() {
             searching = siblings.y != 0u;
             node = siblings.x + uint(findLSB(siblings.y));
             siblings.y &= siblings.y - 1u;
-        } else if (child_t[0] < t) {
+        } else if (nearest_t < t) {
             // The nearest child entered, still nearer than the closest hit.
-            node = child_node[0];
+            node = nearest_node;
         } else {
             // Pop the next node still nearer than the closest hit.
             searching = false;

@@ -330,11 +330,12 @@ pub fn same_wide_tree(a: &WideTree, b: &WideTree) -> Result<(), String> {
 ///
 /// The walk is the kernel's: at a node every child's box is tested against the closest hit
 /// so far (in ray space, one multiply-add per plane, as the kernel does; by the decoded box's
-/// slab test for rays with a zero direction component); an internal child entered is pushed
-/// with its entry distance, the node's pushes ordered so the nearest is on top (the lower
-/// slot on ties) for closest-hit queries, and so the lowest slot is on top for any-hit
-/// queries (depth first in slot order); then the leaves entered are intersected in slot
-/// order. The next node is the top of the stack that is no farther than the closest hit then.
+/// slab test for rays with a zero direction component); for closest-hit queries the nearest
+/// internal child entered (the lower slot on ties) is kept and the others are pushed with their
+/// entry distances in slot order, for any-hit queries every internal child entered is pushed
+/// so that the lowest slot is on top (depth first in slot order); then the leaves entered are
+/// intersected in slot order. The next node is the nearest child kept, else the top of the
+/// stack, whichever first is no farther than the closest hit then.
 /// Conventions at rounding are those of
 /// [`trace_bvh`](crate::accel::bvh::traverse::trace_bvh).
 pub fn trace_wide(
@@ -358,6 +359,7 @@ pub fn trace_wide(
         let node = &tree.nodes[index as usize];
         let frame = (!parallel).then(|| RayFrame::new(node, ray, inv_dir));
         let pushed_from = stack.len();
+        let mut nearest: Option<(u32, f32)> = None;
         let mut leaves_entered = Vec::new();
         for j in 0..node.slot_count() {
             let (near, far) = match &frame {
@@ -373,21 +375,20 @@ pub fn trace_wide(
                 // Any hit: depth first in slot order (each child below the node's earlier
                 // ones, so the lowest slot is on top).
                 WideChild::Node(c) if query == Query::Any => stack.insert(pushed_from, (c, near)),
-                WideChild::Node(c) => {
-                    // Insertion below the entries no farther: the nearest (lowest slot) on top.
-                    let mut at = stack.len();
-                    while at > pushed_from && stack[at - 1].1 <= near {
-                        at -= 1;
-                    }
-                    stack.insert(at, (c, near));
-                }
+                // Closest hit: the nearest so far is kept, the others pushed in slot order.
+                WideChild::Node(c) => match nearest {
+                    Some((_, nearest_t)) if near >= nearest_t => stack.push((c, near)),
+                    _ => stack.extend(nearest.replace((c, near))),
+                },
             }
         }
         let mesh = (positions, triangles);
         if let Some(hit) = test_leaf(mesh, &leaves_entered, ray, query, &mut best, &mut work) {
             return (hit, work);
         }
-        next = std::iter::from_fn(|| stack.pop())
+        next = nearest
+            .into_iter()
+            .chain(std::iter::from_fn(|| stack.pop()))
             .find(|&(_, near)| near <= best.t)
             .map(|(c, _)| c);
     }
