@@ -110,6 +110,9 @@ impl Appearance {
         file: &GltfFile,
         material: &gltf::Material,
     ) -> Result<Material, String> {
+        if material.index().is_none() {
+            return Ok(Material::diffuse([1.0; 3]));
+        }
         let pbr = material.pbr_metallic_roughness();
         let [r, g, b, _] = pbr.base_color_factor();
         let colour = [r, g, b];

@@ -1224,3 +1224,41 @@ fn file_channel_encodings_match_the_cpu_reference() {
     assert_eq!(image.bytes() - unconverted, planes as u64);
     assert_valid(&ctx);
 }
+
+#[test]
+fn meshes_deformed_on_the_gpu_drop_their_normal_maps() {
+    use canopy::render::presets::{MeshLook, Refinement, Subject};
+    use canopy::scene::animated::MeshInput;
+    let ctx = context();
+    let folder = TempFolder::new("deformed-normal-map");
+    let colour = crate::textures::Attribute {
+        semantic: "COLOR_0",
+        kind: "VEC3",
+        component: 5126,
+        bytes: bytemuck::cast_slice(&[[0.5f32, 1.0, 1.0]; 4]).to_vec(),
+    };
+    let path = crate::textures::normal_mapped_quad(&folder.0, "bumpy.gltf", 1.0, "", &[colour]);
+    let loaded = MaterialMesh::load(&path).unwrap();
+    assert!(loaded.materials[0].normal_texture.is_some() && !loaded.tangents.is_empty());
+    // Refined every frame on the GPU: no tangents follow the vertices, so the normal texture
+    // is not read (a warning says so); the vertex colours, refined as the texture
+    // coordinates are, stay.
+    let refinement = Refinement {
+        levels: 1,
+        displace: None,
+    };
+    let subject = Subject::animated(
+        &ctx,
+        MeshInput::Still(loaded.clone()),
+        &MeshLook::default(),
+        refinement,
+        1,
+    )
+    .unwrap();
+    assert!(subject.scene.tangents.is_none());
+    assert!(subject.scene.colours.is_some());
+    // The same mesh kept still reads it.
+    let still = Subject::mesh(&ctx, loaded, &MeshLook::default()).unwrap();
+    assert!(still.scene.tangents.is_some());
+    assert_valid(&ctx);
+}
