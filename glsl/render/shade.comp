@@ -64,7 +64,7 @@ uint path_hash(uint pixel, uint salt) {
 // `n`: the mirror direction `mirror`, with GLOSSY moved towards a cosine-weighted direction
 // about n by roughness squared.
 vec3 reflected_direction(vec3 mirror, vec3 n, float roughness, uint pixel) {
-    if ((pc.pass_flags & GLOSSY) == 0u || !(roughness > 0.0)) {
+    if ((pc.pass_flags & GLOSSY) == 0u || roughness <= 0.0) {
         return mirror;
     }
     uint hash = path_hash(pixel, 0x2f6b1d93u);

@@ -56,7 +56,7 @@ impl PathPoint {
     /// unit `n` leaves in, the mirror direction `mirror` moved towards a cosine-weighted one
     /// by roughness squared when `glossy`.
     fn reflected_direction(&self, mirror: Vec3, n: Vec3, roughness: f32, glossy: bool) -> Vec3 {
-        if !glossy || !(roughness > 0.0) {
+        if !glossy || roughness <= 0.0 {
             return mirror;
         }
         let hash = self.hash(0x2f6b_1d93);
@@ -100,7 +100,7 @@ pub(crate) struct SurfacePoint {
 fn normal_mapped(n: Vec3, tangent: Vec4, texel: Vec3, scale: f32) -> Vec3 {
     let t = tangent.truncate() - n * n.dot(tangent.truncate());
     let t_length = t.length();
-    if !(t_length > 0.0) {
+    if t_length.is_nan() || t_length <= 0.0 {
         return n;
     }
     let t = t / t_length;
