@@ -1,6 +1,7 @@
 // Alpha-mask cut-outs, as every structure's traversal passes through them: a candidate hit on
 // a triangle whose material is ALPHA_MASK, where the material's alpha times its base colour
-// texture's (at the hit's interpolated texture coordinates) is below its cutoff, is not a hit,
+// texture's (at the hit's interpolated texture coordinates) and its vertex colour's is below
+// its cutoff, is not a hit,
 // and the ray goes on. The same rule for closest-hit and any-hit (shadow) queries. Without
 // CUTOUTS (the includer's specialization constant 4, set where the scene has cut-outs) the
 // test is compiled away, so that traversals of scenes without them pay nothing.
@@ -21,12 +22,16 @@ bool cut_out(uint64_t appearance, uint triangle, vec2 uv) {
         return false;
     }
     float alpha = m.alpha;
+    uvec3 t = UVec3s(a.triangles).v[triangle];
+    float w = 1.0 - uv.x - uv.y;
     if (m.base_colour_texture.texture != NO_TEXTURE) {
-        uvec3 t = UVec3s(a.triangles).v[triangle];
         Vec4s texcoords = Vec4s(a.texcoords);
-        float w = 1.0 - uv.x - uv.y;
         vec4 coords = w * texcoords.v[t.x] + uv.x * texcoords.v[t.y] + uv.y * texcoords.v[t.z];
-        alpha *= sample_texture(a, m.base_colour_texture, coords).a;
+        alpha *= sample_texture(a, m.base_colour_texture, coords, true).a;
+    }
+    if (a.colours != 0ul) {
+        Vec4s colours = Vec4s(a.colours);
+        alpha *= w * colours.v[t.x].a + uv.x * colours.v[t.y].a + uv.y * colours.v[t.z].a;
     }
     return alpha < m.alpha_cutoff;
 }

@@ -1,7 +1,8 @@
 // What the renderer's kernels share about surfaces: the scene's buffers (positions, normals,
 // triangles, a material per triangle), its appearance (materials: diffuse, mirror, glass,
-// emission; the textures they read), lights, the sky, the surface point a hit describes, and
-// the mirror and glass (Fresnel) scattering rules. Mirrors src/render/scene_gpu.rs,
+// metallic and rough, emission; the textures they read, vertex tangents and colours),
+// lights, the sky, the surface point a hit describes (textured, coloured per vertex and
+// normal-mapped), and the mirror and glass (Fresnel) scattering rules. Mirrors src/render/scene_gpu.rs,
 // src/scene/material.rs (Material, GpuLight), src/scene/texture.rs (sampling) and
 // src/render/cpu.rs.
 #ifndef CANOPY_SHADING
@@ -39,6 +40,12 @@ struct Material {
     float alpha;         // times the base colour texture's alpha
     TextureRef base_colour_texture; // multiplies colour (sRGB texels)
     TextureRef emissive_texture;    // multiplies emission (sRGB texels)
+    float metallic;      // diffuse: the share of metal, times the B of metallic_roughness_texture
+    float roughness;     // diffuse (metal) and mirror: 0 sharp to 1, times its G
+    float normal_scale;  // scales the normal texture's tangent-space x and y
+    uint pad;
+    TextureRef normal_texture;             // tangent-space normals (linear, 2c - 1)
+    TextureRef metallic_roughness_texture; // linear
 };
 
 const uint WRAP_REPEAT = 0u;
@@ -70,14 +77,16 @@ struct Environment {
 };
 
 // The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
-// set 1 in zw), texture table and texels (RGBA8 per u32), triangles and their materials lie,
-// the environment, then the materials.
+// set 1 in zw), texture table and texels (RGBA8 per u32), triangles and their materials, vertex
+// tangents and colours lie, the environment, then the materials.
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
     uint64_t texcoords;
     uint64_t textures;
     uint64_t texels;
     uint64_t triangles;          // uvec3 per triangle
     uint64_t triangle_materials; // u32 per triangle
+    uint64_t tangents;           // vec4 per vertex (xyz, handedness in w), or 0: none
+    uint64_t colours;            // vec4 per vertex (linear RGBA), or 0: white
     uint material_count;
     uint texture_count;
     Environment environment;
@@ -132,18 +141,20 @@ uint wrap_texel(int i, int size, uint wrap) {
     return uint(((i % size) + size) % size);
 }
 
-// Texel (x, y) of texture t, wrapped, its colour decoded from sRGB (alpha is linear).
-vec4 texel_at(Appearance a, Texture t, int x, int y) {
+// Texel (x, y) of texture t, wrapped, its colour decoded from sRGB when `srgb` (alpha is
+// linear).
+vec4 texel_at(Appearance a, Texture t, int x, int y, bool srgb) {
     uint wx = wrap_texel(x, int(t.width), t.sampling & 3u);
     uint wy = wrap_texel(y, int(t.height), (t.sampling >> 2) & 3u);
     vec4 c = unpackUnorm4x8(U32s(a.texels).v[t.first_texel + wy * t.width + wx]);
-    return vec4(srgb_decode(c.r), srgb_decode(c.g), srgb_decode(c.b), c.a);
+    return srgb ? vec4(srgb_decode(c.r), srgb_decode(c.g), srgb_decode(c.b), c.a) : c;
 }
 
 // The linear RGBA a material's texture gives at a surface point whose interpolated texture
 // coordinates are `texcoords`: transformed, wrapped, then the nearest texel or the bilinear
-// blend of the four nearest (src/scene/texture.rs Texture::sample).
-vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords) {
+// blend of the four nearest, decoded from sRGB when `srgb` (src/scene/texture.rs
+// Texture::sample).
+vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords, bool srgb) {
     vec2 uv = r.texcoord_set == 1u ? texcoords.zw : texcoords.xy;
     // Written out as the CPU sums it (no dot: a device may fuse or reorder one, and the grid's
     // caster, which reads cut-outs, holds none).
@@ -153,7 +164,7 @@ vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords) {
     float u = wrapped_coordinate(uv.x, t.sampling & 3u) * float(t.width);
     float v = wrapped_coordinate(uv.y, (t.sampling >> 2) & 3u) * float(t.height);
     if (((t.sampling >> 4) & 1u) == FILTER_NEAREST) {
-        return texel_at(a, t, int(floor(u)), int(floor(v)));
+        return texel_at(a, t, int(floor(u)), int(floor(v)), srgb);
     }
     u -= 0.5;
     v -= 0.5;
@@ -163,22 +174,43 @@ vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords) {
     float fv = v - y;
     int ix = int(x);
     int iy = int(y);
-    vec4 top = mix(texel_at(a, t, ix, iy), texel_at(a, t, ix + 1, iy), fu);
-    vec4 bottom = mix(texel_at(a, t, ix, iy + 1), texel_at(a, t, ix + 1, iy + 1), fu);
+    vec4 top = mix(texel_at(a, t, ix, iy, srgb), texel_at(a, t, ix + 1, iy, srgb), fu);
+    vec4 bottom = mix(texel_at(a, t, ix, iy + 1, srgb), texel_at(a, t, ix + 1, iy + 1, srgb), fu);
     return mix(top, bottom, fv);
 }
 
 struct SurfacePoint {
     vec3 position;
     vec3 geometric_normal; // unit, facing the ray's origin
-    vec3 shading_normal;   // interpolated vertex normal, on the geometric normal's side (the
-                           // geometric normal where the vertex normals are zero: flat)
+    vec3 shading_normal;   // interpolated vertex normal bent by the normal texture, on the
+                           // geometric normal's side (the geometric normal where the vertex
+                           // normals are zero: flat)
     bool front;            // the ray arrived on the side the vertex normals point to (outside)
-    vec3 colour;           // the material's colour, textured and checkered where it asks
+    vec3 colour;           // the material's colour, textured, times the vertex colour and
+                           // checkered where it asks
     vec3 emission;         // the radiance it emits, textured where it asks
     uint kind;             // MATERIAL_*
     float ior;
+    float metallic;        // textured where it asks
+    float roughness;       // textured where it asks
 };
+
+// Unit normal `n` bent by a normal texture's linear texel `texel` (tangent-space x, y scaled
+// by `scale`) in the frame of the interpolated vertex tangent (xyz made orthogonal to n,
+// bitangent w x n x tangent); n where the tangent gives no frame.
+vec3 normal_mapped(vec3 n, vec4 tangent, vec3 texel, float scale) {
+    vec3 t = tangent.xyz - n * dot(n, tangent.xyz);
+    float t_length = length(t);
+    if (!(t_length > 0.0)) {
+        return n;
+    }
+    t /= t_length;
+    vec3 b = (tangent.w < 0.0 ? -1.0 : 1.0) * cross(n, t);
+    vec3 m = texel * 2.0 - 1.0;
+    vec3 bent = (m.x * scale) * t + (m.y * scale) * b + m.z * n;
+    float bent_length = length(bent);
+    return bent_length > 0.0 ? bent / bent_length : n;
+}
 
 SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
     uvec3 t = UVec3s(scene.triangles).v[hit.triangle];
@@ -197,6 +229,41 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
     // Outside is where the vertex normals point: the winding normal turned to agree with them.
     vec3 outward = dot(g, n) < 0.0 ? -g : g;
     s.front = dot(outward, ray.direction) < 0.0;
+    Material m = scene_material(scene, U32s(scene.triangle_materials).v[hit.triangle]);
+    Appearance ap = Appearance(scene.appearance);
+    s.colour = m.colour;
+    s.emission = m.emission;
+    s.kind = m.kind;
+    s.ior = m.ior;
+    s.metallic = m.metallic;
+    s.roughness = m.roughness;
+    if (ap.colours != 0ul) {
+        Vec4s colours = Vec4s(ap.colours);
+        s.colour *= (w * colours.v[t.x] + hit.u * colours.v[t.y] + hit.v * colours.v[t.z]).rgb;
+    }
+    if (m.base_colour_texture.texture != NO_TEXTURE || m.emissive_texture.texture != NO_TEXTURE
+        || m.normal_texture.texture != NO_TEXTURE
+        || m.metallic_roughness_texture.texture != NO_TEXTURE) {
+        Vec4s texcoords = Vec4s(ap.texcoords);
+        vec4 uv = w * texcoords.v[t.x] + hit.u * texcoords.v[t.y] + hit.v * texcoords.v[t.z];
+        if (m.base_colour_texture.texture != NO_TEXTURE) {
+            s.colour *= sample_texture(ap, m.base_colour_texture, uv, true).rgb;
+        }
+        if (m.emissive_texture.texture != NO_TEXTURE) {
+            s.emission *= sample_texture(ap, m.emissive_texture, uv, true).rgb;
+        }
+        if (m.metallic_roughness_texture.texture != NO_TEXTURE) {
+            vec4 texel = sample_texture(ap, m.metallic_roughness_texture, uv, false);
+            s.metallic *= texel.b;
+            s.roughness *= texel.g;
+        }
+        if (m.normal_texture.texture != NO_TEXTURE) {
+            Vec4s tangents = Vec4s(ap.tangents);
+            vec4 tangent = w * tangents.v[t.x] + hit.u * tangents.v[t.y] + hit.v * tangents.v[t.z];
+            vec3 texel = sample_texture(ap, m.normal_texture, uv, false).rgb;
+            n = normal_mapped(n, tangent, texel, m.normal_scale);
+        }
+    }
     if (dot(g, ray.direction) > 0.0) {
         g = -g;
     }
@@ -205,22 +272,6 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
         n = -n;
     }
     s.shading_normal = n;
-    Material m = scene_material(scene, U32s(scene.triangle_materials).v[hit.triangle]);
-    s.colour = m.colour;
-    s.emission = m.emission;
-    s.kind = m.kind;
-    s.ior = m.ior;
-    if (m.base_colour_texture.texture != NO_TEXTURE || m.emissive_texture.texture != NO_TEXTURE) {
-        Appearance a = Appearance(scene.appearance);
-        Vec4s texcoords = Vec4s(a.texcoords);
-        vec4 uv = w * texcoords.v[t.x] + hit.u * texcoords.v[t.y] + hit.v * texcoords.v[t.z];
-        if (m.base_colour_texture.texture != NO_TEXTURE) {
-            s.colour *= sample_texture(a, m.base_colour_texture, uv).rgb;
-        }
-        if (m.emissive_texture.texture != NO_TEXTURE) {
-            s.emission *= sample_texture(a, m.emissive_texture, uv).rgb;
-        }
-    }
     if (m.checker_scale > 0.0) {
         ivec2 cell = ivec2(floor(s.position.xz / m.checker_scale));
         if (((cell.x + cell.y) & 1) != 0) {

@@ -4,14 +4,19 @@
 // - a miss adds the sky along the ray (the environment map where there is one:
 //   common/shading.glsl sky_radiance), times the path's throughput, to the ray's pixel;
 // - a hit on an emissive surface adds its emission times the throughput;
-// - a diffuse hit adds its ambient term, and appends one shadow ray per light the surface
-//   faces to the shadow list, carrying the radiance it adds if it reaches the light
-//   (throughput x albedo x irradiance x cosine with the shading normal); with sky light, the
-//   ambient term is replaced by one more shadow ray in a cosine-weighted direction about the
-//   shading normal (hashed from the pixel, sample and bounce: common/sampling.glsl), carrying
-//   throughput x albedo x the sky's radiance from there (the cosine and the 1/pi of the
-//   Lambert BRDF cancel with the sampling's density);
+// - a diffuse hit, of albedo colour x (1 - metallic), adds its ambient term, and appends one
+//   shadow ray per light the surface faces to the shadow list, carrying the radiance it adds
+//   if it reaches the light (throughput x albedo x irradiance x cosine with the shading
+//   normal); with sky light, the ambient term is replaced by one more shadow ray in a
+//   cosine-weighted direction about the shading normal (hashed from the pixel, sample and
+//   bounce: common/sampling.glsl), carrying throughput x albedo x the sky's radiance from
+//   there (the cosine and the 1/pi of the Lambert BRDF cancel with the sampling's density);
+//   where it is metallic it also reflects as a mirror would, with the throughput times
+//   colour x metallic;
 // - a mirror hit appends the reflected ray with the throughput times the reflectance;
+// - reflected rays of diffuse (metal) and mirror hits leave in the mirror direction about
+//   the shading normal, or, with more than one sample per pixel (GLOSSY), in that direction
+//   moved towards a cosine-weighted one (hashed as the sky's) by roughness squared;
 // - a glass hit appends the reflected ray weighted by the exact dielectric Fresnel reflectance
 //   F and the refracted ray weighted by (1 - F) x tint (common/shading.glsl); under total
 //   internal reflection only the reflected ray, with weight 1. Glass is entered from the side
@@ -48,6 +53,27 @@ layout(push_constant, scalar) uniform Push {
 
 const uint SPAWN = 1u;     // append scattered rays (else the last bounce: end at the sky)
 const uint SKY_LIGHT = 2u; // diffuse hits sample the sky's light instead of the ambient term
+const uint GLOSSY = 4u;    // rough reflections scatter (more than one sample per pixel)
+
+// A hash of this path (pixel, sample, bounce) for the sampling of one decision, `salt`.
+uint path_hash(uint pixel, uint salt) {
+    return sample_hash(sample_hash((pixel * 0x9e3779b9u) ^ (pc.pass_flags >> 8)) ^ salt);
+}
+
+// The direction a reflection of roughness `roughness` leaves in about unit shading normal
+// `n`: the mirror direction `mirror`, with GLOSSY moved towards a cosine-weighted direction
+// about n by roughness squared.
+vec3 reflected_direction(vec3 mirror, vec3 n, float roughness, uint pixel) {
+    if ((pc.pass_flags & GLOSSY) == 0u || roughness <= 0.0) {
+        return mirror;
+    }
+    uint hash = path_hash(pixel, 0x2f6b1d93u);
+    vec3 diffuse = cosine_direction(n, unit_float(hash), unit_float(sample_hash(hash)));
+    float a = roughness * roughness;
+    vec3 r = mirror * (1.0 - a) + diffuse * a;
+    float r_length = length(r);
+    return r_length > 0.0 ? r / r_length : mirror;
+}
 
 // The shadow ray towards light `l` from `s` and the radiance it carries; false when the
 // surface faces away from the light or the contribution is zero (no shadow ray).
@@ -65,7 +91,7 @@ bool shadow_ray(SurfacePoint s, vec3 weight, uint l, out Ray ray, out vec3 contr
 // The sky-light ray from `s` for the path of `pixel` and the radiance it carries; false when
 // its direction falls below the surface or the contribution is zero (no ray).
 bool sky_ray(SurfacePoint s, vec3 weight, uint pixel, out Ray ray, out vec3 contribution) {
-    uint hash = sample_hash(sample_hash((pixel * 0x9e3779b9u) ^ (pc.pass_flags >> 8)) ^ 0x68e31da4u);
+    uint hash = path_hash(pixel, 0x68e31da4u);
     vec3 direction = cosine_direction(s.shading_normal, unit_float(hash), unit_float(sample_hash(hash)));
     contribution = weight * s.colour * sky_radiance(pc.scene, direction);
     ray = Ray(offset_origin(s.position, s.geometric_normal, pc.surface_offset), 0.0, direction, INF);
@@ -96,7 +122,9 @@ void main() {
             if (max(s.emission.x, max(s.emission.y, s.emission.z)) > 0.0) {
                 add_radiance(pc.radiance_address, pixel, weight * s.emission);
             }
+            vec3 base = s.colour;
             if (s.kind == MATERIAL_DIFFUSE) {
+                s.colour *= 1.0 - s.metallic;
                 Ray unused_ray;
                 vec3 unused_contribution;
                 if ((pc.pass_flags & SKY_LIGHT) == 0u) {
@@ -107,7 +135,8 @@ void main() {
                 for (uint l = 0; l < pc.light_count; ++l) {
                     shadow_count += shadow_ray(s, weight, l, unused_ray, unused_contribution) ? 1 : 0;
                 }
-            } else {
+            }
+            {
                 vec3 d = normalize(ray.direction);
                 vec3 n = s.shading_normal;
                 vec3 above = offset_origin(s.position, s.geometric_normal, pc.surface_offset);
@@ -115,14 +144,15 @@ void main() {
                 scattered[0] = Ray(above, 0.0, reflect_about(d, n), INF);
                 scattered[1] = Ray(below, 0.0, vec3(0.0), INF);
                 uint count = 1;
-                if (s.kind == MATERIAL_MIRROR) {
-                    scattered_weight[0] = weight * s.colour;
-                } else {
+                if (s.kind == MATERIAL_GLASS) {
                     float eta = s.front ? 1.0 / s.ior : s.ior;
                     float reflectance = fresnel_refract(d, n, eta, scattered[1].direction);
                     scattered_weight[0] = weight * reflectance;
                     scattered_weight[1] = weight * (1.0 - reflectance) * s.colour;
                     count = reflectance < 1.0 ? 2 : 1;
+                } else {
+                    scattered[0].direction = reflected_direction(scattered[0].direction, n, s.roughness, pixel);
+                    scattered_weight[0] = weight * base * (s.kind == MATERIAL_DIFFUSE ? s.metallic : 1.0);
                 }
                 for (uint k = 0; k < count; ++k) {
                     vec3 w = scattered_weight[k];

@@ -1,5 +1,6 @@
 //! The CPU reference of the renderer (src/render, glsl/render/*.comp): the same camera rays,
-//! closest hits, textures, emission, shadow rays, Lambert shading, mirror reflections, glass
+//! closest hits, textures, vertex colours, normal textures, emission, shadow rays, Lambert
+//! shading, metallic and mirror reflections (rough ones scattered by the same hashes), glass
 //! with exact Fresnel weights, the sky at misses and at specular hits of the last bounce, the same fixed-point
 //! per-pixel sums ([`radiance_units`]) and sRGB packing, pixel by pixel, through the CPU LBVH.
 //! Paths are followed depth first instead of in waves; since the sums are integer, the order
@@ -44,6 +45,29 @@ struct PathPoint {
     bounce: u32,
 }
 
+impl PathPoint {
+    /// `path_hash` of shade.comp: a hash of this path for the sampling of one decision.
+    fn hash(&self, salt: u32) -> u32 {
+        let pass = self.bounce | self.sample << 8;
+        sample_hash(sample_hash(self.pixel.wrapping_mul(0x9e37_79b9) ^ pass) ^ salt)
+    }
+
+    /// `reflected_direction` of shade.comp: the direction a reflection of `roughness` about
+    /// unit `n` leaves in, the mirror direction `mirror` moved towards a cosine-weighted one
+    /// by roughness squared when `glossy`.
+    fn reflected_direction(&self, mirror: Vec3, n: Vec3, roughness: f32, glossy: bool) -> Vec3 {
+        if !glossy || roughness <= 0.0 {
+            return mirror;
+        }
+        let hash = self.hash(0x2f6b_1d93);
+        let diffuse = cosine_direction(n, unit_float(hash), unit_float(sample_hash(hash)));
+        let a = roughness * roughness;
+        let r = mirror * (1.0 - a) + diffuse * a;
+        let r_length = r.length();
+        if r_length > 0.0 { r / r_length } else { mirror }
+    }
+}
+
 /// `cosine_direction` of sampling.glsl: a cosine-weighted direction about unit `n` from two
 /// numbers in [0, 1).
 fn cosine_direction(n: Vec3, r1: f32, r2: f32) -> Vec3 {
@@ -67,6 +91,28 @@ pub(crate) struct SurfacePoint {
     pub(crate) emission: Vec3,
     pub(crate) kind: MaterialKind,
     pub(crate) ior: f32,
+    pub(crate) metallic: f32,
+    pub(crate) roughness: f32,
+}
+
+/// `normal_mapped` of shading.glsl: unit normal `n` bent by a normal texture's linear texel
+/// in the frame of the interpolated vertex tangent; `n` where the tangent gives no frame.
+fn normal_mapped(n: Vec3, tangent: Vec4, texel: Vec3, scale: f32) -> Vec3 {
+    let t = tangent.truncate() - n * n.dot(tangent.truncate());
+    let t_length = t.length();
+    if t_length.is_nan() || t_length <= 0.0 {
+        return n;
+    }
+    let t = t / t_length;
+    let b = if tangent.w < 0.0 { -1.0 } else { 1.0 } * n.cross(t);
+    let m = texel * 2.0 - 1.0;
+    let bent = (m.x * scale) * t + (m.y * scale) * b + m.z * n;
+    let bent_length = bent.length();
+    if bent_length > 0.0 {
+        bent / bent_length
+    } else {
+        n
+    }
 }
 
 /// Direction to the light, shadow-ray tmax and irradiance at `p` (`light_towards`).
@@ -167,6 +213,8 @@ struct Settings<'a> {
     shading: &'a ShadingParams,
     bounces: u32,
     sky_light: bool,
+    /// Rough reflections scatter (more than one sample per pixel).
+    glossy: bool,
 }
 
 impl CpuScene<'_> {
@@ -182,29 +230,45 @@ impl CpuScene<'_> {
         let mut n = if length > 0.0 { n / length } else { g };
         let outward = if g.dot(n) < 0.0 { -g } else { g };
         let front = outward.dot(Vec3::from(ray.direction)) < 0.0;
+        let surfaces = &self.surfaces;
+        let material = surfaces.materials[surfaces.triangle_materials[triangle as usize] as usize];
+        let mut colour = Vec3::from(material.colour);
+        let mut emission = Vec3::from(material.emission);
+        let (mut metallic, mut roughness) = (material.metallic, material.roughness);
+        if !surfaces.colours.is_empty() {
+            colour *= self
+                .interpolated(surfaces.colours, triangle, u, v)
+                .truncate();
+        }
+        if material.textures().iter().any(|(_, r)| r.is_some()) {
+            let uv = self
+                .interpolated(surfaces.texcoords, triangle, u, v)
+                .to_array();
+            let sample = |r: TextureRef, srgb: bool| {
+                Vec4::from(surfaces.textures[r.texture as usize].sample(r.coordinates(uv), srgb))
+            };
+            if material.base_colour_texture.is_some() {
+                colour *= sample(material.base_colour_texture, true).truncate();
+            }
+            if material.emissive_texture.is_some() {
+                emission *= sample(material.emissive_texture, true).truncate();
+            }
+            if material.metallic_roughness_texture.is_some() {
+                let texel = sample(material.metallic_roughness_texture, false);
+                metallic *= texel.z;
+                roughness *= texel.y;
+            }
+            if material.normal_texture.is_some() {
+                let tangent = self.interpolated(surfaces.tangents, triangle, u, v);
+                let texel = sample(material.normal_texture, false).truncate();
+                n = normal_mapped(n, tangent, texel, material.normal_scale);
+            }
+        }
         if g.dot(Vec3::from(ray.direction)) > 0.0 {
             g = -g;
         }
         if n.dot(g) < 0.0 {
             n = -n;
-        }
-        let surfaces = &self.surfaces;
-        let material = surfaces.materials[surfaces.triangle_materials[triangle as usize] as usize];
-        let mut colour = Vec3::from(material.colour);
-        let mut emission = Vec3::from(material.emission);
-        let textured = material.textures().map(|(_, r)| r.is_some());
-        if textured.contains(&true) {
-            let uv = self.texcoords_at(triangle, u, v);
-            let sample = |r: TextureRef| {
-                let rgba = surfaces.textures[r.texture as usize].sample(r.coordinates(uv), true);
-                Vec3::new(rgba[0], rgba[1], rgba[2])
-            };
-            if textured[0] {
-                colour *= sample(material.base_colour_texture);
-            }
-            if textured[1] {
-                emission *= sample(material.emissive_texture);
-            }
         }
         if material.checker_scale > 0.0 {
             let cx = (position.x / material.checker_scale).floor() as i32;
@@ -222,6 +286,8 @@ impl CpuScene<'_> {
             emission,
             kind: material.kind().expect("materials are validated"),
             ior: material.ior,
+            metallic,
+            roughness,
         }
     }
 
@@ -258,19 +324,24 @@ impl CpuScene<'_> {
         let mut alpha = material.alpha;
         let texture = material.base_colour_texture;
         if texture.is_some() {
-            let coords = self.texcoords_at(hit.triangle, hit.u, hit.v);
+            let coords = self.interpolated(surfaces.texcoords, hit.triangle, hit.u, hit.v);
             alpha *= surfaces.textures[texture.texture as usize]
-                .sample(texture.coordinates(coords), true)[3];
+                .sample(texture.coordinates(coords.to_array()), true)[3];
+        }
+        if !surfaces.colours.is_empty() {
+            let t = self.triangles[hit.triangle as usize];
+            let [a, b, c] = t.map(|i| surfaces.colours[i as usize][3]);
+            alpha *= (1.0 - hit.u - hit.v) * a + hit.u * b + hit.v * c;
         }
         alpha < material.alpha_cutoff
     }
 
-    /// The texture coordinates at barycentric (`u`, `v`) of `triangle`, interpolated as
-    /// `surface_at` and `cut_out` in the kernels do.
-    fn texcoords_at(&self, triangle: u32, u: f32, v: f32) -> [f32; 4] {
+    /// The per-vertex `values` (texture coordinates, tangents, colours) at barycentric (`u`,
+    /// `v`) of `triangle`, interpolated as `surface_at` in the kernels does.
+    fn interpolated(&self, values: &[[f32; 4]], triangle: u32, u: f32, v: f32) -> Vec4 {
         let t = self.triangles[triangle as usize];
-        let [a, b, c] = t.map(|i| Vec4::from(self.surfaces.texcoords[i as usize]));
-        ((1.0 - u - v) * a + u * b + v * c).to_array()
+        let [a, b, c] = t.map(|i| Vec4::from(values[i as usize]));
+        (1.0 - u - v) * a + u * b + v * c
     }
 
     /// The closest hit of `ray` through `bvh`, past cut-outs.
@@ -313,9 +384,7 @@ impl CpuScene<'_> {
         path: PathPoint,
         offset: f32,
     ) -> Option<(Ray, Vec3)> {
-        let pass = path.bounce | path.sample << 8;
-        let hash =
-            sample_hash(sample_hash(path.pixel.wrapping_mul(0x9e37_79b9) ^ pass) ^ 0x68e3_1da4);
+        let hash = path.hash(0x68e3_1da4);
         let direction = cosine_direction(
             s.shading_normal,
             unit_float(hash),
@@ -341,12 +410,14 @@ impl CpuScene<'_> {
             sums.add(weight * self.sky_radiance(Vec3::from(ray.direction)));
             return;
         }
-        let s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
+        let mut s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
         let offset = at.shading.surface_offset;
         if s.emission.max_element() > 0.0 {
             sums.add(weight * s.emission);
         }
+        let base = s.colour;
         if s.kind == MaterialKind::Diffuse {
+            s.colour *= 1.0 - s.metallic;
             if !at.sky_light {
                 sums.add(weight * s.colour * at.shading.ambient);
             } else if let Some((ray, contribution)) = self.sky_ray(&s, weight, path, offset)
@@ -361,13 +432,12 @@ impl CpuScene<'_> {
                     sums.add(contribution);
                 }
             }
-            return;
         }
         let d = Vec3::from(ray.direction).normalize();
         let n = s.shading_normal;
         let above = offset_origin(s.position, s.geometric_normal, offset);
         let below = offset_origin(s.position, -s.geometric_normal, offset);
-        let mut scattered = vec![(above, reflect_about(d, n), weight * s.colour)];
+        let mut scattered = vec![(above, reflect_about(d, n), weight)];
         if s.kind == MaterialKind::Glass {
             let eta = if s.front { 1.0 / s.ior } else { s.ior };
             let (reflectance, refracted) = fresnel_refract(d, n, eta);
@@ -375,6 +445,14 @@ impl CpuScene<'_> {
             if reflectance < 1.0 {
                 scattered.push((below, refracted, weight * (1.0 - reflectance) * s.colour));
             }
+        } else {
+            let metal = if s.kind == MaterialKind::Diffuse {
+                s.metallic
+            } else {
+                1.0
+            };
+            scattered[0].1 = path.reflected_direction(scattered[0].1, n, s.roughness, at.glossy);
+            scattered[0].2 = weight * base * metal;
         }
         for (origin, direction, w) in scattered {
             if w.max_element() <= 0.0 {
@@ -415,6 +493,7 @@ impl CpuScene<'_> {
             shading,
             bounces: params.bounces,
             sky_light: params.sky_light,
+            glossy: params.samples > 1,
         };
         let view = camera.view(width, height);
         let sample_weight = 1.0 / params.samples as f32;

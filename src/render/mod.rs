@@ -363,7 +363,7 @@ pub struct ShadePush {
     /// Offset of new rays off the surface.
     pub surface_offset: f32,
     /// [`SHADE_SPAWN`] (append scattered rays; not at the last bounce) | [`SHADE_SKY_LIGHT`]
-    /// | bounce << 8 | sample << 16.
+    /// | [`SHADE_GLOSSY`] | bounce << 8 | sample << 16.
     pub pass_flags: u32,
 }
 
@@ -371,6 +371,9 @@ pub struct ShadePush {
 pub const SHADE_SPAWN: u32 = 1;
 /// [`ShadePush::pass_flags`]: diffuse hits sample the sky's light ([`RenderParams::sky_light`]).
 pub const SHADE_SKY_LIGHT: u32 = 2;
+/// [`ShadePush::pass_flags`]: rough reflections scatter about the mirror direction (more than
+/// one sample per pixel; see [`Material::roughness`]).
+pub const SHADE_GLOSSY: u32 = 4;
 
 /// Push constants of `close_lists.comp`.
 #[repr(C)]
@@ -1071,6 +1074,10 @@ impl Renderer {
                 0
             } | if self.params.sky_light {
                 SHADE_SKY_LIGHT
+            } else {
+                0
+            } | if self.params.samples > 1 {
+                SHADE_GLOSSY
             } else {
                 0
             } | step.bounce << 8

@@ -194,6 +194,10 @@ pub struct MeshStage {
     pub texcoords: Vec<[f32; 4]>,
     /// The textures the materials read.
     pub textures: Vec<Texture>,
+    /// Tangent of each vertex (the ground's zero); empty without normal textures.
+    pub tangents: Vec<[f32; 4]>,
+    /// Colour of each vertex (the ground's white); empty without vertex colours.
+    pub colours: Vec<[f32; 4]>,
     /// The studio lights around the mesh.
     pub lights: Vec<Light>,
     /// Centre of the fitted mesh's bounding box.
@@ -208,9 +212,7 @@ impl MeshStage {
         let up = look.up.normalize_or(Vec3::Y);
         let mut loaded = loaded;
         if up != Vec3::Y {
-            loaded.mesh = loaded
-                .mesh
-                .transformed(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)));
+            loaded.transform(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)));
         }
         loaded.mesh.fit_unit_sphere();
         let (lo, hi) = loaded.mesh.bounds().unwrap_or_default();
@@ -235,6 +237,8 @@ impl MeshStage {
             materials: &self.materials,
             texcoords: &self.texcoords,
             textures: &self.textures,
+            tangents: &self.tangents,
+            colours: &self.colours,
         }
     }
 
@@ -254,10 +258,16 @@ impl MeshStage {
         materials.push(checker_ground(radius * 0.25));
         let ground_height = lo.y - GROUND_GAP * radius;
         let ground = shapes::ground_square([centre.x, ground_height, centre.z], radius * 3.0);
-        let mut texcoords = loaded.texcoords;
-        if !texcoords.is_empty() {
-            texcoords.resize(mesh.positions.len() + ground.positions.len(), [0.0; 4]);
-        }
+        let vertices = mesh.positions.len() + ground.positions.len();
+        let extended = |mut values: Vec<[f32; 4]>, fill: [f32; 4]| {
+            if !values.is_empty() {
+                values.resize(vertices, fill);
+            }
+            values
+        };
+        let texcoords = extended(loaded.texcoords, [0.0; 4]);
+        let tangents = extended(loaded.tangents, [0.0; 4]);
+        let colours = extended(loaded.colours, [1.0; 4]);
         mesh.append(&ground);
         triangle_materials.extend([ground_material; 2]);
         Self {
@@ -266,6 +276,8 @@ impl MeshStage {
             materials,
             texcoords,
             textures: loaded.textures,
+            tangents,
+            colours,
             lights: studio_lights(centre, radius),
             centre,
             radius,
@@ -401,6 +413,13 @@ impl Subject {
         let bare = MaterialMesh::default();
         let dressed = input.dressed().unwrap_or(&bare);
         let shift = 2 * refinement.levels;
+        let smoothed = |values: &Vec<[f32; 4]>| {
+            if values.is_empty() {
+                Vec::new()
+            } else {
+                subdivision.apply(values)
+            }
+        };
         let mut loaded = MaterialMesh {
             mesh: Mesh {
                 positions: refined.clone(),
@@ -414,13 +433,13 @@ impl Subject {
             materials: dressed.materials.clone(),
             // Smoothed like the positions where the levels refine them: a seam's vertices are
             // split in the file, so each side keeps its own coordinates.
-            texcoords: if dressed.texcoords.is_empty() {
-                Vec::new()
-            } else {
-                subdivision.apply(&dressed.texcoords)
-            },
+            texcoords: smoothed(&dressed.texcoords),
             textures: dressed.textures.clone(),
+            tangents: Vec::new(),
+            colours: smoothed(&dressed.colours),
         };
+        // The vertices move on the GPU; their tangents would not.
+        loaded.drop_normal_textures();
         let surface = SurfaceNormals::new(ctx, &refined, &loaded.mesh.triangles)?;
         let smooth = look.shading != MeshShading::Flat;
         if smooth {

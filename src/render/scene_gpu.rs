@@ -1,6 +1,7 @@
 //! A scene on the device as the renderer's kernels read it (`glsl/common/shading.glsl`):
 //! vertex positions and normals, triangles, a material per triangle, the appearance (the
-//! materials, with the textures they read and each vertex's texture coordinates) and lights.
+//! materials, with the textures they read and each vertex's texture coordinates, tangents and
+//! colour) and lights.
 
 use crate::scene::Mesh;
 use crate::scene::environment::{Environment, GpuEnvironment};
@@ -20,6 +21,12 @@ pub struct Surfaces<'a> {
     pub texcoords: &'a [[f32; 4]],
     /// The textures the materials read.
     pub textures: &'a [Texture],
+    /// Tangent of each vertex (xyz, handedness in w), in the positions' space; may be empty
+    /// when no material reads a normal texture.
+    pub tangents: &'a [[f32; 4]],
+    /// Colour of each vertex (linear RGBA), multiplying the base colour and alpha; may be
+    /// empty (white).
+    pub colours: &'a [[f32; 4]],
 }
 
 impl<'a> Surfaces<'a> {
@@ -30,23 +37,37 @@ impl<'a> Surfaces<'a> {
             materials,
             texcoords: &[],
             textures: &[],
+            tangents: &[],
+            colours: &[],
         }
     }
 }
 
 /// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
-/// materials follow it. 80 bytes.
+/// materials follow it. 96 bytes.
 #[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct AppearanceHead {
-    texcoords: u64,
-    textures: u64,
-    texels: u64,
-    triangles: u64,
-    triangle_materials: u64,
-    material_count: u32,
-    texture_count: u32,
-    environment: GpuEnvironment,
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct AppearanceHead {
+    /// Address of the texture coordinates.
+    pub texcoords: u64,
+    /// Address of the [`GpuTexture`] table.
+    pub textures: u64,
+    /// Address of the texels.
+    pub texels: u64,
+    /// Address of the triangles.
+    pub triangles: u64,
+    /// Address of the triangles' materials.
+    pub triangle_materials: u64,
+    /// Address of the vertex tangents, or 0 where no material reads a normal texture.
+    pub tangents: u64,
+    /// Address of the vertex colours, or 0 for none (white).
+    pub colours: u64,
+    /// Materials.
+    pub material_count: u32,
+    /// Textures.
+    pub texture_count: u32,
+    /// The environment.
+    pub environment: GpuEnvironment,
 }
 
 /// The device buffers of a scene.
@@ -60,8 +81,9 @@ pub struct SceneGpu {
     pub triangles: Buffer,
     /// Material index of each triangle.
     pub triangle_materials: Buffer,
-    /// The addresses of the three buffers below, of the triangles and their materials, the
-    /// counts of materials and textures and the environment (80 bytes), then the materials:
+    /// An [`AppearanceHead`]: the addresses of the five buffers below, of the triangles and
+    /// their materials, the counts of materials and textures and the environment, then the
+    /// materials:
     /// what shading reads, and what traversals read to pass through cut-outs
     /// ([`SceneGpu::cutouts`]).
     pub appearance: Buffer,
@@ -71,6 +93,10 @@ pub struct SceneGpu {
     pub textures: Buffer,
     /// Every texture's texels, one after another (RGBA8 in a u32; one zero without textures).
     pub texels: Buffer,
+    /// Tangents of each vertex (16 bytes each), where a material reads a normal texture.
+    pub tangents: Option<Buffer>,
+    /// Colours of each vertex (16 bytes each), where the scene has them.
+    pub colours: Option<Buffer>,
     /// The lights.
     pub lights: Buffer,
     /// Number of vertices.
@@ -179,6 +205,13 @@ impl SceneGpu {
             .iter()
             .flat_map(|t| t.texels.iter().copied())
             .collect();
+        let optional = |name, values: &[[f32; 4]]| {
+            (!values.is_empty())
+                .then(|| ctx.create_buffer_with(name, values))
+                .transpose()
+        };
+        let tangents = optional("scene tangents", surfaces.tangents)?;
+        let colours = optional("scene vertex colours", surfaces.colours)?;
         let texcoords =
             ctx.create_buffer_with("scene texture coordinates", &or_zero(surfaces.texcoords))?;
         let textures = ctx.create_buffer_with("scene textures", &or_zero(&table))?;
@@ -192,6 +225,8 @@ impl SceneGpu {
             texels: texels.address(),
             triangles: triangle_buffer.address(),
             triangle_materials: triangle_materials.address(),
+            tangents: tangents.as_ref().map_or(0, Buffer::address),
+            colours: colours.as_ref().map_or(0, Buffer::address),
             material_count: materials.len() as u32,
             texture_count: table.len() as u32,
             environment: GpuEnvironment::default(),
@@ -209,6 +244,8 @@ impl SceneGpu {
             texcoords,
             textures,
             texels,
+            tangents,
+            colours,
             lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
             vertex_count,
             triangle_count: triangles.len() as u32,
@@ -276,9 +313,36 @@ fn or_zero<T: bytemuck::Pod>(data: &[T]) -> std::borrow::Cow<'_, [T]> {
 }
 
 /// The device's table of `surfaces`' textures, after checking that every texture a material
-/// reads exists, that each texture holds its texels, and that there are texture coordinates
-/// for every vertex where any material reads a texture.
+/// reads exists, that each texture holds its texels, that there are texture coordinates for
+/// every vertex where any material reads a texture and tangents where one reads a normal
+/// texture, and that the tangents and colours, where given, are finite and one per vertex.
 fn texture_table(surfaces: &Surfaces, vertex_count: u32) -> Result<Vec<GpuTexture>> {
+    for (name, values) in [
+        ("tangents", surfaces.tangents),
+        ("vertex colours", surfaces.colours),
+    ] {
+        if !values.is_empty() && values.len() != vertex_count as usize {
+            return Err(Error::InvalidInput(format!(
+                "{} {name} for {vertex_count} vertices",
+                values.len()
+            )));
+        }
+        if values.iter().flatten().any(|c| !c.is_finite()) {
+            return Err(Error::InvalidInput(format!(
+                "one of the {name} is not finite"
+            )));
+        }
+    }
+    if surfaces.tangents.is_empty()
+        && let Some(i) = surfaces
+            .materials
+            .iter()
+            .position(|m| m.normal_texture.is_some())
+    {
+        return Err(Error::InvalidInput(format!(
+            "material {i} reads a normal texture, and the vertices have no tangents"
+        )));
+    }
     let textured = surfaces
         .materials
         .iter()

@@ -11,22 +11,30 @@
 //! Materials ([`load_with_materials`]) map to canopy's three kinds: a material with
 //! `KHR_materials_transmission` (transmission factor at least 0.5) is glass of the
 //! `KHR_materials_ior` index (1.5, glTF's default, without it) tinted by the base colour; a
-//! fully metallic (metallic factor at least 0.99), smooth (roughness at most 0.05) one is a
-//! mirror reflecting its base colour; anything else is diffuse with the base colour as albedo.
-//! A primitive without a material gets glTF's default material, white diffuse; a file with no
-//! materials at all yields none (the caller picks).
+//! fully metallic (metallic factor at least 0.99), smooth (roughness at most 0.05) one without
+//! a metallic-roughness texture is a mirror reflecting its base colour; anything else is
+//! diffuse with the base colour as albedo, blended with a metal by its metallic factor and
+//! roughness (see [`Material::metallic`]). A primitive without a material gets white diffuse
+//! (not glTF's default material, which is fully metallic); a file with no materials at all
+//! yields none (the caller picks).
 //!
-//! Textures: a material's `baseColorTexture` multiplies its colour, and its `emissiveFactor`
-//! (times `KHR_materials_emissive_strength`) and `emissiveTexture` make it emit, each through
-//! its `TEXCOORD_0` or `TEXCOORD_1`, its `KHR_texture_transform` and its sampler's wrap modes
-//! and magnification filter (see [`crate::scene::texture`]). Each image a material uses is
+//! Textures: a material's `baseColorTexture` multiplies its colour, its
+//! `metallicRoughnessTexture` its metallic (blue) and roughness (green) factors, its
+//! `normalTexture` (times its `scale`) bends its normals in tangent space, and its
+//! `emissiveFactor` (times `KHR_materials_emissive_strength`) and `emissiveTexture` make it
+//! emit, each through its `TEXCOORD_0` or `TEXCOORD_1`, its `KHR_texture_transform` (not read
+//! on normal textures: the `gltf` crate does not give it) and its sampler's wrap modes and
+//! magnification filter (see [`crate::scene::texture`]). Each image a material uses is
 //! decoded once (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
 //! files are read); an image that is missing or cannot be decoded, and a texture whose set of
 //! texture coordinates the primitive lacks, is an error naming the material and the image or
-//! primitive. `alphaMode` `MASK` cuts the surface away where its alpha (the base colour
-//! factor's times its texture's) is below `alphaCutoff`; `BLEND` is rendered as a mask at one
-//! half. Not read yet: `COLOR_0`, normal, occlusion and metallic-roughness textures, and
-//! roughness.
+//! primitive. A normal texture reads the primitive's `TANGENT` (float VEC4, w the
+//! bitangent's handedness), or MikkTSpace tangents made from its positions, normals and the
+//! normal texture's texture coordinates where it has none; tangents are moved by the node's
+//! transform as the normals are. `COLOR_0` (RGB or RGBA, float or normalized 8 or 16 bit)
+//! multiplies the base colour and alpha. `alphaMode` `MASK` cuts the surface away where its
+//! alpha (the base colour factor's times its texture's and `COLOR_0`'s) is below
+//! `alphaCutoff`; `BLEND` is rendered as a mask at one half. Not read: occlusion textures.
 
 use std::path::Path;
 
@@ -37,7 +45,8 @@ use gltf::mesh::Mode;
 
 use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::material::Material;
-use super::mesh::{push_fan, push_strip};
+use super::mesh::{push_fan, push_strip, transform_tangents};
+use super::tangents::mikktspace_tangents;
 use super::texture::{Filter, Sampler, Texture, TextureRef, Wrap};
 use super::{MaterialMesh, Mesh, SceneError};
 
@@ -101,20 +110,34 @@ impl Appearance {
         file: &GltfFile,
         material: &gltf::Material,
     ) -> Result<Material, String> {
+        if material.index().is_none() {
+            return Ok(Material::diffuse([1.0; 3]));
+        }
         let pbr = material.pbr_metallic_roughness();
         let [r, g, b, _] = pbr.base_color_factor();
         let colour = [r, g, b];
         let transmission = material
             .transmission()
             .map_or(0.0, |t| t.transmission_factor());
+        let base_colour = self.texture_ref(path, file, pbr.base_color_texture())?;
+        let (metallic, roughness) = (pbr.metallic_factor(), pbr.roughness_factor());
+        let metal_texture = self.texture_ref(path, file, pbr.metallic_roughness_texture())?;
         let converted = if transmission >= 0.5 {
             Material::glass(material.ior().unwrap_or(1.5), colour)
-        } else if pbr.metallic_factor() >= 0.99 && pbr.roughness_factor() <= 0.05 {
-            Material::mirror(colour)
+        } else if metallic >= 0.99 && roughness <= 0.05 && !metal_texture.is_some() {
+            Material::mirror(colour).with_metal(0.0, roughness, TextureRef::NONE)
         } else {
-            Material::diffuse(colour)
+            Material::diffuse(colour).with_metal(metallic, roughness, metal_texture)
         };
-        let base_colour = self.texture_ref(path, file, pbr.base_color_texture())?;
+        let converted = match material.normal_texture() {
+            Some(normal) => {
+                let id = self.texture_id(path, file, &normal.texture())?;
+                let reference = TextureRef::new(id, normal.tex_coord());
+                reference.validate()?;
+                converted.with_normal_map(reference, normal.scale())
+            }
+            None => converted,
+        };
         let strength = material.emissive_strength().unwrap_or(1.0);
         let emission = material.emissive_factor().map(|c| c * strength);
         let emissive = self.texture_ref(path, file, material.emissive_texture())?;
@@ -144,22 +167,7 @@ impl Appearance {
         let Some(info) = info else {
             return Ok(TextureRef::NONE);
         };
-        let texture = info.texture();
-        let id = match self.texture_ids[texture.index()] {
-            Some(id) => id,
-            None => {
-                let image = texture.source();
-                let decoded = file
-                    .image_bytes(path, &image)
-                    .and_then(|bytes| Texture::decode(&bytes, sampler(&texture.sampler())))
-                    .map_err(|e| {
-                        let name = image.name().map_or(String::new(), |n| format!(" '{n}'"));
-                        format!("image {}{name}: {e}", image.index())
-                    })?;
-                self.textures.push(decoded);
-                *self.texture_ids[texture.index()].insert(self.textures.len() as u32 - 1)
-            }
-        };
+        let id = self.texture_id(path, file, &info.texture())?;
         let reference = match info.texture_transform() {
             Some(t) => TextureRef::new(id, t.tex_coord().unwrap_or(info.tex_coord()))
                 .with_transform(t.offset(), t.rotation(), t.scale()),
@@ -167,6 +175,28 @@ impl Appearance {
         };
         reference.validate()?;
         Ok(reference)
+    }
+
+    /// The index in `textures` of `texture`, decoded now if it is new.
+    fn texture_id(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        texture: &gltf::Texture,
+    ) -> Result<u32, String> {
+        if let Some(id) = self.texture_ids[texture.index()] {
+            return Ok(id);
+        }
+        let image = texture.source();
+        let decoded = file
+            .image_bytes(path, &image)
+            .and_then(|bytes| Texture::decode(&bytes, sampler(&texture.sampler())))
+            .map_err(|e| {
+                let name = image.name().map_or(String::new(), |n| format!(" '{n}'"));
+                format!("image {}{name}: {e}", image.index())
+            })?;
+        self.textures.push(decoded);
+        Ok(*self.texture_ids[texture.index()].insert(self.textures.len() as u32 - 1))
     }
 }
 
@@ -206,6 +236,59 @@ pub(super) struct VisitedPrimitive<'a> {
     pub texcoords: Vec<[f32; 4]>,
     /// Index of its material in the walk's materials, or none for a file without materials.
     pub material: Option<u32>,
+    /// Its `TANGENT` values, if it has them.
+    file_tangents: Option<Vec<[f32; 4]>>,
+    /// The set of texture coordinates its material's normal texture reads, if it has one.
+    normal_set: Option<u32>,
+    /// Its `COLOR_0` as linear RGBA, if it has them.
+    pub colours: Option<Vec<[f32; 4]>>,
+}
+
+impl VisitedPrimitive<'_> {
+    /// The tangents its material's normal texture reads, in the mesh's own space: the file's
+    /// (ignored, as glTF asks, where the primitive has no normals), else MikkTSpace's from the
+    /// normal texture's set of texture coordinates; none when the material reads no normal
+    /// texture.
+    pub fn tangents(&self) -> Option<Vec<[f32; 4]>> {
+        let set = self.normal_set? as usize;
+        match &self.file_tangents {
+            Some(tangents) if !self.part.normals.is_empty() => Some(tangents.clone()),
+            _ => {
+                let texcoords: Vec<[f32; 2]> = self
+                    .texcoords
+                    .iter()
+                    .map(|t| [t[2 * set], t[2 * set + 1]])
+                    .collect();
+                Some(mikktspace_tangents(&self.part, &texcoords))
+            }
+        }
+    }
+}
+
+/// Values of every vertex gathered primitive by primitive (tangents, colours), a fill value
+/// standing in for a primitive without them.
+#[derive(Default)]
+pub(super) struct VertexValues {
+    values: Vec<[f32; 4]>,
+    any: bool,
+}
+
+impl VertexValues {
+    /// Adds the `vertices` values of a primitive: `values`, or `fill` for each.
+    pub fn extend(&mut self, values: Option<Vec<[f32; 4]>>, vertices: usize, fill: [f32; 4]) {
+        match values {
+            Some(values) => {
+                self.any = true;
+                self.values.extend(values);
+            }
+            None => self.values.extend(std::iter::repeat_n(fill, vertices)),
+        }
+    }
+
+    /// The values of every vertex, or none when no primitive had any.
+    pub fn finish(self) -> Vec<[f32; 4]> {
+        if self.any { self.values } else { Vec::new() }
+    }
 }
 
 /// Walks the default scene (the first when none is marked default), parents before children,
@@ -248,6 +331,8 @@ pub(super) fn walk_primitives(
                     part,
                     texcoords,
                     sets: present,
+                    tangents,
+                    colours,
                 }) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
                 else {
                     continue;
@@ -274,6 +359,8 @@ pub(super) fn walk_primitives(
                 } else {
                     None
                 };
+                let normal_texture =
+                    material.map(|id| appearance.materials[id as usize].normal_texture);
                 visit(VisitedPrimitive {
                     node: node.clone(),
                     world,
@@ -282,6 +369,11 @@ pub(super) fn walk_primitives(
                     part,
                     texcoords,
                     material,
+                    file_tangents: tangents,
+                    normal_set: normal_texture
+                        .filter(TextureRef::is_some)
+                        .map(|t| t.texcoord_set),
+                    colours,
                 })?;
             }
         }
@@ -309,9 +401,18 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
     let mut mesh = Mesh::default();
     let mut triangle_materials = Vec::new();
     let mut texcoords = Vec::new();
+    let mut tangents = VertexValues::default();
+    let mut colours = VertexValues::default();
     let appearance = walk_primitives(path, file, |visited| {
         mesh.append(&visited.part.transformed(visited.world));
         texcoords.extend_from_slice(&visited.texcoords);
+        let vertices = visited.part.positions.len();
+        let mut turned = visited.tangents();
+        if let Some(turned) = &mut turned {
+            transform_tangents(turned, visited.world);
+        }
+        tangents.extend(turned, vertices, [0.0; 4]);
+        colours.extend(visited.colours.clone(), vertices, [1.0; 4]);
         if let Some(id) = visited.material {
             triangle_materials.resize(mesh.triangle_count(), id);
         }
@@ -326,6 +427,8 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
         materials: appearance.materials,
         texcoords,
         textures: appearance.textures,
+        tangents: tangents.finish(),
+        colours: colours.finish(),
     })
 }
 
@@ -337,6 +440,10 @@ struct PrimitiveRead {
     texcoords: Vec<[f32; 4]>,
     /// Which sets it has: bit 0 `TEXCOORD_0`, bit 1 `TEXCOORD_1`.
     sets: u32,
+    /// Its `TANGENT` values, if it has them.
+    tangents: Option<Vec<[f32; 4]>>,
+    /// Its `COLOR_0` as linear RGBA, if it has them.
+    colours: Option<Vec<[f32; 4]>>,
 }
 
 /// One primitive's triangles and texture coordinates, or `None` for a primitive of points or
@@ -499,6 +606,79 @@ fn read_primitive(
         present |= 1 << set;
     }
 
+    let per_vertex = |accessor: &gltf::Accessor,
+                      name: &str,
+                      read: Option<Vec<[f32; 4]>>|
+     -> Result<Vec<[f32; 4]>, SceneError> {
+        let read = read.ok_or_else(|| {
+            accessor_error(accessor, format!("{name} data lies outside its buffer"))
+        })?;
+        if read.len() != positions.len() {
+            return Err(accessor_error(
+                accessor,
+                format!(
+                    "{} {name} values for {} positions",
+                    read.len(),
+                    positions.len()
+                ),
+            ));
+        }
+        if read.iter().flatten().any(|c| !c.is_finite()) {
+            return Err(accessor_error(
+                accessor,
+                format!("{name} holds a non-finite value"),
+            ));
+        }
+        Ok(read)
+    };
+    let reader = primitive.reader(buffer);
+    let tangents = match primitive.get(&Semantic::Tangents) {
+        Some(accessor)
+            if accessor.data_type() != DataType::F32
+                || accessor.dimensions() != Dimensions::Vec4 =>
+        {
+            return Err(accessor_error(
+                &accessor,
+                format!(
+                    "TANGENT is {:?} {:?}, expected F32 Vec4",
+                    accessor.data_type(),
+                    accessor.dimensions()
+                ),
+            ));
+        }
+        Some(accessor) => Some(per_vertex(
+            &accessor,
+            "TANGENT",
+            reader.read_tangents().map(Iterator::collect),
+        )?),
+        None => None,
+    };
+    let colours = match primitive.get(&Semantic::Colors(0)) {
+        Some(accessor)
+            if !matches!(
+                accessor.data_type(),
+                DataType::F32 | DataType::U8 | DataType::U16
+            ) || !matches!(accessor.dimensions(), Dimensions::Vec3 | Dimensions::Vec4) =>
+        {
+            return Err(accessor_error(
+                &accessor,
+                format!(
+                    "COLOR_0 is {:?} {:?}, expected F32, U8 or U16 Vec3 or Vec4",
+                    accessor.data_type(),
+                    accessor.dimensions()
+                ),
+            ));
+        }
+        Some(accessor) => Some(per_vertex(
+            &accessor,
+            "COLOR_0",
+            reader
+                .read_colors(0)
+                .map(|c| c.into_rgba_f32().map(|c| c.map(|v| v.max(0.0))).collect()),
+        )?),
+        None => None,
+    };
+
     let mut triangles = Vec::new();
     match mode {
         Mode::TriangleStrip => push_strip(&indices, &mut triangles),
@@ -522,5 +702,7 @@ fn read_primitive(
         },
         texcoords,
         sets: present,
+        tangents,
+        colours,
     }))
 }

@@ -1,5 +1,5 @@
-//! What surfaces and lights are: materials (diffuse, mirror, glass; textured and emissive)
-//! and lights (sun, point), as the loaders read them and as the renderer's kernels read them
+//! What surfaces and lights are: materials (diffuse, mirror, glass; metallic and rough,
+//! textured, normal-mapped and emissive) and lights (sun, point), as the loaders read them and as the renderer's kernels read them
 //! (`glsl/common/shading.glsl`).
 
 use glam::Vec3;
@@ -10,9 +10,13 @@ use super::texture::TextureRef;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MaterialKind {
-    /// Lambertian: lit by the lights (shadow rays) and the ambient term.
+    /// Lambertian: lit by the lights (shadow rays) and the ambient term, and blended by
+    /// [`Material::metallic`] with a metal: the reflected ray traced, weighted by the colour
+    /// (see [`Material::roughness`]). The diffuse part's albedo is the colour times one minus
+    /// the metallic value.
     Diffuse = 0,
-    /// A perfect mirror: the reflected ray is traced, weighted by the reflectance colour.
+    /// A mirror: the reflected ray is traced, weighted by the reflectance colour (see
+    /// [`Material::roughness`]).
     Mirror = 1,
     /// A clear dielectric: reflected and refracted rays weighted by the Fresnel reflectance.
     Glass = 2,
@@ -29,11 +33,12 @@ pub enum AlphaMode {
     Mask = 1,
 }
 
-/// A surface's material (`Material` in `glsl/common/shading.glsl`). 112 bytes.
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 192 bytes.
 ///
 /// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
-/// [`Material::glass`], then texture it or make it glow with [`Material::with_base_colour`]
-/// and [`Material::with_emission`]; [`crate::render::SceneGpu`] rejects invalid ones
+/// [`Material::glass`], then texture it, make it glow, metallic or bumpy with
+/// [`Material::with_base_colour`], [`Material::with_emission`], [`Material::with_metal`] and
+/// [`Material::with_normal_map`]; [`crate::render::SceneGpu`] rejects invalid ones
 /// ([`Material::validate`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -61,6 +66,26 @@ pub struct Material {
     pub base_colour_texture: TextureRef,
     /// The texture `emission` is multiplied by (its RGB, sRGB-encoded), or none.
     pub emissive_texture: TextureRef,
+    /// [`MaterialKind::Diffuse`]: how much of it is metal, 0 to 1, times the blue channel of
+    /// `metallic_roughness_texture`. Unused by other kinds.
+    pub metallic: f32,
+    /// Diffuse (its metallic part) and mirror: how rough the reflection is, 0 (a mirror) to 1,
+    /// times the green channel of `metallic_roughness_texture`. With more than one sample per
+    /// pixel each sample's reflected direction is the mirror direction moved towards a
+    /// cosine-weighted direction about the shading normal by roughness squared (not a
+    /// microfacet model: no Fresnel term, no shadowing); with one, the mirror direction.
+    pub roughness: f32,
+    /// How far the normal texture bends the normal: its tangent-space x and y are scaled by
+    /// it (glTF's `normalTexture.scale`).
+    pub normal_scale: f32,
+    /// Padding.
+    pub pad: u32,
+    /// The tangent-space normal texture (linear RGB, each channel `2 c - 1`), or none; read
+    /// with the scene's vertex tangents.
+    pub normal_texture: TextureRef,
+    /// The texture `roughness` (green) and `metallic` (blue) are multiplied by (linear), or
+    /// none.
+    pub metallic_roughness_texture: TextureRef,
 }
 
 impl Material {
@@ -82,6 +107,12 @@ impl Material {
             alpha: 1.0,
             base_colour_texture: TextureRef::NONE,
             emissive_texture: TextureRef::NONE,
+            metallic: 0.0,
+            roughness: 0.0,
+            normal_scale: 1.0,
+            pad: 0,
+            normal_texture: TextureRef::NONE,
+            metallic_roughness_texture: TextureRef::NONE,
         }
     }
 
@@ -120,6 +151,27 @@ impl Material {
         }
     }
 
+    /// This material `metallic` metal (0 to 1) of `roughness` (0 to 1), both times `texture`
+    /// where it is some (blue: metallic, green: roughness).
+    pub fn with_metal(self, metallic: f32, roughness: f32, texture: TextureRef) -> Self {
+        Material {
+            metallic,
+            roughness,
+            metallic_roughness_texture: texture,
+            ..self
+        }
+    }
+
+    /// This material with its normals bent by the tangent-space normal texture `texture`,
+    /// scaled by `scale` (none: flat).
+    pub fn with_normal_map(self, texture: TextureRef, scale: f32) -> Self {
+        Material {
+            normal_texture: texture,
+            normal_scale: scale,
+            ..self
+        }
+    }
+
     /// This material cut away where its alpha (times the base colour texture's) is below
     /// `cutoff` (glTF's `alphaMode` `MASK`): rays of every kind pass through there.
     pub fn with_cutout(self, alpha: f32, cutoff: f32) -> Self {
@@ -147,16 +199,30 @@ impl Material {
     }
 
     /// The textures it reads, named as errors name them.
-    pub fn textures(&self) -> [(&'static str, TextureRef); 2] {
+    pub fn textures(&self) -> [(&'static str, TextureRef); 4] {
         [
             ("base colour texture", self.base_colour_texture),
             ("emissive texture", self.emissive_texture),
+            ("normal texture", self.normal_texture),
+            (
+                "metallic-roughness texture",
+                self.metallic_roughness_texture,
+            ),
         ]
     }
 
+    /// This material with none of its textures: its factors alone.
+    pub fn untextured(self) -> Self {
+        self.with_base_colour(TextureRef::NONE)
+            .with_emission(self.emission, TextureRef::NONE)
+            .with_metal(self.metallic, self.roughness, TextureRef::NONE)
+            .with_normal_map(TextureRef::NONE, self.normal_scale)
+    }
+
     /// Errors unless the colour and the emission are finite and non-negative, the checker
-    /// scale finite and non-negative, the kind known, a glass's index of refraction finite
-    /// and positive, and each texture reference [valid](TextureRef::validate) (whether its
+    /// scale finite and non-negative, the metallic and roughness values in [0, 1], the normal
+    /// scale finite, the kind known, a glass's index of refraction finite and positive, and
+    /// each texture reference [valid](TextureRef::validate) (whether its
     /// texture exists is the scene's to check).
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.colour.iter().any(|c| !c.is_finite() || *c < 0.0) {
@@ -176,6 +242,15 @@ impl Material {
                 "checker scale {} is not finite and non-negative",
                 self.checker_scale
             ));
+        }
+        if !((0.0..=1.0).contains(&self.metallic) && (0.0..=1.0).contains(&self.roughness)) {
+            return Err(format!(
+                "metallic {} and roughness {} must lie in [0, 1]",
+                self.metallic, self.roughness
+            ));
+        }
+        if !self.normal_scale.is_finite() {
+            return Err(format!("normal scale {} is not finite", self.normal_scale));
         }
         for (name, texture) in self.textures() {
             texture.validate().map_err(|e| format!("{name}: {e}"))?;

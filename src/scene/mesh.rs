@@ -447,6 +447,14 @@ pub struct MaterialMesh {
     pub texcoords: Vec<[f32; 4]>,
     /// The textures the materials read.
     pub textures: Vec<super::Texture>,
+    /// Tangent of each vertex (xyz, and in w the handedness of the bitangent: 1 or -1, the
+    /// bitangent being w times the normal crossed with the tangent), as the normal textures
+    /// read them; empty when no material reads a normal texture, zero where a vertex's
+    /// material reads none.
+    pub tangents: Vec<[f32; 4]>,
+    /// Colour of each vertex (linear RGBA, glTF's `COLOR_0`), multiplying the base colour and
+    /// alpha; empty when no vertex has one, white where a vertex lacks it.
+    pub colours: Vec<[f32; 4]>,
 }
 
 impl MaterialMesh {
@@ -454,12 +462,39 @@ impl MaterialMesh {
     /// what the textures cost).
     pub fn drop_textures(&mut self) {
         for material in &mut self.materials {
-            *material = material
-                .with_base_colour(super::TextureRef::NONE)
-                .with_emission(material.emission, super::TextureRef::NONE);
+            *material = material.untextured();
         }
         self.textures.clear();
         self.texcoords.clear();
+        self.tangents.clear();
+    }
+
+    /// Drops the normal textures and the tangents, saying so when a material had one: a mesh
+    /// deformed on the GPU every frame (posed, streamed or refined) moves its normals but has
+    /// no tangents moved with them, and a normal texture read with the rest tangents would
+    /// shade wrongly.
+    pub fn drop_normal_textures(&mut self) {
+        let mut dropped = 0;
+        for material in &mut self.materials {
+            if material.normal_texture.is_some() {
+                dropped += 1;
+                *material = material.with_normal_map(super::TextureRef::NONE, 1.0);
+            }
+        }
+        if dropped > 0 {
+            log::warn!(
+                "normal textures are not applied to meshes deformed on the GPU: {dropped} \
+                 material(s) shade with their vertex normals"
+            );
+        }
+        self.tangents.clear();
+    }
+
+    /// Applies `m` to the mesh ([`Mesh::transformed`]) and its tangents (by `m`'s upper 3x3;
+    /// the handedness flips where `m` mirrors).
+    pub fn transform(&mut self, m: Mat4) {
+        self.mesh = self.mesh.transformed(m);
+        transform_tangents(&mut self.tangents, m);
     }
 
     /// Loads the mesh in `path` as [`Mesh::load`] does, with the materials of a glTF file
@@ -492,5 +527,20 @@ impl MaterialMesh {
             mesh,
             ..Self::default()
         })
+    }
+}
+
+/// `tangents` moved by `m`'s upper 3x3, as surface directions are; the handedness (w) flips
+/// where `m` mirrors, so that the bitangent stays w times the normal crossed with the tangent.
+pub(crate) fn transform_tangents(tangents: &mut [[f32; 4]], m: Mat4) {
+    let linear = Mat3::from_mat4(m);
+    let handedness = if linear.determinant() < 0.0 {
+        -1.0
+    } else {
+        1.0
+    };
+    for t in tangents {
+        let turned = linear * Vec3::new(t[0], t[1], t[2]);
+        *t = [turned.x, turned.y, turned.z, t[3] * handedness];
     }
 }

@@ -13,6 +13,7 @@ pub mod ply;
 pub mod rig;
 pub mod scans;
 pub mod shapes;
+mod tangents;
 pub mod texture;
 
 pub use environment::Environment;

@@ -22,7 +22,7 @@ use gltf::accessor::{DataType, Dimensions};
 use gltf::animation::util::ReadOutputs;
 use gltf::animation::{Interpolation, Property};
 
-use super::gltf_loader::{VisitedPrimitive, walk_primitives};
+use super::gltf_loader::{VertexValues, VisitedPrimitive, walk_primitives};
 use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::{MaterialMesh, Mesh, SceneError};
 
@@ -223,14 +223,18 @@ impl Rig {
         let order = scene_order(document);
         let clips = read_animations(path, file, &mut nodes)?;
         let cameras = read_cameras(document, &order);
+        let mut rest = MaterialMesh {
+            mesh: rest,
+            triangle_materials: parts.triangle_materials,
+            materials: appearance.materials,
+            texcoords: parts.texcoords,
+            textures: appearance.textures,
+            tangents: Vec::new(),
+            colours: parts.colours.finish(),
+        };
+        rest.drop_normal_textures();
         Ok(Self {
-            rest: MaterialMesh {
-                mesh: rest,
-                triangle_materials: parts.triangle_materials,
-                materials: appearance.materials,
-                texcoords: parts.texcoords,
-                textures: appearance.textures,
-            },
+            rest,
             joints: parts.joints,
             weights: parts.weights,
             influences: parts.influences,
@@ -460,6 +464,7 @@ fn read_skins(path: &Path, file: &GltfFile) -> Result<(Vec<RigSkin>, usize), Sce
 struct PartsRead {
     rest: Mesh,
     texcoords: Vec<[f32; 4]>,
+    colours: VertexValues,
     triangle_materials: Vec<u32>,
     joints: Vec<[u16; MAX_INFLUENCES]>,
     weights: Vec<[f32; MAX_INFLUENCES]>,
@@ -541,6 +546,8 @@ impl PartsRead {
         self.weights.extend(influences.weights);
         self.rest.append(&visited.part);
         self.texcoords.extend_from_slice(&visited.texcoords);
+        self.colours
+            .extend(visited.colours.clone(), vertex_count as usize, [1.0; 4]);
         if let Some(id) = visited.material {
             self.triangle_materials
                 .resize(self.rest.triangle_count(), id);

@@ -54,6 +54,7 @@ use canopy::prims::segmented_reduce::SegmentedReducePush;
 use canopy::render::photons::{
     EstimatePush, PhotonCounters, PhotonEmitter, PhotonPush, PhotonTarget,
 };
+use canopy::render::scene_gpu::AppearanceHead;
 use canopy::render::{
     AovsPush, BounceCounters, CameraRaysPush, ChannelsPush, CloseListsPush, GatherQueriesPush,
     GpuLight, Material, PixelAovs, RayPayload, ResolvePush, SceneRefs, ShadePush,
@@ -1434,6 +1435,12 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 "f32",
                 "struct",
                 "struct",
+                "f32",
+                "f32",
+                "f32",
+                "u32",
+                "struct",
+                "struct",
             ],
             rust: rust_layout!(Material {
                 colour,
@@ -1445,9 +1452,17 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 alpha_cutoff,
                 alpha,
                 base_colour_texture,
-                emissive_texture
+                emissive_texture,
+                metallic,
+                roughness,
+                normal_scale,
+                pad,
+                normal_texture,
+                metallic_roughness_texture
             }),
-            offsets: &[0, 12, 16, 28, 32, 36, 40, 44, 48, 80],
+            offsets: &[
+                0, 12, 16, 28, 32, 36, 40, 44, 48, 80, 112, 116, 120, 124, 128, 160,
+            ],
         },
         SharedStruct {
             kernel: shaders::RENDER_SHADE,
@@ -1601,6 +1616,38 @@ fn push_constants_match_rust() {
         "layout mismatches:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn the_appearance_head_matches_its_glsl_block() {
+    // The block ends in the materials, a runtime array: its head is the Rust struct, the
+    // materials start where it ends.
+    let head = rust_layout!(AppearanceHead {
+        texcoords,
+        textures,
+        texels,
+        triangles,
+        triangle_materials,
+        tangents,
+        colours,
+        material_count,
+        texture_count,
+        environment
+    });
+    let shape = [
+        "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "struct", "[struct]",
+    ];
+    for kernel in [shaders::RENDER_SHADE, shaders::BVH_TRACE] {
+        let found = Module::parse(kernel.spirv).structs_named("Appearance", &shape);
+        assert!(!found.is_empty(), "Appearance not found in {}", kernel.name);
+        for glsl in found {
+            assert_eq!(glsl.offsets[..10], head.offsets[..], "in {}", kernel.name);
+            let sizes: Vec<u32> = glsl.sizes[..10].iter().map(|s| s.unwrap()).collect();
+            assert_eq!(sizes, head.sizes, "in {}", kernel.name);
+            assert_eq!(glsl.offsets[10], head.size, "materials in {}", kernel.name);
+        }
+    }
+    assert_eq!(head.size, 96);
 }
 
 #[test]

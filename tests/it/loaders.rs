@@ -639,7 +639,7 @@ fn materials_glb(materials: &str) -> Vec<u8> {
 #[test]
 fn gltf_materials_map_to_diffuse_mirror_and_glass() {
     use canopy::render::{Material, MaterialKind};
-    use canopy::scene::MaterialMesh;
+    use canopy::scene::{MaterialMesh, TextureRef};
     let file = TempFile::new(
         "materials.glb",
         materials_glb(
@@ -656,12 +656,13 @@ fn gltf_materials_map_to_diffuse_mirror_and_glass() {
     );
     let loaded = MaterialMesh::load(&file.0).unwrap();
     assert_eq!(loaded.mesh.triangle_count(), 5);
-    // Materials in order of first use; a primitive without one gets glTF's default, white.
+    // Materials in order of first use; a primitive without one gets white diffuse. The
+    // diffuse one keeps glTF's default roughness, 1.
     assert_eq!(loaded.triangle_materials, [0, 1, 2, 1, 3]);
     assert_eq!(
         loaded.materials,
         [
-            Material::diffuse([0.2, 0.4, 0.6]),
+            Material::diffuse([0.2, 0.4, 0.6]).with_metal(0.0, 1.0, TextureRef::NONE),
             Material::mirror([0.9, 0.8, 0.7]),
             Material::glass(1.33, [0.9, 1.0, 0.95]),
             Material::diffuse([1.0, 1.0, 1.0]),
@@ -669,7 +670,8 @@ fn gltf_materials_map_to_diffuse_mirror_and_glass() {
     );
     assert_eq!(loaded.materials[2].kind(), Some(MaterialKind::Glass));
 
-    // Rough metal is diffuse; transmission without KHR_materials_ior is glass of index 1.5.
+    // Rough metal is diffuse, all metal; transmission without KHR_materials_ior is glass of
+    // index 1.5.
     let file = TempFile::new(
         "materials2.glb",
         materials_glb(
@@ -681,7 +683,10 @@ fn gltf_materials_map_to_diffuse_mirror_and_glass() {
         ),
     );
     let loaded = MaterialMesh::load(&file.0).unwrap();
-    assert_eq!(loaded.materials[0], Material::diffuse([1.0; 3]));
+    assert_eq!(
+        loaded.materials[0],
+        Material::diffuse([1.0; 3]).with_metal(1.0, 0.5, TextureRef::NONE)
+    );
     assert_eq!(loaded.materials[1], Material::glass(1.5, [1.0; 3]));
 
     // A file without materials yields none (the caller picks); OBJ files have none either.

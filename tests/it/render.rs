@@ -32,6 +32,8 @@ struct TestScene {
     materials: Vec<Material>,
     texcoords: Vec<[f32; 4]>,
     textures: Vec<Texture>,
+    tangents: Vec<[f32; 4]>,
+    colours: Vec<[f32; 4]>,
     lights: Vec<Light>,
     camera: Camera,
     shading: ShadingParams,
@@ -68,6 +70,8 @@ impl TestScene {
             materials,
             texcoords: Vec::new(),
             textures: Vec::new(),
+            tangents: Vec::new(),
+            colours: Vec::new(),
             lights: vec![
                 Light::Directional {
                     direction: Vec3::new(-0.5, -1.0, -0.2),
@@ -98,6 +102,8 @@ impl TestScene {
             materials: &self.materials,
             texcoords: &self.texcoords,
             textures: &self.textures,
+            tangents: &self.tangents,
+            colours: &self.colours,
         }
     }
 
@@ -747,6 +753,8 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
             materials: vec![Material::diffuse([0.8, 0.8, 0.8])],
             texcoords: Vec::new(),
             textures: Vec::new(),
+            tangents: Vec::new(),
+            colours: Vec::new(),
             lights: vec![Light::Directional {
                 direction: Vec3::new(-0.5, -1.0, -0.2),
                 intensity: Vec3::splat(0.8),
@@ -885,35 +893,157 @@ fn assert_texture_shows(scene: &mut TestScene, image: &[u8], share: usize) {
             .with_base_colour(TextureRef::NONE)
             .with_emission([0.0; 3], TextureRef::NONE);
     }
-    let flat = scene.render_cpu(1);
-    let differing = image
-        .chunks(4)
-        .zip(flat.chunks(4))
-        .filter(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 8))
-        .count();
+    let differing = pixels_differing(image, &scene.render_cpu(1));
     assert!(
         differing * share > (scene.width * scene.height) as usize,
         "only {differing} pixels show the textures"
     );
 }
 
-#[test]
-fn textured_model_matches_cpu_render() {
+/// A loaded mesh file on its stage ([`MeshStage`](canopy::render::presets::MeshStage)), seen
+/// from the front and a little above.
+fn stage_scene(loaded: MaterialMesh) -> TestScene {
     use canopy::render::presets::{MeshLook, MeshStage};
-    let ctx = context();
-    let folder = TempFolder::new("textured-render");
-    let loaded = MaterialMesh::load(&crate::textures::textured_quad(&folder.0)).unwrap();
     let stage = MeshStage::new(loaded, &MeshLook::default());
     let mut scene = TestScene::new(&[], stage.materials.clone());
     scene.mesh = stage.mesh.clone();
     scene.triangle_materials = stage.triangle_materials.clone();
     scene.texcoords = stage.texcoords.clone();
     scene.textures = stage.textures.clone();
+    scene.tangents = stage.tangents.clone();
+    scene.colours = stage.colours.clone();
     scene.lights = stage.lights.clone();
     scene.camera = Camera::orbit(stage.centre, 2.2 * stage.radius, 15.0, 10.0, 45.0);
+    scene
+}
+
+/// How many pixels of `a` and `b` differ by more than 8 in a channel.
+fn pixels_differing(a: &[u8], b: &[u8]) -> usize {
+    a.chunks(4)
+        .zip(b.chunks(4))
+        .filter(|(a, b)| (0..3).any(|c| a[c].abs_diff(b[c]) > 8))
+        .count()
+}
+
+#[test]
+fn textured_model_matches_cpu_render() {
+    let ctx = context();
+    let folder = TempFolder::new("textured-render");
+    let loaded = MaterialMesh::load(&crate::textures::textured_quad(&folder.0)).unwrap();
+    let mut scene = stage_scene(loaded);
     let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
     assert_close(&gpu, &scene.render_cpu(1), "textured square");
     assert_texture_shows(&mut scene, &gpu, 4);
+}
+
+#[test]
+fn a_normal_map_and_vertex_colours_shade_as_on_the_cpu() {
+    use crate::textures::{Attribute, normal_mapped_quad};
+    let ctx = context();
+    let folder = TempFolder::new("normal-map-render");
+    let colours: [[u8; 4]; 4] = [
+        [255, 128, 128, 255],
+        [128, 255, 128, 255],
+        [255; 4],
+        [255; 4],
+    ];
+    let colour = Attribute {
+        semantic: "COLOR_0",
+        kind: "VEC4",
+        component: 5121,
+        bytes: colours.as_flattened().to_vec(),
+    };
+    let path = normal_mapped_quad(
+        &folder.0,
+        "bumpy.gltf",
+        1.0,
+        r#", "metallicFactor": 0"#,
+        &[colour],
+    );
+    let mut scene = stage_scene(MaterialMesh::load(&path).unwrap());
+    assert!(!scene.colours.is_empty() && !scene.tangents.is_empty());
+    let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &scene.render_cpu(1), "normal-mapped square");
+    // Without the normal map the square shades otherwise, as on the CPU.
+    for material in &mut scene.materials {
+        *material = material.with_normal_map(TextureRef::NONE, 1.0);
+    }
+    let (flat, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(
+        &flat,
+        &scene.render_cpu(1),
+        "the square without its normal map",
+    );
+    let differing = pixels_differing(&gpu, &flat);
+    println!("{differing} pixels differ with and without the normal map");
+    assert!(
+        differing * 20 > (WIDTH * HEIGHT) as usize,
+        "{differing} pixels differ"
+    );
+    // Nor do the vertex colours go unseen.
+    scene.colours.clear();
+    let white = scene.render_cpu(1);
+    assert!(pixels_differing(&flat, &white) * 20 > (WIDTH * HEIGHT) as usize);
+}
+
+/// The normal-mapped square of `pbr` (JSON members of its `pbrMetallicRoughness`), its
+/// scene at `samples` per pixel.
+fn metal_scene(folder: &std::path::Path, name: &str, pbr: &str, samples: u32) -> TestScene {
+    let path = crate::textures::normal_mapped_quad(folder, name, 1.0, pbr, &[]);
+    let mut scene = stage_scene(MaterialMesh::load(&path).unwrap());
+    scene.samples = samples;
+    scene
+}
+
+#[test]
+fn a_metallic_textured_square_reflects_as_on_the_cpu() {
+    let ctx = context();
+    let folder = TempFolder::new("metal-render");
+    let metal = metal_scene(
+        &folder.0,
+        "metal.gltf",
+        r#", "metallicFactor": 1, "roughnessFactor": 0, "metallicRoughnessTexture": {"index": 2}"#,
+        1,
+    );
+    assert_eq!(metal.materials[0].metallic_roughness_texture.texture, 1);
+    let (gpu, stats) = metal.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert!(stats.iter().all(|s| s.dropped_rays == 0), "{stats:?}");
+    assert_close(&gpu, &metal.render_cpu(2), "metallic square");
+    let plain = metal_scene(&folder.0, "plain.gltf", r#", "metallicFactor": 0"#, 1);
+    let differing = pixels_differing(&gpu, &plain.render_cpu(2));
+    println!("{differing} pixels differ from the square that is not metal");
+    assert!(
+        differing * 20 > (WIDTH * HEIGHT) as usize,
+        "{differing} pixels differ"
+    );
+}
+
+#[test]
+fn roughness_blurs_reflections_with_samples_as_on_the_cpu() {
+    let ctx = context();
+    let folder = TempFolder::new("rough-render");
+    let pbr = |roughness: f32| format!(r#", "metallicFactor": 1, "roughnessFactor": {roughness}"#);
+    let rough = metal_scene(&folder.0, "rough.gltf", &pbr(0.7), 4);
+    let sharp = metal_scene(&folder.0, "sharp.gltf", &pbr(0.0), 4);
+    let (gpu, _) = rough.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert_close(&gpu, &rough.render_cpu(2), "rough metal at 4 samples");
+    let (gpu_sharp, _) = sharp.render_gpu(&ctx, StructureKind::Lbvh, 2);
+    assert_close(&gpu_sharp, &sharp.render_cpu(2), "sharp metal at 4 samples");
+    let differing = pixels_differing(&gpu, &gpu_sharp);
+    println!("{differing} pixels differ between rough and sharp");
+    assert!(
+        differing * 20 > (WIDTH * HEIGHT) as usize,
+        "{differing} pixels differ"
+    );
+    // At one sample per pixel a rough reflection is the mirror's.
+    let one = |mut scene: TestScene| {
+        scene.samples = 1;
+        scene.render_cpu(2)
+    };
+    assert!(
+        one(rough) == one(sharp),
+        "one sample: rough differs from sharp"
+    );
 }
 
 /// Every source as 32-bit values (the object id as integers).
@@ -1092,5 +1222,43 @@ fn file_channel_encodings_match_the_cpu_reference() {
     let planes: usize = encoded.iter().map(|c| c.encoding.plane_bytes(pixels)).sum();
     let unconverted = frame(&[]).bytes();
     assert_eq!(image.bytes() - unconverted, planes as u64);
+    assert_valid(&ctx);
+}
+
+#[test]
+fn meshes_deformed_on_the_gpu_drop_their_normal_maps() {
+    use canopy::render::presets::{MeshLook, Refinement, Subject};
+    use canopy::scene::animated::MeshInput;
+    let ctx = context();
+    let folder = TempFolder::new("deformed-normal-map");
+    let colour = crate::textures::Attribute {
+        semantic: "COLOR_0",
+        kind: "VEC3",
+        component: 5126,
+        bytes: bytemuck::cast_slice(&[[0.5f32, 1.0, 1.0]; 4]).to_vec(),
+    };
+    let path = crate::textures::normal_mapped_quad(&folder.0, "bumpy.gltf", 1.0, "", &[colour]);
+    let loaded = MaterialMesh::load(&path).unwrap();
+    assert!(loaded.materials[0].normal_texture.is_some() && !loaded.tangents.is_empty());
+    // Refined every frame on the GPU: no tangents follow the vertices, so the normal texture
+    // is not read (a warning says so); the vertex colours, refined as the texture
+    // coordinates are, stay.
+    let refinement = Refinement {
+        levels: 1,
+        displace: None,
+    };
+    let subject = Subject::animated(
+        &ctx,
+        MeshInput::Still(loaded.clone()),
+        &MeshLook::default(),
+        refinement,
+        1,
+    )
+    .unwrap();
+    assert!(subject.scene.tangents.is_none());
+    assert!(subject.scene.colours.is_some());
+    // The same mesh kept still reads it.
+    let still = Subject::mesh(&ctx, loaded, &MeshLook::default()).unwrap();
+    assert!(still.scene.tangents.is_some());
     assert_valid(&ctx);
 }

@@ -52,13 +52,26 @@ pub fn data_uri(mime: &str, bytes: &[u8]) -> String {
 }
 
 /// What [`quad_gltf`] writes besides the square: the JSON of its one material and of the
-/// file's textures, samplers and images, and whether the square has `TEXCOORD_1`.
+/// file's textures, samplers and images, whether the square has `TEXCOORD_1`, and more
+/// vertex attributes.
 pub struct QuadLook<'a> {
     pub material: &'a str,
     pub textures: &'a str,
     pub samplers: &'a str,
     pub images: &'a str,
     pub second_set: bool,
+    pub attributes: &'a [Attribute<'a>],
+}
+
+/// A vertex attribute of the square's four vertices.
+pub struct Attribute<'a> {
+    /// Its semantic, e.g. `TANGENT`.
+    pub semantic: &'a str,
+    /// Its accessor's type (`VEC4`) and component type (5126: float, 5121: unsigned byte).
+    pub kind: &'a str,
+    pub component: u32,
+    /// Its four values' bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// Writes `name` in `folder`: a glTF file of a unit square in the xy plane facing +z, its
@@ -82,6 +95,28 @@ pub fn quad_gltf(folder: &Path, name: &str, look: &QuadLook) -> PathBuf {
     } else {
         ""
     };
+    let (mut attributes, mut views, mut accessors) = (String::new(), String::new(), String::new());
+    for (k, extra) in look.attributes.iter().enumerate() {
+        attributes += &format!(r#", "{}": {}"#, extra.semantic, 5 + k);
+        views += &format!(
+            r#", {{"buffer": 0, "byteOffset": {}, "byteLength": {}}}"#,
+            buffer.len(),
+            extra.bytes.len()
+        );
+        let normalized = if extra.component == 5126 {
+            ""
+        } else {
+            r#", "normalized": true"#
+        };
+        accessors += &format!(
+            r#", {{"bufferView": {}, "componentType": {}, "count": 4, "type": "{}"{normalized}}}"#,
+            5 + k,
+            extra.component,
+            extra.kind
+        );
+        buffer.extend_from_slice(&extra.bytes);
+        buffer.resize(buffer.len().next_multiple_of(4), 0);
+    }
     let json = format!(
         r#"{{
         "asset": {{"version": "2.0"}},
@@ -89,7 +124,7 @@ pub fn quad_gltf(folder: &Path, name: &str, look: &QuadLook) -> PathBuf {
         "scenes": [{{"nodes": [0]}}],
         "nodes": [{{"mesh": 0}}],
         "meshes": [{{"primitives": [{{
-            "attributes": {{"POSITION": 0, "NORMAL": 1, "TEXCOORD_0": 2{second}}},
+            "attributes": {{"POSITION": 0, "NORMAL": 1, "TEXCOORD_0": 2{second}{attributes}}},
             "indices": 4, "material": 0}}]}}],
         "materials": [{material}],
         "textures": {textures},
@@ -101,7 +136,7 @@ pub fn quad_gltf(folder: &Path, name: &str, look: &QuadLook) -> PathBuf {
             {{"buffer": 0, "byteOffset": 48, "byteLength": 48}},
             {{"buffer": 0, "byteOffset": 96, "byteLength": 32}},
             {{"buffer": 0, "byteOffset": 128, "byteLength": 32}},
-            {{"buffer": 0, "byteOffset": 160, "byteLength": 12}}
+            {{"buffer": 0, "byteOffset": 160, "byteLength": 12}}{views}
         ],
         "accessors": [
             {{"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3",
@@ -109,7 +144,7 @@ pub fn quad_gltf(folder: &Path, name: &str, look: &QuadLook) -> PathBuf {
             {{"bufferView": 1, "componentType": 5126, "count": 4, "type": "VEC3"}},
             {{"bufferView": 2, "componentType": 5126, "count": 4, "type": "VEC2"}},
             {{"bufferView": 3, "componentType": 5126, "count": 4, "type": "VEC2"}},
-            {{"bufferView": 4, "componentType": 5123, "count": 6, "type": "SCALAR"}}
+            {{"bufferView": 4, "componentType": 5123, "count": 6, "type": "SCALAR"}}{accessors}
         ]
     }}"#,
         material = look.material,
@@ -150,6 +185,7 @@ pub fn textured_quad(folder: &Path) -> PathBuf {
                           {"magFilter": 9729, "wrapS": 33071, "wrapT": 33648}]"#,
             images: &images,
             second_set: true,
+            attributes: &[],
         },
     )
 }
@@ -229,6 +265,7 @@ fn alpha_modes_read_as_cutouts() {
                 samplers: "[]",
                 images: r#"[{"uri": "checker.png"}]"#,
                 second_set: false,
+                attributes: &[],
             },
         );
         let m = MaterialMesh::load(&path).unwrap().materials[0];
@@ -291,6 +328,7 @@ fn base_colour_quad(
             samplers: "[]",
             images,
             second_set,
+            attributes: &[],
         },
     )
 }
@@ -466,4 +504,203 @@ fn bad_environments_are_named() {
             "{message}"
         );
     }
+}
+
+/// A 4x4 normal texture: columns bent alternately to -x and +x (by about 37 degrees), rows
+/// alternately a little to +y.
+pub fn bumps_png() -> Vec<u8> {
+    let rgba: Vec<u8> = (0..16)
+        .flat_map(|i| {
+            let x = if i % 2 == 0 { 52 } else { 204 };
+            let y = if (i / 4) % 2 == 0 { 128 } else { 160 };
+            [x, y, 230, 255]
+        })
+        .collect();
+    png(4, 4, &rgba)
+}
+
+/// A 4x4 metallic-roughness texture: metal (blue) on alternate texels, roughness (green) 1.
+pub fn metal_png() -> Vec<u8> {
+    let rgba: Vec<u8> = (0..16)
+        .flat_map(|i| {
+            let metal = if (i % 4 + i / 4) % 2 == 0 { 255 } else { 0 };
+            [0, 255, metal, 255]
+        })
+        .collect();
+    png(4, 4, &rgba)
+}
+
+/// The square's four vertices' `TANGENT`s, all `tangent`.
+pub fn tangent_attribute(tangent: [f32; 4]) -> Attribute<'static> {
+    Attribute {
+        semantic: "TANGENT",
+        kind: "VEC4",
+        component: 5126,
+        bytes: bytemuck::cast_slice(&[tangent; 4]).to_vec(),
+    }
+}
+
+/// The square with the checker as base colour, the bumps (`bumps.png`, written here) as its
+/// normal texture at `scale`, and `pbr` (JSON members) added to its `pbrMetallicRoughness`,
+/// where texture 2 is the metallic-roughness texture [`metal_png`]; with `attributes`.
+pub fn normal_mapped_quad(
+    folder: &Path,
+    name: &str,
+    scale: f32,
+    pbr: &str,
+    attributes: &[Attribute],
+) -> PathBuf {
+    std::fs::write(folder.join("checker.png"), checker_png()).unwrap();
+    std::fs::write(folder.join("bumps.png"), bumps_png()).unwrap();
+    std::fs::write(folder.join("metal.png"), metal_png()).unwrap();
+    let material = format!(
+        r#"{{"pbrMetallicRoughness": {{"baseColorTexture": {{"index": 0}}{pbr}}},
+            "normalTexture": {{"index": 1, "scale": {scale}}}}}"#
+    );
+    let images = r#"[{"uri": "checker.png"}, {"uri": "bumps.png"}, {"uri": "metal.png"}]"#;
+    quad_gltf(
+        folder,
+        name,
+        &QuadLook {
+            material: &material,
+            textures: r#"[{"source": 0, "sampler": 0}, {"source": 1, "sampler": 0},
+                          {"source": 2, "sampler": 0}]"#,
+            samplers: r#"[{"magFilter": 9728}]"#,
+            images,
+            second_set: false,
+            attributes,
+        },
+    )
+}
+
+#[test]
+fn normal_and_metallic_roughness_textures_and_vertex_colours_are_read() {
+    let folder = TempFolder::new("pbr-quad");
+    let colours: [[u8; 4]; 4] = [
+        [255, 0, 0, 255],
+        [0, 255, 0, 255],
+        [0, 0, 255, 255],
+        [255; 4],
+    ];
+    let path = normal_mapped_quad(
+        &folder.0,
+        "pbr.gltf",
+        0.7,
+        r#", "metallicFactor": 0.8, "roughnessFactor": 0.6,
+            "metallicRoughnessTexture": {"index": 2}"#,
+        &[Attribute {
+            semantic: "COLOR_0",
+            kind: "VEC4",
+            component: 5121,
+            bytes: colours.as_flattened().to_vec(),
+        }],
+    );
+    let loaded = MaterialMesh::load(&path).unwrap();
+    let m = loaded.materials[0];
+    assert_eq!((m.metallic, m.roughness, m.normal_scale), (0.8, 0.6, 0.7));
+    // Textures in the order the material reads them: base colour, metal, normals.
+    assert_eq!(m.metallic_roughness_texture, TextureRef::new(1, 0));
+    assert_eq!(m.normal_texture, TextureRef::new(2, 0));
+    assert_eq!(m.kind(), Some(canopy::scene::MaterialKind::Diffuse));
+    assert_eq!(loaded.textures.len(), 3);
+    assert_eq!(loaded.colours[0], [1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(loaded.colours[3], [1.0; 4]);
+    // The tangents MikkTSpace makes for the upright square: +x, glTF's handedness.
+    assert_eq!(loaded.tangents.len(), 4);
+    for t in &loaded.tangents {
+        assert!((glam::Vec4::from(*t) - glam::Vec4::new(1.0, 0.0, 0.0, 1.0)).length() < 1e-6);
+    }
+    // Without textures, the factors alone and no tangents.
+    let mut bare = loaded.clone();
+    bare.drop_textures();
+    assert!(bare.tangents.is_empty() && !bare.materials[0].normal_texture.is_some());
+    assert_eq!(bare.materials[0].metallic, 0.8);
+}
+
+#[test]
+fn tangents_from_the_file_and_generated_agree_on_an_upright_square() {
+    let folder = TempFolder::new("tangents");
+    let generated = MaterialMesh::load(&normal_mapped_quad(
+        &folder.0,
+        "generated.gltf",
+        1.0,
+        "",
+        &[],
+    ))
+    .unwrap();
+    let from_file = MaterialMesh::load(&normal_mapped_quad(
+        &folder.0,
+        "file.gltf",
+        1.0,
+        "",
+        &[tangent_attribute([1.0, 0.0, 0.0, 1.0])],
+    ))
+    .unwrap();
+    assert_eq!(from_file.tangents, vec![[1.0, 0.0, 0.0, 1.0]; 4]);
+    for (g, f) in generated.tangents.iter().zip(&from_file.tangents) {
+        assert!(
+            (glam::Vec4::from(*g) - glam::Vec4::from(*f)).length() < 1e-6,
+            "{g:?} {f:?}"
+        );
+    }
+    // A file's tangents that say otherwise are the ones read.
+    let other = MaterialMesh::load(&normal_mapped_quad(
+        &folder.0,
+        "other.gltf",
+        1.0,
+        "",
+        &[tangent_attribute([0.0, 1.0, 0.0, -1.0])],
+    ))
+    .unwrap();
+    assert_eq!(other.tangents[2], [0.0, 1.0, 0.0, -1.0]);
+}
+
+#[test]
+fn bad_normal_map_input_is_named() {
+    let folder = TempFolder::new("bad-normal-maps");
+    let dir = &folder.0;
+    // The normal texture is texture 1; with only texture 0 it indexes past the end.
+    std::fs::write(dir.join("checker.png"), checker_png()).unwrap();
+    let material = r#"{"normalTexture": {"index": 1}}"#;
+    let path = quad_gltf(
+        dir,
+        "past.gltf",
+        &QuadLook {
+            material,
+            textures: r#"[{"source": 0}]"#,
+            samplers: "[]",
+            images: r#"[{"uri": "checker.png"}]"#,
+            second_set: false,
+            attributes: &[],
+        },
+    );
+    load_error(&path, &["past.gltf", "materials[0].normalTexture"]);
+
+    let flat = Attribute {
+        semantic: "TANGENT",
+        kind: "VEC3",
+        component: 5126,
+        bytes: bytemuck::cast_slice(&[[1f32, 0.0, 0.0]; 4]).to_vec(),
+    };
+    let path = normal_mapped_quad(dir, "vec3.gltf", 1.0, "", &[flat]);
+    load_error(
+        &path,
+        &[
+            "vec3.gltf",
+            "mesh 0 primitive 0",
+            "TANGENT",
+            "Vec3",
+            "expected F32 Vec4",
+        ],
+    );
+
+    let nan = tangent_attribute([f32::NAN, 0.0, 0.0, 1.0]);
+    let path = normal_mapped_quad(dir, "nan.gltf", 1.0, "", &[nan]);
+    load_error(
+        &path,
+        &["nan.gltf", "mesh 0 primitive 0", "TANGENT", "non-finite"],
+    );
+
+    let path = normal_mapped_quad(dir, "scale.gltf", f32::MAX, "", &[]);
+    assert!(MaterialMesh::load(&path).is_ok(), "a large scale is finite");
 }
