@@ -129,8 +129,10 @@
 //! - `job` (feature `png`): a render job's frame plan (shards, resume, partial files left
 //!   by killed runs), its stop flag and its per-frame stats log.
 //! - [`atomic_file`]: files written whole or not at all in folders other processes share.
-//! - [`bench`](mod@bench): measurements of all of the above (GPU times and work counters), shared by the
-//!   `canopy bench` and `canopy build` commands and the `cargo bench` targets.
+//!
+//! The `bench` module (GPU times and work counters of all of the above) serves the `canopy
+//! bench` and `canopy build` commands, the `cargo bench` targets and canopy's tests; it is not
+//! part of the API and is hidden from these pages.
 //!
 //! # Features
 //!
@@ -142,6 +144,7 @@
 
 pub mod accel;
 pub mod atomic_file;
+#[doc(hidden)]
 pub mod bench;
 #[cfg(feature = "png")]
 pub mod export;
