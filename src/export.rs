@@ -229,6 +229,10 @@ pub enum Aov {
     /// `object_id`: the material index of the surface (32-bit integers; `u32::MAX` for the
     /// sky).
     ObjectId,
+    /// `instance_id`: the instance of the surface, a glTF node's index or 0 for an OBJ or PLY
+    /// file (32-bit integers; `u32::MAX` for the sky). The subject's instance table names
+    /// them (`instances` on the `--stats` lines).
+    InstanceId,
 }
 
 /// What an OpenEXR frame holds beside its `R`, `G`, `B`, `A` (the linear radiance, alpha the
@@ -320,6 +324,7 @@ impl ExrOptions {
                 Aov::Albedo => (&[AlbedoRed, AlbedoGreen, AlbedoBlue], colour),
                 Aov::Position => (&[PositionX, PositionY, PositionZ], ChannelEncoding::F32),
                 Aov::ObjectId => (&[ObjectId], ChannelEncoding::U32),
+                Aov::InstanceId => (&[InstanceId], ChannelEncoding::U32),
             };
             channels.extend(sources.iter().map(|&s| OutputChannel::new(s, encoding)));
         }

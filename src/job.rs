@@ -255,12 +255,15 @@ impl FrameRecord {
 }
 
 /// A file of JSON lines, one per finished frame (frame, GPU ms, each stage's ms, rays per
-/// bounce, device memory, frames in flight, bytes read back, wall time, file), appended and flushed as frames finish, so that a
+/// bounce, device memory, frames in flight, bytes read back, wall time, file, camera, the
+/// source's instance names), appended and flushed as frames finish, so that a
 /// killed job keeps the lines of its finished frames. Several jobs (shards) may append to one
 /// log: each line is one write under an exclusive lock of the file.
 pub struct StatsLog {
     file: std::fs::File,
     path: PathBuf,
+    /// The name of each instance of the source, by id ([`FrameSource::instances`]).
+    instances: Vec<Option<String>>,
 }
 
 impl StatsLog {
@@ -274,6 +277,7 @@ impl StatsLog {
         Ok(Self {
             file,
             path: path.to_path_buf(),
+            instances: Vec::new(),
         })
     }
 
@@ -321,6 +325,7 @@ impl StatsLog {
             "bytes": written.map(|w| w.bytes),
             "encode_ms": written.map(|w| w.encode_s * 1e3),
             "camera": camera_json(&record.camera),
+            "instances": self.instances,
         });
         // One write of the whole line under an exclusive lock: O_APPEND alone keeps lines of
         // several writers whole only on local file systems (not on NFS, where the lock does).
@@ -489,6 +494,8 @@ struct Ready {
     name: String,
     triangles: u32,
     size: (u32, u32),
+    /// The source's instance names ([`FrameSource::instances`]).
+    instances: Vec<Option<String>>,
 }
 
 /// A finished frame on its way from a device to the outputs.
@@ -576,6 +583,7 @@ impl<S: FrameSource, E: From<JobError> + From<crate::vk::Error> + Send> RenderJo
                             name: ctx.caps().name.clone(),
                             triangles: source.scene().triangle_count,
                             size,
+                            instances: source.instances().to_vec(),
                         }));
                         let pull = || match halt.load(Ordering::SeqCst) {
                             true => None,
@@ -624,6 +632,9 @@ impl<S: FrameSource, E: From<JobError> + From<crate::vk::Error> + Send> RenderJo
                     Ok(ready) => {
                         names.push(ready.name);
                         (triangles, size) = (ready.triangles, ready.size);
+                        if let Some(stats) = delivery.stats.as_mut() {
+                            stats.instances = ready.instances;
+                        }
                     }
                     Err(e) => outcome = outcome.and(Err(e)),
                 }

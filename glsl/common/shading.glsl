@@ -78,7 +78,7 @@ struct Environment {
 
 // The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
 // set 1 in zw), texture table and texels (RGBA8 per u32), triangles and their materials, vertex
-// tangents and colours lie, the environment, then the materials.
+// tangents and colours lie, the triangles' instances, the environment, then the materials.
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
     uint64_t texcoords;
     uint64_t textures;
@@ -87,6 +87,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance 
     uint64_t triangle_materials; // u32 per triangle
     uint64_t tangents;           // vec4 per vertex (xyz, handedness in w), or 0: none
     uint64_t colours;            // vec4 per vertex (linear RGBA), or 0: white
+    uint64_t triangle_instances; // u32 per triangle, or 0: every triangle instance 0
     uint material_count;
     uint texture_count;
     Environment environment;
@@ -114,6 +115,12 @@ struct SceneRefs {
 
 Material scene_material(SceneRefs scene, uint id) {
     return Appearance(scene.appearance).materials[id];
+}
+
+// The instance `triangle` came from (the instance_id channel).
+uint scene_instance(SceneRefs scene, uint triangle) {
+    uint64_t instances = Appearance(scene.appearance).triangle_instances;
+    return instances == 0ul ? 0u : U32s(instances).v[triangle];
 }
 
 // A texture coordinate brought into [0, 1] (repeat, clamp) or [0, 2] (mirrored repeat, one

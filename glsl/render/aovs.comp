@@ -3,7 +3,7 @@
 // variables), one invocation per camera path after bounce 0's trace: the depth along the
 // view axis, the shading normal and the albedo the shading uses (common/shading.glsl
 // surface_at, the same surface the image is shaded from), the world position and the hit
-// triangle's material (canopy's object id), and the coverage (1 hit, 0 the sky; the sky's
+// triangle's material (canopy's object id) and instance, and the coverage (1 hit, 0 the sky; the sky's
 // depth is infinite). With several samples per pixel, the first sample writes every variable
 // and the later ones add their albedo and coverage, each weighted 1 / samples, to the first's:
 // those two are means, the rest the first sample's. src/render/cpu.rs primary_aovs is the
@@ -44,6 +44,7 @@ void main() {
         out_aovs.v[pixel].depth = INF;
         out_aovs.v[pixel].albedo = vec3(0.0);
         out_aovs.v[pixel].object_id = MISS;
+        out_aovs.v[pixel].instance_id = MISS;
         out_aovs.v[pixel].position = vec3(0.0);
         out_aovs.v[pixel].coverage = 0.0;
         return;
@@ -58,6 +59,7 @@ void main() {
     out_aovs.v[pixel].depth = dot(s.position - ray.origin, pc.forward);
     out_aovs.v[pixel].albedo = s.colour * pc.sample_weight;
     out_aovs.v[pixel].object_id = U32s(pc.scene.triangle_materials).v[hit.triangle];
+    out_aovs.v[pixel].instance_id = scene_instance(pc.scene, hit.triangle);
     out_aovs.v[pixel].position = s.position;
     out_aovs.v[pixel].coverage = pc.sample_weight;
 }

@@ -2,7 +2,7 @@
 // A frame's file channels converted on the GPU, so that readback carries what the file holds:
 // each pixel's radiance sum (common/paths.glsl) and what its camera ray hit (PixelAovs, from
 // aovs.comp) written as planes, one per channel in the order of the table, each in its own
-// encoding: 32-bit float, 16-bit float, 32-bit integer (the object id), or 16-bit display
+// encoding: 32-bit float, 16-bit float, 32-bit integer (the object and instance ids), or 16-bit display
 // values (the radiance clamped to [0, 1] and sRGB-encoded, other sources clamped, scaled to
 // 65535, stored big-endian as PNG holds them). Planes of 16-bit values are padded to 4 bytes.
 // One invocation per pair of pixels, so 16-bit planes are written a whole word at a time.
@@ -19,9 +19,10 @@ const uint F16 = 1;
 const uint U32 = 2;
 const uint DISPLAY16 = 3;
 // Sources, as ChannelSource: 0-2 radiance R, G, B; 3 coverage; 4 depth; 5-7 normal; 8-10
-// albedo; 11-13 position; 14 object id.
+// albedo; 11-13 position; 14 object id; 15 instance id.
 const uint COVERAGE = 3;
 const uint OBJECT_ID = 14;
+const uint INSTANCE_ID = 15;
 
 layout(push_constant, scalar) uniform Push {
     uint64_t radiance_address; // 3 u64 per pixel
@@ -54,7 +55,8 @@ float value_of(uint source, uint pixel) {
 // A 32-bit channel's word for `pixel`.
 uint word_of(uint source, uint encoding, uint pixel) {
     if (encoding == U32) {
-        return source == OBJECT_ID ? PixelAovsList(pc.aovs_address).v[pixel].object_id : 0u;
+        PixelAovs a = PixelAovsList(pc.aovs_address).v[pixel];
+        return source == OBJECT_ID ? a.object_id : source == INSTANCE_ID ? a.instance_id : 0u;
     }
     return floatBitsToUint(value_of(source, pixel));
 }

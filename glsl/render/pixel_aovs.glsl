@@ -7,5 +7,6 @@ struct PixelAovs {
     uint object_id;
     vec3 position;
     float coverage;
+    uint instance_id;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer PixelAovsList { PixelAovs v[]; };

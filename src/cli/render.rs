@@ -107,7 +107,8 @@ pub struct RenderArgs {
     #[arg(long, value_enum, conflicts_with = "no_write")]
     pub format: Option<FormatArg>,
     /// OpenEXR frames also hold these channels, comma-separated: depth (Z), normal (N.X..),
-    /// albedo (albedo.R..), position (P.X..), object_id (the material index).
+    /// albedo (albedo.R..), position (P.X..), object_id (the material index), instance_id
+    /// (the glTF node, or 0 for an OBJ or PLY file; --stats names them).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub aovs: Vec<AovArg>,
     /// OpenEXR colour, normal and albedo channels as 16-bit floats (else 32-bit).
@@ -278,6 +279,9 @@ pub enum AovArg {
     /// object_id.
     #[value(name = "object_id")]
     ObjectId,
+    /// instance_id.
+    #[value(name = "instance_id")]
+    InstanceId,
 }
 
 impl From<AovArg> for Aov {
@@ -288,6 +292,7 @@ impl From<AovArg> for Aov {
             AovArg::Albedo => Aov::Albedo,
             AovArg::Position => Aov::Position,
             AovArg::ObjectId => Aov::ObjectId,
+            AovArg::InstanceId => Aov::InstanceId,
         }
     }
 }

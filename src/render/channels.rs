@@ -44,11 +44,13 @@ pub enum ChannelSource {
     PositionZ,
     /// The hit triangle's material index (`u32::MAX` for the sky).
     ObjectId,
+    /// The hit triangle's instance (`u32::MAX` for the sky).
+    InstanceId,
 }
 
 impl ChannelSource {
     /// Every source, in the order of their numbers.
-    pub const ALL: [ChannelSource; 15] = {
+    pub const ALL: [ChannelSource; 16] = {
         use ChannelSource::*;
         [
             Red,
@@ -66,6 +68,7 @@ impl ChannelSource {
             PositionY,
             PositionZ,
             ObjectId,
+            InstanceId,
         ]
     };
 
@@ -93,11 +96,12 @@ impl ChannelSource {
             PositionY => "P.Y",
             PositionZ => "P.Z",
             ObjectId => "object_id",
+            InstanceId => "instance_id",
         }
     }
 
-    /// Its value for a pixel of linear `radiance` whose camera ray hit `aovs` (the object id
-    /// as its bits).
+    /// Its value for a pixel of linear `radiance` whose camera ray hit `aovs` (the object and
+    /// instance ids as their bits).
     pub fn value(self, radiance: [f32; 3], aovs: &PixelAovs) -> f32 {
         use ChannelSource::*;
         match self {
@@ -110,6 +114,7 @@ impl ChannelSource {
             AlbedoRed | AlbedoGreen | AlbedoBlue => aovs.albedo[self as usize - AlbedoRed as usize],
             PositionX | PositionY | PositionZ => aovs.position[self as usize - PositionX as usize],
             ObjectId => f32::from_bits(aovs.object_id),
+            InstanceId => f32::from_bits(aovs.instance_id),
         }
     }
 }
@@ -122,7 +127,7 @@ pub enum ChannelEncoding {
     F32,
     /// 16-bit float (IEEE half), little-endian.
     F16,
-    /// 32-bit unsigned integer, little-endian: the object id only.
+    /// 32-bit unsigned integer, little-endian: the object and instance ids only.
     U32,
     /// 16-bit display value, big-endian as PNG stores it: the radiance clamped to [0, 1] and
     /// sRGB-encoded, any other source clamped to [0, 1]; scaled to 65535.
@@ -180,13 +185,16 @@ impl OutputChannel {
         Self { source, encoding }
     }
 
-    /// An error unless the encoding suits the source: the object id only as 32-bit integers,
-    /// and integers only for it.
+    /// An error unless the encoding suits the source: the object and instance ids only as
+    /// 32-bit integers, and integers only for them.
     pub fn check(self) -> Result<(), String> {
-        let id = self.source == ChannelSource::ObjectId;
+        let id = matches!(
+            self.source,
+            ChannelSource::ObjectId | ChannelSource::InstanceId
+        );
         if id != (self.encoding == ChannelEncoding::U32) {
             return Err(format!(
-                "{:?} as {:?}: the object id is stored as U32, and only it",
+                "{:?} as {:?}: the object and instance ids are stored as U32, and only they",
                 self.source, self.encoding
             ));
         }

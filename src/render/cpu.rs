@@ -536,6 +536,7 @@ impl CpuScene<'_> {
                 let mut pixel = PixelAovs {
                     depth: f32::INFINITY,
                     object_id: u32::MAX,
+                    instance_id: u32::MAX,
                     ..PixelAovs::default()
                 };
                 for sample in 0..samples {
@@ -552,6 +553,7 @@ impl CpuScene<'_> {
                             depth: (s.position - Vec3::from(ray.origin)).dot(forward),
                             albedo: albedo.to_array(),
                             object_id: self.surfaces.triangle_materials[hit.triangle as usize],
+                            instance_id: self.surfaces.instance_of(hit.triangle),
                             position: s.position.to_array(),
                             coverage: weight,
                         };

@@ -408,7 +408,7 @@ pub struct ShadowRadiancePush {
 }
 
 /// What a pixel's camera ray hit, for compositing (`PixelAovs` in `glsl/render/aovs.comp`):
-/// written when a file channel reads it ([`Renderer::set_output_channels`]). 48 bytes.
+/// written when a file channel reads it ([`Renderer::set_output_channels`]). 52 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct PixelAovs {
@@ -424,6 +424,8 @@ pub struct PixelAovs {
     pub position: [f32; 3],
     /// 1 where the camera ray hit, 0 for the sky.
     pub coverage: f32,
+    /// The hit triangle's instance; `u32::MAX` for the sky.
+    pub instance_id: u32,
 }
 
 /// Push constants of `aovs.comp`.

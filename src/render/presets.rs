@@ -86,10 +86,18 @@ pub fn default_scene_gpu(ctx: &Context, scene: &DefaultScene) -> Result<SceneGpu
         ctx,
         scene.vertex_count(),
         &topology,
-        &Surfaces::untextured(&triangle_materials, &materials),
+        &Surfaces {
+            // Each object has a material of its own: the material is the instance.
+            triangle_instances: &triangle_materials,
+            ..Surfaces::untextured(&triangle_materials, &materials)
+        },
         &default_scene_lights(0.0),
     )
 }
+
+/// The names of the default scene's instances, by id: its objects, each of which has the
+/// material of the same index.
+pub const DEFAULT_SCENE_INSTANCES: [&str; 4] = ["torus", "ground", "mirror sphere", "glass sphere"];
 
 /// Seconds the default scene's point light takes to circle it once.
 pub const DEFAULT_SCENE_LIGHT_PERIOD: f32 = 12.0;
@@ -188,6 +196,11 @@ pub struct MeshStage {
     pub mesh: Mesh,
     /// Index into `materials` of each triangle.
     pub triangle_materials: Vec<u32>,
+    /// Index into `instances` of each triangle.
+    pub triangle_instances: Vec<u32>,
+    /// The file's instances ([`MaterialMesh::instances`]; one without a name for a sequence),
+    /// then the ground, named [`GROUND_INSTANCE`].
+    pub instances: Vec<Option<String>>,
     /// The file's materials (or clay), then the ground's.
     pub materials: Vec<Material>,
     /// Texture coordinates of each vertex (the ground's zero); empty without textures.
@@ -234,6 +247,7 @@ impl MeshStage {
     pub fn surfaces(&self) -> Surfaces<'_> {
         Surfaces {
             triangle_materials: &self.triangle_materials,
+            triangle_instances: &self.triangle_instances,
             materials: &self.materials,
             texcoords: &self.texcoords,
             textures: &self.textures,
@@ -256,6 +270,14 @@ impl MeshStage {
         }
         let ground_material = materials.len() as u32;
         materials.push(checker_ground(radius * 0.25));
+        let mut triangle_instances = loaded.triangle_instances;
+        triangle_instances.resize(mesh.triangle_count(), 0);
+        let mut instances = loaded.instances;
+        if instances.is_empty() {
+            instances.push(None);
+        }
+        triangle_instances.extend([instances.len() as u32; 2]);
+        instances.push(Some(GROUND_INSTANCE.into()));
         let ground_height = lo.y - GROUND_GAP * radius;
         let ground = shapes::ground_square([centre.x, ground_height, centre.z], radius * 3.0);
         let vertices = mesh.positions.len() + ground.positions.len();
@@ -273,6 +295,8 @@ impl MeshStage {
         Self {
             mesh,
             triangle_materials,
+            triangle_instances,
+            instances,
             materials,
             texcoords,
             textures: loaded.textures,
@@ -284,6 +308,9 @@ impl MeshStage {
         }
     }
 }
+
+/// The name of the ground's instance on a [`MeshStage`] (its id is the one after the file's).
+pub const GROUND_INSTANCE: &str = "ground";
 
 /// How a subject moves from frame to frame.
 pub enum Motion {
@@ -347,6 +374,8 @@ pub struct Subject {
     pub gltf_camera: Option<(usize, f32)>,
     /// Changes to every frame's camera.
     pub camera_overrides: CameraOverrides,
+    /// The name of each instance, by the id the `instance_id` channel holds.
+    pub instances: Vec<Option<String>>,
 }
 
 impl Subject {
@@ -360,6 +389,7 @@ impl Subject {
             radius: DEFAULT_SCENE_RADIUS,
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
+            instances: DEFAULT_SCENE_INSTANCES.map(|n| Some(n.into())).to_vec(),
         })
     }
 
@@ -374,6 +404,7 @@ impl Subject {
             radius: stage.radius,
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
+            instances: stage.instances,
         })
     }
 
@@ -420,17 +451,23 @@ impl Subject {
                 subdivision.apply(values)
             }
         };
+        // Each refined triangle keeps what its control triangle had.
+        let refined_triangles = |values: &Vec<u32>| -> Vec<u32> {
+            (0..subdivision.triangles.len())
+                .filter(|_| !values.is_empty())
+                .map(|t| values[t >> shift])
+                .collect()
+        };
         let mut loaded = MaterialMesh {
             mesh: Mesh {
                 positions: refined.clone(),
                 normals: vec![[0.0; 3]; refined.len()],
                 triangles,
             },
-            triangle_materials: (0..subdivision.triangles.len())
-                .filter(|_| !dressed.triangle_materials.is_empty())
-                .map(|t| dressed.triangle_materials[t >> shift])
-                .collect(),
+            triangle_materials: refined_triangles(&dressed.triangle_materials),
             materials: dressed.materials.clone(),
+            triangle_instances: refined_triangles(&dressed.triangle_instances),
+            instances: dressed.instances.clone(),
             // Smoothed like the positions where the levels refine them: a seam's vertices are
             // split in the file, so each side keeps its own coordinates.
             texcoords: smoothed(&dressed.texcoords),
@@ -489,6 +526,7 @@ impl Subject {
             radius: stage.radius,
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
+            instances: stage.instances,
         })
     }
 }
@@ -496,6 +534,10 @@ impl Subject {
 impl FrameSource for Subject {
     fn scene(&self) -> &SceneGpu {
         &self.scene
+    }
+
+    fn instances(&self) -> &[Option<String>] {
+        &self.instances
     }
 
     /// The default scene's deformation and its lights ([`default_scene_lights`]), a mesh

@@ -14,6 +14,9 @@ use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
 pub struct Surfaces<'a> {
     /// Index into `materials` of each triangle.
     pub triangle_materials: &'a [u32],
+    /// The instance each triangle came from (the `instance_id` channel); may be empty (every
+    /// triangle instance 0).
+    pub triangle_instances: &'a [u32],
     /// The materials.
     pub materials: &'a [Material],
     /// Texture coordinates of each vertex (`TEXCOORD_0`, then `TEXCOORD_1`); may be empty
@@ -34,6 +37,7 @@ impl<'a> Surfaces<'a> {
     pub fn untextured(triangle_materials: &'a [u32], materials: &'a [Material]) -> Self {
         Self {
             triangle_materials,
+            triangle_instances: &[],
             materials,
             texcoords: &[],
             textures: &[],
@@ -41,10 +45,18 @@ impl<'a> Surfaces<'a> {
             colours: &[],
         }
     }
+
+    /// The instance `triangle` came from.
+    pub fn instance_of(&self, triangle: u32) -> u32 {
+        self.triangle_instances
+            .get(triangle as usize)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
-/// materials follow it. 96 bytes.
+/// materials follow it. 104 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct AppearanceHead {
@@ -62,6 +74,8 @@ pub struct AppearanceHead {
     pub tangents: u64,
     /// Address of the vertex colours, or 0 for none (white).
     pub colours: u64,
+    /// Address of the triangles' instances, or 0 for none (every triangle instance 0).
+    pub triangle_instances: u64,
     /// Materials.
     pub material_count: u32,
     /// Textures.
@@ -97,6 +111,8 @@ pub struct SceneGpu {
     pub tangents: Option<Buffer>,
     /// Colours of each vertex (16 bytes each), where the scene has them.
     pub colours: Option<Buffer>,
+    /// Instance of each triangle, where the surfaces give them.
+    pub triangle_instances: Option<Buffer>,
     /// The lights.
     pub lights: Buffer,
     /// Number of vertices.
@@ -182,6 +198,15 @@ impl SceneGpu {
                 triangles[bad]
             )));
         }
+        if !surfaces.triangle_instances.is_empty()
+            && surfaces.triangle_instances.len() != triangles.len()
+        {
+            return Err(Error::InvalidInput(format!(
+                "{} triangle instances for {} triangles",
+                surfaces.triangle_instances.len(),
+                triangles.len()
+            )));
+        }
         if let Some(bad) = triangle_materials
             .iter()
             .position(|&m| m as usize >= materials.len())
@@ -205,13 +230,10 @@ impl SceneGpu {
             .iter()
             .flat_map(|t| t.texels.iter().copied())
             .collect();
-        let optional = |name, values: &[[f32; 4]]| {
-            (!values.is_empty())
-                .then(|| ctx.create_buffer_with(name, values))
-                .transpose()
-        };
-        let tangents = optional("scene tangents", surfaces.tangents)?;
-        let colours = optional("scene vertex colours", surfaces.colours)?;
+        let tangents = optional_buffer(ctx, "scene tangents", surfaces.tangents)?;
+        let colours = optional_buffer(ctx, "scene vertex colours", surfaces.colours)?;
+        let triangle_instances =
+            optional_buffer(ctx, "scene triangle instances", surfaces.triangle_instances)?;
         let texcoords =
             ctx.create_buffer_with("scene texture coordinates", &or_zero(surfaces.texcoords))?;
         let textures = ctx.create_buffer_with("scene textures", &or_zero(&table))?;
@@ -227,6 +249,7 @@ impl SceneGpu {
             triangle_materials: triangle_materials.address(),
             tangents: tangents.as_ref().map_or(0, Buffer::address),
             colours: colours.as_ref().map_or(0, Buffer::address),
+            triangle_instances: triangle_instances.as_ref().map_or(0, Buffer::address),
             material_count: materials.len() as u32,
             texture_count: table.len() as u32,
             environment: GpuEnvironment::default(),
@@ -246,6 +269,7 @@ impl SceneGpu {
             texels,
             tangents,
             colours,
+            triangle_instances,
             lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
             vertex_count,
             triangle_count: triangles.len() as u32,
@@ -395,4 +419,15 @@ fn texture_table(surfaces: &Surfaces, vertex_count: u32) -> Result<Vec<GpuTextur
         first_texel += texels;
     }
     Ok(table)
+}
+
+/// A buffer holding `values`, or none where there are none.
+fn optional_buffer<T: bytemuck::Pod>(
+    ctx: &Context,
+    name: &str,
+    values: &[T],
+) -> Result<Option<Buffer>> {
+    (!values.is_empty())
+        .then(|| ctx.create_buffer_with(name, values))
+        .transpose()
 }

@@ -43,4 +43,10 @@ pub trait FrameSource {
     fn max_frames_in_flight(&self) -> Option<usize> {
         None
     }
+
+    /// The name of each instance, by the id the `instance_id` channel holds (`None` for an
+    /// instance without a name); none (the default) where the source names none.
+    fn instances(&self) -> &[Option<String>] {
+        &[]
+    }
 }

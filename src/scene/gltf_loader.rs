@@ -400,6 +400,7 @@ pub(super) fn static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, 
 fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneError> {
     let mut mesh = Mesh::default();
     let mut triangle_materials = Vec::new();
+    let mut triangle_instances = Vec::new();
     let mut texcoords = Vec::new();
     let mut tangents = VertexValues::default();
     let mut colours = VertexValues::default();
@@ -416,6 +417,7 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
         if let Some(id) = visited.material {
             triangle_materials.resize(mesh.triangle_count(), id);
         }
+        triangle_instances.resize(mesh.triangle_count(), visited.node.index() as u32);
         Ok(())
     })?;
     if appearance.textures.is_empty() {
@@ -425,11 +427,22 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
         mesh,
         triangle_materials,
         materials: appearance.materials,
+        triangle_instances,
+        instances: node_names(&file.document),
         texcoords,
         textures: appearance.textures,
         tangents: tangents.finish(),
         colours: colours.finish(),
     })
+}
+
+/// The name of each node of `document`, in the file's order: the instances of a mesh read
+/// from it ([`MaterialMesh::instances`]).
+pub(super) fn node_names(document: &gltf::Document) -> Vec<Option<String>> {
+    document
+        .nodes()
+        .map(|n| n.name().map(String::from))
+        .collect()
 }
 
 /// One triangle primitive as [`read_primitive`] reads it.

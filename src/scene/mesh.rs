@@ -442,6 +442,12 @@ pub struct MaterialMesh {
     pub triangle_materials: Vec<u32>,
     /// The materials; empty for a file without any (OBJ, PLY, a glTF without materials).
     pub materials: Vec<Material>,
+    /// The instance each triangle came from, an index into `instances` (a glTF node's index
+    /// in the file); empty when every triangle is instance 0 (an OBJ or PLY file).
+    pub triangle_instances: Vec<u32>,
+    /// The name of each instance: a glTF file's nodes' names in the file's order (`None` for
+    /// a node without one), or an OBJ or PLY file's name.
+    pub instances: Vec<Option<String>>,
     /// Texture coordinates of each vertex (`TEXCOORD_0` in the first two, `TEXCOORD_1` in the
     /// last two); empty when no material reads a texture.
     pub texcoords: Vec<[f32; 4]>,
@@ -525,6 +531,7 @@ impl MaterialMesh {
         };
         Ok(Self {
             mesh,
+            instances: vec![path.file_name().map(|n| n.to_string_lossy().into_owned())],
             ..Self::default()
         })
     }

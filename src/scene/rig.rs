@@ -22,7 +22,7 @@ use gltf::accessor::{DataType, Dimensions};
 use gltf::animation::util::ReadOutputs;
 use gltf::animation::{Interpolation, Property};
 
-use super::gltf_loader::{VertexValues, VisitedPrimitive, walk_primitives};
+use super::gltf_loader::{VertexValues, VisitedPrimitive, node_names, walk_primitives};
 use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::{MaterialMesh, Mesh, SceneError};
 
@@ -227,6 +227,8 @@ impl Rig {
             mesh: rest,
             triangle_materials: parts.triangle_materials,
             materials: appearance.materials,
+            triangle_instances: parts.triangle_instances,
+            instances: node_names(document),
             texcoords: parts.texcoords,
             textures: appearance.textures,
             tangents: Vec::new(),
@@ -466,6 +468,7 @@ struct PartsRead {
     texcoords: Vec<[f32; 4]>,
     colours: VertexValues,
     triangle_materials: Vec<u32>,
+    triangle_instances: Vec<u32>,
     joints: Vec<[u16; MAX_INFLUENCES]>,
     weights: Vec<[f32; MAX_INFLUENCES]>,
     morph_offsets: Vec<[f32; 3]>,
@@ -552,6 +555,8 @@ impl PartsRead {
             self.triangle_materials
                 .resize(self.rest.triangle_count(), id);
         }
+        self.triangle_instances
+            .resize(self.rest.triangle_count(), visited.node.index() as u32);
         Ok(())
     }
 }

@@ -926,16 +926,25 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
         SharedStruct {
             kernel: shaders::RENDER_AOVS,
             name: "PixelAovs",
-            shape: &["vec3<f32>", "f32", "vec3<f32>", "u32", "vec3<f32>", "f32"],
+            shape: &[
+                "vec3<f32>",
+                "f32",
+                "vec3<f32>",
+                "u32",
+                "vec3<f32>",
+                "f32",
+                "u32",
+            ],
             rust: rust_layout!(PixelAovs {
                 normal,
                 depth,
                 albedo,
                 object_id,
                 position,
-                coverage
+                coverage,
+                instance_id
             }),
-            offsets: &[0, 12, 16, 28, 32, 44],
+            offsets: &[0, 12, 16, 28, 32, 44, 48],
         },
         SharedStruct {
             kernel: shaders::SCENE_SKIN,
@@ -1630,24 +1639,25 @@ fn the_appearance_head_matches_its_glsl_block() {
         triangle_materials,
         tangents,
         colours,
+        triangle_instances,
         material_count,
         texture_count,
         environment
     });
     let shape = [
-        "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "struct", "[struct]",
+        "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "struct", "[struct]",
     ];
     for kernel in [shaders::RENDER_SHADE, shaders::BVH_TRACE] {
         let found = Module::parse(kernel.spirv).structs_named("Appearance", &shape);
         assert!(!found.is_empty(), "Appearance not found in {}", kernel.name);
         for glsl in found {
-            assert_eq!(glsl.offsets[..10], head.offsets[..], "in {}", kernel.name);
-            let sizes: Vec<u32> = glsl.sizes[..10].iter().map(|s| s.unwrap()).collect();
+            assert_eq!(glsl.offsets[..11], head.offsets[..], "in {}", kernel.name);
+            let sizes: Vec<u32> = glsl.sizes[..11].iter().map(|s| s.unwrap()).collect();
             assert_eq!(sizes, head.sizes, "in {}", kernel.name);
-            assert_eq!(glsl.offsets[10], head.size, "materials in {}", kernel.name);
+            assert_eq!(glsl.offsets[11], head.size, "materials in {}", kernel.name);
         }
     }
-    assert_eq!(head.size, 96);
+    assert_eq!(head.size, 104);
 }
 
 #[test]

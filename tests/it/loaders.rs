@@ -1192,3 +1192,28 @@ fn a_static_gltf_of_many_nodes_is_still() {
         _ => panic!("a glTF file without animations is still"),
     }
 }
+
+/// Each triangle of a glTF file keeps the node it came from (its index in the file), and
+/// every node is named, in a skinned file's rest pose too; an OBJ file is one instance, named
+/// after the file.
+#[test]
+fn triangles_keep_their_instances() {
+    use canopy::scene::MaterialMesh;
+    let gltf = TempFile::new("two-squares.glb", common::files::two_squares_glb());
+    let loaded = MaterialMesh::load(&gltf.0).unwrap();
+    assert_eq!(loaded.triangle_instances, [1, 1, 2, 2]);
+    let names: Vec<Option<&str>> = loaded.instances.iter().map(|n| n.as_deref()).collect();
+    assert_eq!(names, [Some("root"), Some("left"), Some("right")]);
+    let obj = TempFile::new("triangle.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+    let loaded = MaterialMesh::load(&obj.0).unwrap();
+    assert!(loaded.triangle_instances.is_empty());
+    let name = obj.0.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(loaded.instances, [Some(name)]);
+    // A skinned file's rest pose keeps the same instances as its static mesh.
+    let cesium = test_data("gltf/CesiumMan.glb");
+    let rest = canopy::scene::rig::Rig::load(&cesium).unwrap().rest;
+    let still = MaterialMesh::load(&cesium).unwrap();
+    assert_eq!(rest.triangle_instances.len(), rest.mesh.triangle_count());
+    assert_eq!(rest.triangle_instances, still.triangle_instances);
+    assert_eq!(rest.instances, still.instances);
+}

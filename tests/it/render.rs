@@ -29,6 +29,7 @@ const HEIGHT: u32 = 96;
 struct TestScene {
     mesh: Mesh,
     triangle_materials: Vec<u32>,
+    triangle_instances: Vec<u32>,
     materials: Vec<Material>,
     texcoords: Vec<[f32; 4]>,
     textures: Vec<Texture>,
@@ -67,6 +68,7 @@ impl TestScene {
         TestScene {
             mesh,
             triangle_materials,
+            triangle_instances: Vec::new(),
             materials,
             texcoords: Vec::new(),
             textures: Vec::new(),
@@ -99,6 +101,7 @@ impl TestScene {
     fn surfaces(&self) -> Surfaces<'_> {
         Surfaces {
             triangle_materials: &self.triangle_materials,
+            triangle_instances: &self.triangle_instances,
             materials: &self.materials,
             texcoords: &self.texcoords,
             textures: &self.textures,
@@ -190,7 +193,8 @@ impl TestScene {
         image
     }
 
-    fn render_cpu(&self, bounces: u32) -> Vec<u8> {
+    /// The scene as the CPU renderer takes it.
+    fn cpu(&self) -> CpuScene<'_> {
         CpuScene {
             positions: &self.mesh.positions,
             normals: &self.mesh.normals,
@@ -199,7 +203,10 @@ impl TestScene {
             lights: &self.lights,
             environment: self.environment.as_ref(),
         }
-        .render(
+    }
+
+    fn render_cpu(&self, bounces: u32) -> Vec<u8> {
+        self.cpu().render(
             &self.camera,
             self.width,
             self.height,
@@ -749,6 +756,7 @@ fn lit_plane_has_no_shadow_acne_far_from_the_origin() {
         );
         let scene = TestScene {
             triangle_materials: vec![0; plane.triangle_count()],
+            triangle_instances: Vec::new(),
             mesh: plane,
             materials: vec![Material::diffuse([0.8, 0.8, 0.8])],
             texcoords: Vec::new(),
@@ -908,6 +916,7 @@ fn stage_scene(loaded: MaterialMesh) -> TestScene {
     let mut scene = TestScene::new(&[], stage.materials.clone());
     scene.mesh = stage.mesh.clone();
     scene.triangle_materials = stage.triangle_materials.clone();
+    scene.triangle_instances = stage.triangle_instances.clone();
     scene.texcoords = stage.texcoords.clone();
     scene.textures = stage.textures.clone();
     scene.tangents = stage.tangents.clone();
@@ -1046,10 +1055,10 @@ fn roughness_blurs_reflections_with_samples_as_on_the_cpu() {
     );
 }
 
-/// Every source as 32-bit values (the object id as integers).
+/// Every source as 32-bit values (the object and instance ids as integers).
 fn exact_channels() -> Vec<OutputChannel> {
     let exact = |source| match source {
-        ChannelSource::ObjectId => ChannelEncoding::U32,
+        ChannelSource::ObjectId | ChannelSource::InstanceId => ChannelEncoding::U32,
         _ => ChannelEncoding::F32,
     };
     let channels = ChannelSource::ALL.map(|source| OutputChannel::new(source, exact(source)));
@@ -1063,7 +1072,7 @@ fn linear_and_aovs(image: &ImageReadback) -> (Vec<[f32; 3]>, Vec<PixelAovs>) {
         .channels()
         .map(|(_, plane)| bytemuck::pod_collect_to_vec(plane))
         .collect();
-    assert_eq!(planes.len(), 15);
+    assert_eq!(planes.len(), 16);
     let pixels = planes[0].len();
     let at = |c: usize, i: usize| planes[c][i];
     let triple = |c: usize, i: usize| [at(c, i), at(c + 1, i), at(c + 2, i)];
@@ -1076,6 +1085,7 @@ fn linear_and_aovs(image: &ImageReadback) -> (Vec<[f32; 3]>, Vec<PixelAovs>) {
             albedo: triple(8, i),
             position: triple(11, i),
             object_id: at(14, i).to_bits(),
+            instance_id: at(15, i).to_bits(),
         })
         .collect();
     (radiance, aovs)
@@ -1104,18 +1114,11 @@ fn file_channels_match_the_image_and_the_cpu() {
             );
         }
     }
-    let cpu = CpuScene {
-        positions: &scene.mesh.positions,
-        normals: &scene.mesh.normals,
-        triangles: &scene.mesh.triangles,
-        surfaces: scene.surfaces(),
-        lights: &scene.lights,
-        environment: None,
-    }
-    .primary_aovs(&scene.camera, WIDTH, HEIGHT, 1);
+    let cpu = scene.cpu().primary_aovs(&scene.camera, WIDTH, HEIGHT, 1);
     let (mut differing, mut hits) = (0, 0);
     for (pixel, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
-        if g.coverage != c.coverage || g.object_id != c.object_id {
+        if g.coverage != c.coverage || g.object_id != c.object_id || g.instance_id != c.instance_id
+        {
             differing += 1;
             continue;
         }
@@ -1155,6 +1158,50 @@ fn file_channels_match_the_image_and_the_cpu() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids, vec![0, MIRROR, GLASS, u32::MAX]);
+}
+
+/// The instance id channel of a glTF file of two nodes sharing a mesh, on its stage: each
+/// pixel's id is what the CPU finds, and the two nodes (indices 1 and 2 in the file) and the
+/// ground (the id after the file's nodes) each show with their own.
+#[test]
+fn instance_ids_match_the_cpu_and_tell_nodes_apart() {
+    let ctx = context();
+    let folder = TempFolder::new("instances");
+    let path = folder.0.join("two.glb");
+    std::fs::write(&path, common::files::two_squares_glb()).unwrap();
+    let loaded = MaterialMesh::load(&path).unwrap();
+    assert_eq!(
+        loaded.instances,
+        [
+            Some("root".into()),
+            Some("left".into()),
+            Some("right".into())
+        ]
+    );
+    let mut scene = stage_scene(loaded);
+    scene.camera = Camera::orbit(Vec3::new(0.0, -0.2, 0.0), 3.0, 0.0, 10.0, 45.0);
+    let image = scene.render_readback(
+        &ctx,
+        (StructureKind::Lbvh, 0),
+        &scene.mesh,
+        &|_, _| Ok(()),
+        &exact_channels(),
+    );
+    let gpu = linear_and_aovs(&image).1;
+    let cpu = scene.cpu().primary_aovs(&scene.camera, WIDTH, HEIGHT, 1);
+    let differing = gpu
+        .iter()
+        .zip(&cpu)
+        .filter(|(g, c)| g.instance_id != c.instance_id)
+        .count();
+    assert!(
+        differing * 100 <= gpu.len(),
+        "{differing} pixels differ from the CPU's instance"
+    );
+    let mut ids: Vec<u32> = gpu.iter().map(|a| a.instance_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids, vec![1, 2, 3, u32::MAX]);
 }
 
 /// Every encoding `channels.comp` writes equals its CPU reference (`channels::encode_plane`)

@@ -727,27 +727,77 @@ fn exr_frames_hold_linear_radiance_aovs_and_the_camera() {
 
     // Half floats on request; AOV options refused for other formats.
     succeeds(render(&folder.0.join("half_#.exr"), "0").args(["-q", "--half"]));
+    let red = exr_channel(&folder.0.join("half_0.exr"), "R");
+    assert!(matches!(red, FlatSamples::F16(_)));
+    let refused = render(&folder.0, "0")
+        .args(["--aovs", "depth"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+}
+
+/// The samples of the channel `name` of the OpenEXR file at `path`.
+fn exr_channel(path: &Path, name: &str) -> exr::prelude::FlatSamples {
+    use exr::prelude::*;
     let image = read()
         .no_deep_data()
         .largest_resolution_level()
         .all_channels()
         .first_valid_layer()
         .all_attributes()
-        .from_file(folder.0.join("half_0.exr"))
+        .from_file(path)
         .unwrap();
-    let red = image
-        .layer_data
-        .channel_data
-        .list
-        .iter()
-        .find(|c| c.name == *"R")
-        .unwrap();
-    assert!(matches!(red.sample_data, FlatSamples::F16(_)));
-    let refused = render(&folder.0, "0")
-        .args(["--aovs", "depth"])
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let mut channels = image.layer_data.channel_data.list.into_iter();
+    channels.find(|c| c.name == *name).unwrap().sample_data
+}
+
+/// A glTF file's `instance_id` channel holds its nodes' indices and the ground's id, and the
+/// `--stats` lines name every id (the nodes by their names, the ground as `ground`), with and
+/// without Loop subdivision.
+#[test]
+fn instance_ids_are_named_on_the_stats_lines() {
+    use exr::prelude::*;
+    let folder = TempFolder::new("instances");
+    let model = folder.0.join("two.glb");
+    std::fs::write(&model, common::files::two_squares_glb()).unwrap();
+    for levels in ["0", "1"] {
+        let stats = folder.0.join(format!("stats-{levels}.jsonl"));
+        let out = folder.0.join(format!("levels-{levels}-#.exr"));
+        succeeds(
+            canopy_in(&folder.0)
+                .args(["render", "--size", "32x24", "--frames", "0", "--out"])
+                .arg(&out)
+                .args(["-q", "--aovs", "instance_id", "--subdivide", levels])
+                .args(["--camera-eye", "0,0.1,3", "--camera-target", "0,-0.1,0"])
+                .arg("--mesh")
+                .arg(&model)
+                .arg("--stats")
+                .arg(&stats),
+        );
+        let channel = exr_channel(
+            &folder.0.join(format!("levels-{levels}-0.exr")),
+            "instance_id",
+        );
+        let FlatSamples::U32(ids) = &channel else {
+            panic!("instance_id as {channel:?}");
+        };
+        let line = std::fs::read_to_string(&stats).unwrap();
+        let record: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+        let names = record["instances"].as_array().unwrap();
+        let name = |id: u32| match id {
+            u32::MAX => "the sky".to_string(),
+            id => names[id as usize].as_str().unwrap().to_string(),
+        };
+        let mut seen: Vec<String> = ids.iter().map(|&id| name(id)).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(
+            seen,
+            ["ground", "left", "right", "the sky"],
+            "{levels} levels"
+        );
+        assert_eq!(names[0], "root");
+    }
 }
 
 /// 16-bit PNG frames encode the same image at more precision, and transparent ones carry the

@@ -100,3 +100,39 @@ pub fn glb(json: &str, bin: &[u8]) -> Vec<u8> {
     out.extend(bin);
     out
 }
+
+/// A GLB of two squares side by side in the xy plane, facing +z: nodes 1 (`left`) and 2
+/// (`right`), children of node 0 (`root`, without a mesh), sharing one mesh.
+pub fn two_squares_glb() -> Vec<u8> {
+    let positions: [[f32; 3]; 4] = [
+        [-1.0, -1.0, 0.0],
+        [1.0, -1.0, 0.0],
+        [1.0, 1.0, 0.0],
+        [-1.0, 1.0, 0.0],
+    ];
+    let indices: [u16; 6] = [0, 1, 2, 0, 2, 3];
+    let mut bin = bytemuck::cast_slice::<_, u8>(&positions).to_vec();
+    bin.extend_from_slice(bytemuck::cast_slice(&indices));
+    let json = r#"{
+        "asset": {"version": "2.0"},
+        "scene": 0,
+        "scenes": [{"nodes": [0]}],
+        "nodes": [
+            {"name": "root", "children": [1, 2]},
+            {"name": "left", "mesh": 0, "translation": [-1.2, 0, 0]},
+            {"name": "right", "mesh": 0, "translation": [1.2, 0, 0]}
+        ],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "buffers": [{"byteLength": BIN_LENGTH}],
+        "bufferViews": [
+            {"buffer": 0, "byteOffset": 0, "byteLength": 48},
+            {"buffer": 0, "byteOffset": 48, "byteLength": 12}
+        ],
+        "accessors": [
+            {"bufferView": 0, "componentType": 5126, "count": 4, "type": "VEC3",
+             "min": [-1, -1, 0], "max": [1, 1, 0]},
+            {"bufferView": 1, "componentType": 5123, "count": 6, "type": "SCALAR"}
+        ]
+    }"#;
+    glb(json, &bin)
+}
