@@ -26,6 +26,11 @@ use std::collections::VecDeque;
 /// after it.
 pub const DEFAULT_FRAMES_IN_FLIGHT: usize = 3;
 
+/// Host-visible bytes frames in flight are read back into, by default: 256 MiB, three 8-bit
+/// 4K frames or half-float 1080p frames with their AOVs, but two frames of 1080p with every
+/// AOV in 32-bit floats.
+pub const DEFAULT_READBACK_BUDGET: u64 = 256 << 20;
+
 /// Timestamps each frame's profiler holds (its stages: the build's, the bounces').
 const STAGES_PER_FRAME: u32 = 128;
 
@@ -57,11 +62,16 @@ pub struct SequenceConfig {
     /// counters), and a structure that builds per slot (a kd-tree's overflow status, the
     /// screen grid's) keeps as many.
     pub frames_in_flight: usize,
+    /// Bytes the frames in flight may be read back into: where `frames_in_flight` frames'
+    /// readbacks would take more, fewer are kept in flight, but not fewer than two, so that the
+    /// ring is sized from the output ([`FrameSequence::frames_in_flight`] says how many).
+    pub readback_budget: u64,
 }
 
 impl Default for SequenceConfig {
     /// The LBVH, two bounces, 960x540 at 24 frames per second, no caustics, 8-bit images only
-    /// (`canopy render`'s defaults), [`DEFAULT_FRAMES_IN_FLIGHT`].
+    /// (`canopy render`'s defaults), [`DEFAULT_FRAMES_IN_FLIGHT`] within
+    /// [`DEFAULT_READBACK_BUDGET`].
     fn default() -> Self {
         Self {
             structure: StructureKind::Lbvh,
@@ -73,6 +83,7 @@ impl Default for SequenceConfig {
             caustics: None,
             channels: Vec::new(),
             frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
+            readback_budget: DEFAULT_READBACK_BUDGET,
         }
     }
 }
@@ -147,6 +158,7 @@ pub struct FrameSequence<'a> {
     renderer: Renderer,
     shading: ShadingParams,
     profilers: Vec<Profiler>,
+    /// One per frame in flight.
     readbacks: Vec<ImageReadback>,
     rerendered: u32,
 }
@@ -160,29 +172,12 @@ impl<'a> FrameSequence<'a> {
         source: &'a dyn FrameSource,
         config: SequenceConfig,
     ) -> Result<Self, Error> {
-        let slots = config.frames_in_flight;
-        if slots == 0 {
+        if config.frames_in_flight == 0 {
             return Err(Error::InvalidInput(
                 "a frame sequence keeps at least 1 frame in flight".into(),
             ));
         }
-        if let Some(most) = source.max_frames_in_flight()
-            && most < slots
-        {
-            return Err(Error::InvalidInput(format!(
-                "the frame source can be recorded for {most} frames in flight, and the \
-                 sequence keeps {slots}"
-            )));
-        }
         let scene = source.scene();
-        let size = StructureSize {
-            triangles: scene.triangle_count,
-            vertices: scene.vertex_count,
-        };
-        let structure = config
-            .structure
-            .create(ctx, &config.build, size, slots)?
-            .into_rays()?;
         let mut renderer = Renderer::new(
             ctx,
             config.width,
@@ -194,13 +189,33 @@ impl<'a> FrameSequence<'a> {
             renderer.enable_caustics(ctx, params)?;
         }
         renderer.set_output_channels(ctx, &config.channels)?;
+        let mut readbacks = vec![renderer.readback(ctx)?];
+        let within_budget = (config.readback_budget / readbacks[0].bytes()).max(2);
+        let slots = config.frames_in_flight.min(within_budget as usize);
+        if let Some(most) = source.max_frames_in_flight()
+            && most < slots
+        {
+            return Err(Error::InvalidInput(format!(
+                "the frame source can be recorded for {most} frames in flight, and the \
+                 sequence keeps {slots}"
+            )));
+        }
+        while readbacks.len() < slots {
+            readbacks.push(renderer.readback(ctx)?);
+        }
+        let size = StructureSize {
+            triangles: scene.triangle_count,
+            vertices: scene.vertex_count,
+        };
+        let structure = config
+            .structure
+            .create(ctx, &config.build, size, slots)?
+            .into_rays()?;
         Ok(Self {
             profilers: (0..slots)
                 .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))
                 .collect::<Result<_, _>>()?,
-            readbacks: (0..slots)
-                .map(|_| renderer.readback(ctx))
-                .collect::<Result<_, _>>()?,
+            readbacks,
             ctx,
             source,
             config,
@@ -209,6 +224,17 @@ impl<'a> FrameSequence<'a> {
             shading: source.shading(),
             rerendered: 0,
         })
+    }
+
+    /// Bytes each frame in flight is read back into ([`ImageReadback::bytes`]).
+    pub fn readback_bytes(&self) -> u64 {
+        self.readbacks[0].bytes()
+    }
+
+    /// Frames kept in flight: [`SequenceConfig::frames_in_flight`], or fewer where that many
+    /// frames' readbacks would exceed [`SequenceConfig::readback_budget`].
+    pub fn frames_in_flight(&self) -> usize {
+        self.readbacks.len()
     }
 
     /// The renderer (its photon map's and gathers' counts after a frame).
@@ -236,7 +262,7 @@ impl<'a> FrameSequence<'a> {
         mut pull: impl FnMut() -> Option<u32>,
         mut sink: impl FnMut(&FinishedFrame) -> Result<Flow, E>,
     ) -> Result<(), E> {
-        let slots = self.config.frames_in_flight;
+        let slots = self.frames_in_flight();
         // The frames taken so far, in order (a frame rendered again is taken once).
         let mut frames: Vec<u32> = Vec::new();
         // The frames submitted and not yet handed to the sink, oldest first, by their index in

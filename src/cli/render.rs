@@ -27,7 +27,9 @@ use canopy::render::{
 use canopy::scene::animated::subdivision::MAX_LEVELS;
 use canopy::scene::animated::{MeshInput, OpenOptions};
 use canopy::scene::{AssetAccess, Environment};
-use canopy::sequence::{DEFAULT_FRAMES_IN_FLIGHT, FrameSequence, SequenceConfig};
+use canopy::sequence::{
+    DEFAULT_FRAMES_IN_FLIGHT, DEFAULT_READBACK_BUDGET, FrameSequence, SequenceConfig,
+};
 use canopy::vk::{Context, ContextOptions};
 use glam::Vec3;
 use std::io::IsTerminal;
@@ -1058,6 +1060,7 @@ fn sequence_config(
         }),
         channels,
         frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
+        readback_budget: DEFAULT_READBACK_BUDGET,
     })
 }
 

@@ -1,7 +1,8 @@
 //! `FrameSequence`: frames rendered several in flight and handed to a sink in order; a
 //! kd-tree whose lists overflow is grown and its frames rendered again (the frames in flight
 //! behind too), giving the images of a build that never overflowed, however many are in
-//! flight; a sink can stop the sequence; a source's limit on frames in flight is kept.
+//! flight; the frames in flight fit the readback budget; a sink can stop the sequence; a
+//! source's limit on frames in flight is kept.
 
 use crate::common;
 
@@ -91,6 +92,46 @@ fn overflowing_kd_tree_lists_grow_and_frames_render_again_whatever_is_in_flight(
         assert!(
             off * 100 <= image.len() / 4,
             "frame {frame}: {off} pixels differ"
+        );
+    }
+}
+
+/// Fewer frames stay in flight where as many readbacks as asked for would exceed the
+/// readback budget, but not fewer than two (nor more than asked for); the images are the same.
+#[test]
+fn the_frames_in_flight_fit_the_readback_budget() {
+    let ctx = context();
+    let subject = Subject::default_scene(&ctx, 3000).unwrap();
+    let lbvh = config(StructureKind::Lbvh, KdBuildParams::default());
+    let (expected, _, in_flight) = render(&ctx, &subject, lbvh.clone());
+    assert_eq!(in_flight, DEFAULT_FRAMES_IN_FLIGHT);
+    let frame_bytes = FrameSequence::new(&ctx, &subject, lbvh.clone())
+        .unwrap()
+        .readback_bytes();
+    for (frames_in_flight, budget, kept) in [
+        (3, 3 * frame_bytes, 3),
+        (3, 3 * frame_bytes - 1, 2),
+        (3, 0, 2),
+        (5, 4 * frame_bytes, 4),
+        (1, 0, 1),
+    ] {
+        let config = SequenceConfig {
+            frames_in_flight,
+            readback_budget: budget,
+            ..lbvh.clone()
+        };
+        let sequence = FrameSequence::new(&ctx, &subject, config.clone()).unwrap();
+        assert_eq!(
+            sequence.frames_in_flight(),
+            kept,
+            "{frames_in_flight} within {budget}"
+        );
+        drop(sequence);
+        let (got, _, in_flight) = render(&ctx, &subject, config);
+        assert_eq!(in_flight, kept, "{frames_in_flight} within {budget}");
+        assert!(
+            got == expected,
+            "{frames_in_flight} within {budget}: other images"
         );
     }
 }
