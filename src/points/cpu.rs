@@ -70,13 +70,26 @@ pub fn pca_normal(neighbours: &[[f32; 3]]) -> ([f64; 3], [f64; 3]) {
     (normal.map(|x| x / length), order.map(|i| values[i]))
 }
 
-/// The weight of the edge between normals `a` and `b`, `1 - |a . b|` (at least 0), and whether
-/// they point away from each other (`a . b < 0`), in f32 as `glsl/points/orient.comp` computes
-/// them.
-pub fn edge_weight(a: [f32; 3], b: [f32; 3]) -> (f32, bool) {
-    let d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-    let w = 1.0 - d.abs();
-    (if w <= 0.0 { 0.0 } else { w }, d < 0.0)
+/// The weight of the edge between the normal `a` at `pa` and the normal `b` at `pb`, and
+/// whether the normals point away from each other, in f32 as `glsl/points/orient.comp`
+/// computes them. The normals are compared without their components along the edge
+/// `d = pb - pa`: `s = a . b - (a . d)(b . d) / (d . d)` (plain `a . b` where the points
+/// coincide). Across a curved or thin part the normals turn along the edge, so the plain
+/// `a . b` (Hoppe et al. 1992) falls towards 0 there while `s` stays large; `s` is the mean of
+/// Hoppe's measure and König and Gumhold's (2009), which mirrors one normal across the plane
+/// halfway between the points and alone does worse at sharp creases. The weight is `1 - |s|`
+/// (at least 0) and the normals point away where `s < 0`. Swapping the ends gives the same
+/// edge.
+pub fn edge_weight(pa: [f32; 3], a: [f32; 3], pb: [f32; 3], b: [f32; 3]) -> (f32, bool) {
+    let dot = |x: [f32; 3], y: [f32; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+    let d = [pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]];
+    let dd = dot(d, d);
+    let mut s = dot(a, b);
+    if dd > 0.0 {
+        s -= dot(a, d) * dot(b, d) / dd;
+    }
+    let w = 1.0 - s.abs();
+    (if w <= 0.0 { 0.0 } else { w }, s < 0.0)
 }
 
 /// What an orientation did.
@@ -89,12 +102,14 @@ pub struct Orientation {
 }
 
 /// Orients `normals` consistently (Hoppe et al. 1992): over the graph joining each point to its
-/// `k` neighbours (`neighbours`, `k` per point, `u32::MAX` for none), edges weighted
-/// `1 - |n_v . n_u|` and ordered by (weight, `v * k + slot`), the minimum spanning forest (by
+/// `k` neighbours (`neighbours`, `k` per point, `u32::MAX` for none), edges weighted by
+/// [`edge_weight`] and ordered by (weight, `v * k + slot`), the minimum spanning forest (by
 /// Kruskal's algorithm, the one `glsl/points/orient.comp` grows by Borůvka's) carries each
 /// point's sign relative to its tree: across an edge the signs differ where the normals point
-/// away from each other. In each tree the highest point (largest y, then lowest index) has its
-/// normal turned up (+y).
+/// away from each other. Each tree's overall sign is chosen at its extreme points along x, y
+/// and z (then the lowest index): of these six, the one whose normal lies nearest its axis
+/// (along which the tree is not flat) is turned away from the tree (+axis at the highest,
+/// -axis at the lowest), as a closed surface's outward normal is there.
 pub fn orient_normals(
     points: &[[f32; 3]],
     neighbours: &[u32],
@@ -106,7 +121,12 @@ pub fn orient_normals(
     for (edge, &u) in neighbours.iter().enumerate() {
         let v = edge / k;
         if u != u32::MAX && u as usize != v {
-            let (w, _) = edge_weight(normals[v], normals[u as usize]);
+            let (w, _) = edge_weight(
+                points[v],
+                normals[v],
+                points[u as usize],
+                normals[u as usize],
+            );
             edges.push((w.to_bits(), edge as u32));
         }
     }
@@ -137,7 +157,8 @@ pub fn orient_normals(
         let (rv, pv) = find(&mut parent, &mut parity, v);
         let (ru, pu) = find(&mut parent, &mut parity, u);
         if rv != ru {
-            let (_, away) = edge_weight(normals[v as usize], normals[u as usize]);
+            let (v, u) = (v as usize, u as usize);
+            let (_, away) = edge_weight(points[v], normals[v], points[u], normals[u]);
             parent[ru as usize] = rv;
             parity[ru as usize] = away ^ pv ^ pu;
             forest_edges += 1;
@@ -146,20 +167,44 @@ pub fn orient_normals(
     let signs: Vec<(u32, bool)> = (0..n as u32)
         .map(|v| find(&mut parent, &mut parity, v))
         .collect();
-    // Each tree's highest point: its sign relative to the root, and whether it points down.
-    let mut top: Vec<Option<u32>> = vec![None; n];
-    for v in 0..n {
-        let slot = &mut top[signs[v].0 as usize];
-        if slot.is_none_or(|t| points[v][1] > points[t as usize][1]) {
-            *slot = Some(v as u32);
+    // Each tree's sign, from its extreme points along x, y and z: the one whose normal lies
+    // nearest its axis (the first on a tie) points away from the tree.
+    let mut decided: Vec<(f32, bool)> = vec![(-1.0, false); n];
+    for axis in 0..3 {
+        // Highest and lowest point of each tree (then the lowest index).
+        let mut extremes: Vec<Option<(u32, u32)>> = vec![None; n];
+        for v in 0..n {
+            let x = points[v][axis];
+            let slot = &mut extremes[signs[v].0 as usize];
+            let (top, bottom) = slot.get_or_insert((v as u32, v as u32));
+            if x > points[*top as usize][axis] {
+                *top = v as u32;
+            }
+            if x < points[*bottom as usize][axis] {
+                *bottom = v as u32;
+            }
+        }
+        for (root, extreme) in extremes.iter().enumerate() {
+            // A tree flat across the axis has no outside along it.
+            let Some((top, bottom)) = *extreme else {
+                continue;
+            };
+            if points[top as usize][axis] <= points[bottom as usize][axis] {
+                continue;
+            }
+            let (best, flip) = &mut decided[root];
+            for (point, outward) in [(top, 1.0), (bottom, -1.0)] {
+                let along = normals[point as usize][axis];
+                if along.abs() > *best {
+                    *best = along.abs();
+                    *flip = signs[point as usize].1 ^ (along * outward < 0.0);
+                }
+            }
         }
     }
     // Flip only after every decision read the normals as they were.
     let flips: Vec<bool> = (0..n)
-        .map(|v| {
-            let t = top[signs[v].0 as usize].expect("every tree has a point") as usize;
-            signs[v].1 ^ signs[t].1 ^ (normals[t][1] < 0.0)
-        })
+        .map(|v| signs[v].1 ^ decided[signs[v].0 as usize].1)
         .collect();
     let mut flipped = 0;
     for (normal, flip) in normals.iter_mut().zip(flips) {

@@ -31,7 +31,7 @@ pub struct OrientPush {
     pub link_address: u64,
     /// Each representative's lightest edge.
     pub lightest_address: u64,
-    /// Each representative's highest point.
+    /// Each representative's highest point along an axis.
     pub top_address: u64,
     /// [`OrientStats`].
     pub stats_address: u64,
@@ -39,7 +39,7 @@ pub struct OrientPush {
     pub count: u32,
     /// Neighbours per point.
     pub k: u32,
-    /// The Borůvka round.
+    /// The Borůvka round (the axis while choosing signs).
     pub round: u32,
     /// Padding.
     pub pad: u32,
@@ -79,7 +79,7 @@ const EDGES: usize = 1;
 const HOOK: usize = 2;
 const CYCLES: usize = 3;
 const FLATTEN: usize = 4;
-const TOP: usize = 5;
+const EXTREMES: usize = 5;
 const SIGN: usize = 6;
 const APPLY: usize = 7;
 
@@ -113,7 +113,7 @@ impl NormalOrienter {
             parent: device("orient hooks", n * 4)?,
             link: device("orient hook parities", n * 4)?,
             lightest: device("orient lightest edges", n * 8)?,
-            top: device("orient highest points", n * 8)?,
+            top: device("orient extreme points", n * 8)?,
             stats: ctx.create_buffer(
                 "orient stats",
                 std::mem::size_of::<OrientStats>() as u64,
@@ -176,10 +176,15 @@ impl NormalOrienter {
                 rec.barrier_compute_to_compute();
             }
         }
-        for step in [TOP, SIGN, APPLY] {
-            rec.dispatch(&self.steps[step], &push, groups)?;
-            rec.barrier_compute_to_compute();
+        for axis in 0..3 {
+            push.round = axis;
+            for step in [EXTREMES, SIGN] {
+                rec.dispatch(&self.steps[step], &push, groups)?;
+                rec.barrier_compute_to_compute();
+            }
         }
+        rec.dispatch(&self.steps[APPLY], &push, groups)?;
+        rec.barrier_compute_to_compute();
         rec.end_stage();
         Ok(())
     }

@@ -93,6 +93,72 @@ fn a_closed_surface_is_oriented_outwards() {
     assert_eq!(normals, result.normals);
 }
 
+/// The share of a mesh's vertices (merged by position) whose oriented normal from `analyse`
+/// (k = 16) points to the same side as the mesh's own vertex normal (the area-weighted sum of
+/// its faces' normals, as wound).
+fn orientation_agreement(relative: &str) -> f64 {
+    let mesh = Mesh::load(&common::test_data(relative)).unwrap();
+    let mut index = std::collections::HashMap::new();
+    let mut points: Vec<[f32; 3]> = Vec::new();
+    let merged: Vec<usize> = mesh
+        .positions
+        .iter()
+        .map(|p| {
+            *index.entry(p.map(f32::to_bits)).or_insert_with(|| {
+                points.push(*p);
+                points.len() - 1
+            })
+        })
+        .collect();
+    let mut reference = vec![[0f64; 3]; points.len()];
+    for t in &mesh.triangles {
+        let [a, b, c] = t.map(|v| mesh.positions[v as usize].map(f64::from));
+        let (e, f) = (
+            [0, 1, 2].map(|i| b[i] - a[i]),
+            [0, 1, 2].map(|i| c[i] - a[i]),
+        );
+        let normal = [
+            e[1] * f[2] - e[2] * f[1],
+            e[2] * f[0] - e[0] * f[2],
+            e[0] * f[1] - e[1] * f[0],
+        ];
+        for &v in t {
+            let r = &mut reference[merged[v as usize]];
+            (0..3).for_each(|i| r[i] += normal[i]);
+        }
+    }
+    let ctx = context();
+    let result = analyse(&ctx, &points, 16).unwrap();
+    assert_valid(&ctx);
+    let agree = result
+        .normals
+        .iter()
+        .zip(&reference)
+        .filter(|(n, r)| (0..3).map(|i| n[i] as f64 * r[i]).sum::<f64>() > 0.0)
+        .count();
+    agree as f64 / points.len() as f64
+}
+
+/// Orientation quality: on the vertices of meshes, canopy's normals agree with the meshes' own
+/// at least as often as Open3D 0.20's `orient_normals_consistent_tangent_plane(16)` (Hoppe's
+/// minimum spanning tree over the same 16 nearest) on the same points, measured by
+/// `tools/orientation-vs-open3d.py` (BENCHMARKS.md, "Normal orientation against Open3D").
+#[test]
+fn normals_are_oriented_as_well_as_open3d_orients_them() {
+    for (relative, open3d) in [
+        ("meshes/bunny_small.obj", 0.9619),
+        ("meshes/spot.obj", 1.0),
+        ("meshes/capsule.obj", 1.0),
+        ("meshes/torus.obj", 1.0),
+    ] {
+        let canopy = orientation_agreement(relative);
+        assert!(
+            canopy >= open3d,
+            "{relative}: {canopy:.4} of the normals agree with the mesh's, Open3D {open3d}"
+        );
+    }
+}
+
 /// `points` scaled by `scale` and moved by `offset`.
 fn placed(points: &[[f32; 3]], scale: f64, offset: [f64; 3]) -> Vec<[f32; 3]> {
     points
