@@ -171,6 +171,10 @@ pub struct KnnReport {
     pub distribution: Distribution,
     /// Its points.
     pub points: u32,
+    /// The most device memory alive at once for this cloud: its positions (12 bytes a
+    /// point), the tree and its builder, the neighbour lists of the largest k (8 bytes a
+    /// neighbour: index and squared distance), the normals and the orientation's scratch.
+    pub peak_device_bytes: u64,
     /// GPU build time, per stage.
     pub build: Timing,
     /// Work of one build.
@@ -197,6 +201,8 @@ pub fn measure(
     for &distribution in &config.distributions {
         for &n in &config.sizes {
             let points = distribution.points(n);
+            let before = ctx.device_memory().live;
+            ctx.reset_peak_memory();
             let positions = ctx.create_buffer_with("bench cloud", &points)?;
             let mut structure = PointKdStructure::new(ctx, config.tree, n)?;
             let input = PointInput {
@@ -220,11 +226,14 @@ pub fn measure(
             let found = ctx.create_buffer("bench found", n as u64 * 8, MemoryKind::Device)?;
             let radii = ctx.create_buffer("bench r0", n as u64 * 4, MemoryKind::Device)?;
             let counters = ctx.create_buffer("bench knn counters", 64, MemoryKind::Device)?;
-            let estimator = RadiusEstimator::new(
-                ctx,
-                RadiusParams::default(),
-                PointKdBuilder::max_nodes(n, config.tree.large_node),
-            )?;
+            let estimator = match config.starting_radii {
+                true => Some(RadiusEstimator::new(
+                    ctx,
+                    RadiusParams::default(),
+                    PointKdBuilder::max_nodes(n, config.tree.large_node),
+                )?),
+                false => None,
+            };
             for &k in &config.ks {
                 let tree = structure.tree();
                 let q = match config.starting_radii {
@@ -243,7 +252,7 @@ pub fn measure(
                 let search = |rec: &mut crate::vk::Recorder,
                               counted: Option<(Slice<KnnCounters>, Slice<KnnCounters>)>|
                  -> crate::vk::Result<()> {
-                    if config.starting_radii {
+                    if let Some(estimator) = &estimator {
                         estimator.record_precompute(rec, &knn, tree, k, counted.map(|c| c.0))?;
                         estimator.record_estimate(rec, tree, &q)?;
                     }
@@ -261,9 +270,9 @@ pub fn measure(
                     search(rec, Some(halves))
                 })?;
                 let counted: Vec<KnnCounters> = ctx.download(&counters, 0, 2)?;
-                let node_queries: u32 = match config.starting_radii {
-                    true => ctx.download(estimator.chosen_count(), 0, 1)?[0],
-                    false => 0,
+                let node_queries: u32 = match &estimator {
+                    Some(estimator) => ctx.download(estimator.chosen_count(), 0, 1)?[0],
+                    None => 0,
                 };
                 let starts: Option<Vec<f32>> = match config.starting_radii {
                     true => Some(ctx.download(&radii, 0, n as usize)?),
@@ -334,6 +343,7 @@ pub fn measure(
             let report = KnnReport {
                 distribution,
                 points: n,
+                peak_device_bytes: ctx.device_memory().peak - before,
                 build,
                 work,
                 tree_bytes: structure.tree_bytes(),
@@ -360,6 +370,12 @@ impl std::fmt::Display for KnnReport {
             self.nodes,
             self.tree_bytes as f64 / (1 << 20) as f64,
             self.work
+        )?;
+        writeln!(
+            f,
+            "  peak device memory {:.1} MiB: {:.1} bytes a point beyond its 12",
+            self.peak_device_bytes as f64 / (1 << 20) as f64,
+            self.peak_device_bytes as f64 / self.points.max(1) as f64 - 12.0
         )?;
         let ratio = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3}"));
         if let Some(m) = &self.modelling {

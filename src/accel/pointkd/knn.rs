@@ -556,7 +556,8 @@ impl Knn {
                 "{k} neighbours per query: 1 to {MAX_K}"
             )));
         }
-        check_count("knn", &queries.count, u32::MAX / MAX_K)?;
+        // Each query's list starts at its index times k, in 32 bits.
+        check_count("knn", &queries.count, u32::MAX / k)?;
         let n = queries.count.max() as u64;
         let queries_address = queries.check(tree, "knn")?;
         if let Some((ids, distances2)) = &lists {
