@@ -13,7 +13,8 @@
 // normal must flip relative to the representative's. An edge asks its endpoints to disagree
 // (parity 1) when their normals point away from each other (s < 0). One Borůvka round:
 //   EDGES    each point offers each edge leaving its component to both components'
-//            lightest-edge slot (64-bit atomicMin of the packed order);
+//            lightest-edge slot (64-bit atomicMin of the packed order), reading the weights
+//            WEIGHTS stored once before the rounds (in edge order, so the reads coalesce);
 //   HOOK     each representative with an edge hooks onto the other side's representative,
 //            with the parity between the two;
 //   CYCLES   two representatives that chose the same edge hook onto each other: the lower
@@ -35,19 +36,21 @@
 //            counted.
 // PCA normals at thin tips (a bunny's ears) lie across the axis, so no single extreme decides
 // well everywhere; the best-aligned of the six does.
-// INIT sets every point up as its own component.
+// INIT sets every point up as its own component; WEIGHTS stores each edge's weight with the
+// sign bit set where its normals point away.
 #include "../common/prelude.glsl"
 #include "../common/geometry.glsl"
 
 layout(constant_id = 2) const uint STEP = 0;
 const uint INIT = 0;
-const uint EDGES = 1;
-const uint HOOK = 2;
-const uint CYCLES = 3;
-const uint FLATTEN = 4;
-const uint EXTREMES = 5;
-const uint SIGN = 6;
-const uint APPLY = 7;
+const uint WEIGHTS = 1;
+const uint EDGES = 2;
+const uint HOOK = 3;
+const uint CYCLES = 4;
+const uint FLATTEN = 5;
+const uint EXTREMES = 6;
+const uint SIGN = 7;
+const uint APPLY = 8;
 
 const uint MISS = 0xffffffffu;
 const uint64_t NO_EDGE = 0xfffffffffffffffful;
@@ -66,6 +69,8 @@ layout(push_constant, scalar) uniform Push {
     uint64_t positions_address;  // vec3 per point
     uint64_t normals_address;    // vec4 per point: normal (oriented in place), density
     uint64_t ids_address;        // k neighbour indices per point (MISS past the last)
+    uint64_t weights_address;    // uint per edge (v * k + slot): its weight's bits, the sign
+                                 // bit set where the normals point away
     uint64_t component_address;  // uint per point: its component's representative
     uint64_t parity_address;     // uint per point: flip relative to the representative
     uint64_t parent_address;     // uint per representative: what it hooked onto (itself)
@@ -139,6 +144,16 @@ void main() {
         parents().v[v] = v;
         lightest().v[v] = NO_EDGE;
         U64s(pc.top_address).v[v] = 0;
+    } else if (STEP == WEIGHTS) {
+        for (uint j = 0; j < pc.k; ++j) {
+            uint u = U32s(pc.ids_address).v[v * pc.k + j];
+            if (u == MISS || u == v) {
+                continue;
+            }
+            bool away;
+            float w = edge_weight(v, u, away);
+            U32s(pc.weights_address).v[v * pc.k + j] = floatBitsToUint(w) | (away ? 0x80000000u : 0u);
+        }
     } else if (STEP == EDGES) {
         if (!still_merging()) {
             return;
@@ -153,9 +168,8 @@ void main() {
             if (cu == cv) {
                 continue;
             }
-            bool away;
-            float w = edge_weight(v, u, away);
-            uint64_t key = (uint64_t(floatBitsToUint(w)) << 32) | uint64_t(v * pc.k + j);
+            uint w = U32s(pc.weights_address).v[v * pc.k + j] & 0x7fffffffu;
+            uint64_t key = (uint64_t(w) << 32) | uint64_t(v * pc.k + j);
             atomicMin(lightest().v[cv], key);
             atomicMin(lightest().v[cu], key);
         }
@@ -168,10 +182,9 @@ void main() {
         uint a = edge / pc.k;
         uint b = U32s(pc.ids_address).v[edge];
         uint ca = components().v[a];
-        bool away;
-        edge_weight(a, b, away);
+        uint away = U32s(pc.weights_address).v[edge] >> 31;
         parents().v[v] = ca == v ? components().v[b] : ca;
-        U32s(pc.link_address).v[v] = uint(away) ^ parities().v[a] ^ parities().v[b];
+        U32s(pc.link_address).v[v] = away ^ parities().v[a] ^ parities().v[b];
     } else if (STEP == CYCLES) {
         if (!still_merging() || components().v[v] != v || lightest().v[v] == NO_EDGE) {
             return;

@@ -327,7 +327,18 @@ pub fn measure(
                         |_| Ok(()),
                         |rec| {
                             normals.record(rec, &cloud, &out, k, Slice::whole(&modelled))?;
-                            orienter.record(rec, &cloud, out.ids, k, Slice::whole(&modelled))
+                            // As `analyse` does, the orientation's edge weights overwrite
+                            // the distances (later runs' densities read weights: the same
+                            // work, wrong values, unused).
+                            let weights = Slice::new(&d2, 0, n as u64 * k as u64);
+                            orienter.record(
+                                rec,
+                                &cloud,
+                                out.ids,
+                                k,
+                                Slice::whole(&modelled),
+                                weights,
+                            )
                         },
                     )?;
                     let stats = orienter.stats(ctx)?;

@@ -182,7 +182,17 @@ pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysi
             count: n,
         };
         normals.record(rec, &cloud, &output, k, Slice::whole(&results))?;
-        orienter.record(rec, &cloud, Slice::whole(&ids), k, Slice::whole(&results))
+        // The distances are read by the normals only: the orientation's edge weights take
+        // their place.
+        let weights = Slice::whole(&distances);
+        orienter.record(
+            rec,
+            &cloud,
+            Slice::whole(&ids),
+            k,
+            Slice::whole(&results),
+            weights,
+        )
     })?;
     if structure.status().overflow != 0 {
         return Err(Error::InvalidInput(format!(

@@ -21,6 +21,8 @@ pub struct OrientPush {
     pub normals_address: u64,
     /// k neighbour indices per point.
     pub ids_address: u64,
+    /// Each edge's weight bits, the sign bit set where its normals point away.
+    pub weights_address: u64,
     /// Each point's component.
     pub component_address: u64,
     /// Each point's parity relative to its component.
@@ -75,13 +77,14 @@ impl OrientStats {
 
 /// The steps of `orient.comp`, in its `STEP` order.
 const INIT: usize = 0;
-const EDGES: usize = 1;
-const HOOK: usize = 2;
-const CYCLES: usize = 3;
-const FLATTEN: usize = 4;
-const EXTREMES: usize = 5;
-const SIGN: usize = 6;
-const APPLY: usize = 7;
+const WEIGHTS: usize = 1;
+const EDGES: usize = 2;
+const HOOK: usize = 3;
+const CYCLES: usize = 4;
+const FLATTEN: usize = 5;
+const EXTREMES: usize = 6;
+const SIGN: usize = 7;
+const APPLY: usize = 8;
 
 /// The orientation of clouds of up to a given number of points.
 pub struct NormalOrienter {
@@ -124,6 +127,9 @@ impl NormalOrienter {
 
     /// Records the orientation of the normals (`[nx, ny, nz, density]` per point, turned in
     /// place) of the points of `cloud`, over the graph of their `k` neighbours each in `ids`.
+    /// `edge_weights` is scratch of a word per neighbour slot (`count * k`), written before it
+    /// is read: the k-nearest search's squared distances may serve once nothing else reads
+    /// them.
     pub fn record(
         &self,
         rec: &mut Recorder,
@@ -131,6 +137,7 @@ impl NormalOrienter {
         ids: Slice<u32>,
         k: u32,
         normals: Slice<[f32; 4]>,
+        edge_weights: Slice<u32>,
     ) -> Result<()> {
         let (positions, count) = (cloud.positions, cloud.count);
         if count > self.capacity || count as u64 * k as u64 >= 1 << 32 || k == 0 {
@@ -142,11 +149,13 @@ impl NormalOrienter {
         }
         positions.check("orient positions", count as u64, 4)?;
         ids.check("orient neighbours", count as u64 * k as u64, 4)?;
+        edge_weights.check("orient edge weights", count as u64 * k as u64, 4)?;
         normals.check("orient normals", count as u64, 16)?;
         let mut push = OrientPush {
             positions_address: positions.address(),
             normals_address: normals.address(),
             ids_address: ids.address(),
+            weights_address: edge_weights.address(),
             component_address: self.component.address(),
             parity_address: self.parity.address(),
             parent_address: self.parent.address(),
@@ -164,8 +173,10 @@ impl NormalOrienter {
         rec.barrier_compute_to_transfer();
         rec.fill(&self.stats, 0, self.stats.size(), 0);
         rec.barrier_transfer_to_compute();
-        rec.dispatch(&self.steps[INIT], &push, groups)?;
-        rec.barrier_compute_to_compute();
+        for step in [INIT, WEIGHTS] {
+            rec.dispatch(&self.steps[step], &push, groups)?;
+            rec.barrier_compute_to_compute();
+        }
         // Enough rounds to join every component (each at least halves those with edges);
         // rounds after the last join return at once.
         let rounds = (u32::BITS - count.max(1).leading_zeros() + 1).min(MAX_ROUNDS as u32);

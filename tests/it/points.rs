@@ -396,7 +396,7 @@ fn random_graph(
 #[test]
 fn gpu_orientation_equals_kruskal() {
     use canopy::points::orient::NormalOrienter;
-    use canopy::vk::Slice;
+    use canopy::vk::{MemoryKind, Slice};
     // Past 64 workgroups per dimension, the grids fold.
     let ctx = common::folding_context();
     let mut rng = Rng::new(82);
@@ -415,6 +415,9 @@ fn gpu_orientation_equals_kruskal() {
         let neighbours = ctx.create_buffer_with("ids", &ids).unwrap();
         let oriented = ctx.create_buffer_with("normals", &normals).unwrap();
         let orienter = NormalOrienter::new(&ctx, n as u32).unwrap();
+        let weights = ctx
+            .create_buffer("edge weights", (n * k) as u64 * 4, MemoryKind::Device)
+            .unwrap();
         ctx.submit_and_wait(|rec| {
             orienter.record(
                 rec,
@@ -425,6 +428,7 @@ fn gpu_orientation_equals_kruskal() {
                 Slice::whole(&neighbours),
                 k as u32,
                 Slice::whole(&oriented),
+                Slice::whole(&weights),
             )
         })
         .unwrap();
