@@ -122,6 +122,17 @@ pub trait RayStructure: Structure {
     /// [`crate::trace::Tracer`].
     fn traversable<'a>(&'a self, input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a>;
 
+    /// Records a refit of the last built tree to the positions of `input` (the same
+    /// triangles, moved) in place of a rebuild, with the barrier that makes it visible to
+    /// later compute work, where the structure has one (the LBVH:
+    /// [`crate::accel::bvh::refit`]); the others refuse.
+    fn record_refit(&mut self, _rec: &mut Recorder, _input: &TriangleInput) -> Result<()> {
+        Err(Error::InvalidInput(format!(
+            "the {} has no refit: build it again",
+            self.kind().name()
+        )))
+    }
+
     /// The pinhole view the next builds are for. Structures built in screen space (the
     /// screen grid) need one before their first build and size their bins for its image;
     /// the others ignore it. Resizing reallocates: no submission may still use the structure.

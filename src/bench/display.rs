@@ -146,6 +146,13 @@ impl Display for StructureReport {
             self.primitives as f64 / ms * 1e-3,
             stages.join(", ")
         )?;
+        if let Some(refit) = &self.refit {
+            writeln!(
+                f,
+                "  {:<10} {:.4} ms (the same tree's boxes made again, in place of the build)",
+                "refit", refit.median_ms
+            )?;
+        }
         writeln!(f, "  {:<10} {}", "work", self.work)?;
         let m = &self.memory;
         writeln!(

@@ -127,6 +127,8 @@ pub struct StructureReport {
     pub primitives: u32,
     /// GPU time of the build, per stage.
     pub build: Timing,
+    /// GPU time of a refit of the built tree (the LBVH, [`crate::accel::bvh::refit`]).
+    pub refit: Option<Timing>,
     /// The work of one build.
     pub work: WorkCounts,
     /// Device memory.
@@ -243,6 +245,15 @@ impl<'a> MeshBench<'a> {
             |_| Ok(()),
             |rec| built.record_build(rec, &input, vertices, 0),
         )?;
+        let refit = match &mut built {
+            AnyStructure::Rays(structure) if kind == StructureKind::Lbvh => Some(time_runs(
+                ctx,
+                config.repeats,
+                |_| Ok(()),
+                |rec| structure.record_refit(rec, &input),
+            )?),
+            _ => None,
+        };
         let mut native = if kind == StructureKind::Lbvh && config.native {
             self.native()?
         } else {
@@ -298,6 +309,7 @@ impl<'a> MeshBench<'a> {
             vertices: mesh.vertex_count(),
             primitives,
             build,
+            refit,
             work,
             memory,
             tree,

@@ -15,6 +15,7 @@ use canopy::accel::bih::build::{
 };
 use canopy::accel::bih::trace::TraceBihPush;
 use canopy::accel::bvh::lbvh::ClimbPush;
+use canopy::accel::bvh::refit::RefitPush;
 use canopy::accel::bvh::trace::TracePush;
 use canopy::accel::bvh::treelet::TreeletPush;
 use canopy::accel::bvh::wide::CollapsePush;
@@ -268,6 +269,20 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 height_address,
                 leaf_parents_address,
                 host_count
+            })),
+        ),
+        (
+            shaders::BVH_REFIT,
+            Rust(rust_layout!(RefitPush {
+                positions_address,
+                triangles_address,
+                nodes_address,
+                leaf_triangles_address,
+                leaf_primitives_address,
+                leaf_parents_address,
+                arrivals_address,
+                count,
+                pad
             })),
         ),
         (
@@ -528,6 +543,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 positions_address,
                 normals_address,
                 ids_address,
+                weights_address,
                 component_address,
                 parity_address,
                 parent_address,

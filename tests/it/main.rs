@@ -33,6 +33,7 @@ mod points;
 mod quick;
 mod radix_sort;
 mod reduce_scan;
+mod refit;
 mod render;
 mod render_output;
 mod sequence;

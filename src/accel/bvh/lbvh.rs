@@ -23,6 +23,7 @@ use super::BvhNode;
 use super::cpu::MortonLeaves;
 use super::cpu::check_invariants;
 use super::ploc::{self, ClimbTraffic, ClusterParams};
+use super::refit::BvhRefitter;
 use super::treelet::{self, TreeletParams, TreeletPasses};
 use super::wide::cpu::check_wide_invariants;
 use super::wide::{Collapser, WIDE_STACK_SIZE, WideBvh};
@@ -397,6 +398,8 @@ pub struct LbvhStructure {
     builder: LbvhBuilder,
     bvh: Bvh,
     wide: Option<(Collapser, WideBvh)>,
+    /// Made on the first refit.
+    refitter: Option<BvhRefitter>,
 }
 
 impl LbvhStructure {
@@ -413,6 +416,7 @@ impl LbvhStructure {
             builder: LbvhBuilder::new(ctx, params, triangles)?,
             bvh: Bvh::new(ctx, triangles)?,
             wide,
+            refitter: None,
         })
     }
 
@@ -509,6 +513,21 @@ impl RayStructure for LbvhStructure {
         _slot: usize,
     ) -> Result<()> {
         self.builder.record(rec, input, &mut self.bvh)?;
+        if let Some((collapser, wide)) = &mut self.wide {
+            collapser.record(rec, &self.bvh, wide)?;
+        }
+        Ok(())
+    }
+
+    /// Two dispatches over the tree: its boxes exact, its order the old positions' (see
+    /// [`super::refit`] for what that costs tracing). With [`BvhLayout::Wide`] the 8-wide
+    /// tree is collapsed again from the refitted one.
+    fn record_refit(&mut self, rec: &mut Recorder, input: &TriangleInput) -> Result<()> {
+        let refitter = match &mut self.refitter {
+            Some(refitter) => refitter,
+            none => none.insert(BvhRefitter::new(rec.context(), self.builder.capacity())?),
+        };
+        refitter.record(rec, input, &self.bvh)?;
         if let Some((collapser, wide)) = &mut self.wide {
             collapser.record(rec, &self.bvh, wide)?;
         }

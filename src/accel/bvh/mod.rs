@@ -12,6 +12,7 @@
 pub mod cpu;
 pub mod lbvh;
 pub mod ploc;
+pub mod refit;
 pub mod sah;
 pub mod trace;
 pub mod traverse;
