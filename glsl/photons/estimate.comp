@@ -1,7 +1,7 @@
 #version 460
 // The caustic radiance at each gather point (seed 000 §5.3; Jensen 2001): the photons within
-// the point's radius r (the k-th nearest photon's distance, bounded, from knn.comp), their
-// power weighted by the cone filter w = 1 - d / r and normalised by (1 - 2/3) pi r^2, times
+// the point's radius r (the k-th nearest photon's distance, bounded, from the k-nearest
+// search), their power weighted by the cone filter w = 1 - d / r and normalised by (1 - 2/3) pi r^2, times
 // the gather's weight (the path's throughput times the surface's albedo, in the renderer's
 // units: a diffuse surface reflects albedo x irradiance), added to the gather's pixel.
 // Gathers whose radius holds no photon add nothing.
@@ -15,7 +15,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t powers_address;    // vec3 power per stored photon
     uint64_t positions_address; // vec3 per gather
     uint64_t payloads_address;  // RayPayload per gather: weight, pixel
-    uint64_t found_address;     // uvec2 per gather: photons within, radius bits (knn.comp)
+    uint64_t found_address;     // uvec2 per gather: photons within, radius bits (the search's KnnFound)
     uint64_t count_address;     // gathers (u32)
     uint64_t radiance_address;  // 3 u64 per pixel
     uint capacity;              // the most gathers

@@ -228,10 +228,11 @@ pub struct RenderArgs {
     /// Photons per radiance estimate (with --caustics; 1 to 64).
     #[arg(long, default_value_t = 50, requires = "caustics")]
     pub photon_k: u32,
-    /// Start each gather from the largest gather radius rather than from its Alg. 7 estimate
-    /// (node queries after every photon tree build); the same image (with --caustics).
+    /// Start each gather from its Alg. 7 estimate (node queries after every photon tree
+    /// build, as seed 000 does) rather than from the largest gather radius; the same image,
+    /// slower (with --caustics).
     #[arg(long, requires = "caustics")]
-    pub photon_bound_radii: bool,
+    pub photon_estimated_radii: bool,
     /// The largest gather radius, as a fraction of the scene's radius (with --caustics).
     #[arg(long, default_value_t = 0.02, requires = "caustics")]
     pub photon_radius: f32,
@@ -1056,7 +1057,7 @@ fn sequence_config(
             k: args.photon_k,
             max_radius: args.photon_radius * subject.radius,
             seed: 1,
-            estimated_radii: !args.photon_bound_radii,
+            estimated_radii: args.photon_estimated_radii,
         }),
         channels,
         frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,

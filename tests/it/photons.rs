@@ -286,27 +286,39 @@ fn a_glass_sphere_focuses_a_caustic_below_it() {
         .map(|i| [-1.0 + 0.05 * i as f32, 0.0, 0.013 * i as f32])
         .chain([[3.0, 0.0, 3.0]])
         .collect();
-    let radiance = gather(&ctx, &map, &queries);
-    for (i, q) in queries.iter().enumerate() {
-        let want = estimate(
-            &stored,
-            Vec3::from(*q),
-            params.k as usize,
-            params.max_radius,
-        );
-        let got = radiance[i];
+    // The searches start from the largest radius (the default), then from Alg. 7's estimates.
+    let estimated = PhotonParams {
+        estimated_radii: true,
+        ..params
+    };
+    let (estimated_map, estimated_stored, _) =
+        stage.gpu_photons(&ctx, estimated, StructureKind::Lbvh);
+    let maps = [
+        (&map, &stored, "bound"),
+        (&estimated_map, &estimated_stored, "estimated"),
+    ];
+    for (map, stored, label) in maps {
+        let radiance = gather(&ctx, map, &queries);
+        for (i, q) in queries.iter().enumerate() {
+            let want = estimate(stored, Vec3::from(*q), params.k as usize, params.max_radius);
+            let got = radiance[i];
+            assert!(
+                (got - want).abs().max_element() <= 0.01 * want.max_element() + 1e-4,
+                "{label} radii: query {i} at {q:?}: GPU {got}, brute force {want}"
+            );
+        }
+        let focus = radiance[20].x;
         assert!(
-            (got - want).abs().max_element() <= 0.01 * want.max_element() + 1e-4,
-            "query {i} at {q:?}: GPU {got}, brute force {want}"
+            focus > 10.0 * radiance[0].x.max(1e-3),
+            "{label} radii: focus {focus}, edge {}",
+            radiance[0]
+        );
+        assert_eq!(
+            radiance[40],
+            Vec3::ZERO,
+            "{label} radii: far from every photon"
         );
     }
-    let focus = radiance[20].x;
-    assert!(
-        focus > 10.0 * radiance[0].x.max(1e-3),
-        "focus {focus}, edge {}",
-        radiance[0]
-    );
-    assert_eq!(radiance[40], Vec3::ZERO, "far from every photon");
     assert_valid(&ctx);
 }
 

@@ -456,10 +456,12 @@ impl Knn {
         self.record_search(rec, tree, queries, limits, out, self.lists())
     }
 
-    /// Records the k-th neighbour's radius of every query (a radius holding `k` points, within
-    /// the histogram's resolution of the k-th distance; at most `max_radius`, where fewer lie
-    /// within it) into `found`, with no neighbour list: the search of [`Self::record`] whose
-    /// last pass counts instead of gathering.
+    /// Records the k-th neighbour's radius of every query (at most `max_radius`, where fewer
+    /// lie within it) into `found`, with no neighbour list: the search of [`Self::record`]
+    /// without its lists. Under [`KnnSearch::NearestFirst`] the radius is the k-th distance
+    /// rounded up; under [`KnnSearch::Histogram`] a radius holding `k` points, within the
+    /// histogram's resolution of the k-th distance (the last pass counts instead of
+    /// gathering).
     pub fn record_radii(
         &self,
         rec: &mut Recorder,
@@ -481,7 +483,7 @@ impl Knn {
             stage: "knn: radii",
         };
         let limits = (k, max_radius, self.iterations);
-        self.record_pass(rec, tree, queries, limits, answers, &self.histogram)
+        self.record_pass(rec, tree, queries, limits, answers, self.lists())
     }
 
     /// Records fixed-radius range queries: every point within `radius` of each query, the
