@@ -1,4 +1,4 @@
-//! A fuzzing harness for the loaders of untrusted model files: OBJ, PLY (ASCII and binary),
+//! A fuzzing harness for the loaders of untrusted model files: OBJ, PLY (ASCII and binary), PCD,
 //! glTF/GLB (meshes and rigs), vertex-animation sequences and `.conf` scan alignments.
 //!
 //! Each case takes a seed (a small model of `tests/data/`, an excerpt of one, or a tiny
@@ -160,6 +160,7 @@ enum Format {
     Obj,
     PlyAscii,
     PlyBinary,
+    Pcd,
     Gltf,
     Sequence,
     Conf,
@@ -586,12 +587,62 @@ fn conf_seeds() -> Vec<Seed> {
     }]
 }
 
+/// PCD clouds in the three encodings, with fields around the coordinates and a missing
+/// return (NaN).
+fn pcd_seeds() -> Vec<Seed> {
+    let points: Vec<[f32; 3]> = (0..24)
+        .map(|i| match i {
+            5 => [f32::NAN; 3],
+            _ => [i as f32 * 0.25, (i * i) as f32 * -0.5, 3.0 - i as f32],
+        })
+        .collect();
+    let header = |data: &str| {
+        format!(
+            "# .PCD v0.7\nVERSION 0.7\nFIELDS x y z rgb\nSIZE 4 4 4 4\nTYPE F F F U\n\
+             COUNT 1 1 1 1\nWIDTH {n}\nHEIGHT 1\nVIEWPOINT 0 0 0 1 0 0 0\nPOINTS {n}\n\
+             DATA {data}\n",
+            n = points.len()
+        )
+    };
+    let mut ascii = header("ascii");
+    for p in &points {
+        ascii += &format!("{} {} {} 4278190335\n", p[0], p[1], p[2]);
+    }
+    let mut binary = header("binary").into_bytes();
+    for p in &points {
+        binary.extend(p.iter().flat_map(|x| x.to_le_bytes()));
+        binary.extend(0xff0000ffu32.to_le_bytes());
+    }
+    // Field by field, as literal LZF runs with one back reference (the colour column repeats).
+    let mut columns = Vec::new();
+    for axis in 0..3 {
+        columns.extend(points.iter().flat_map(|p| p[axis].to_le_bytes()));
+    }
+    let mut lzf = Vec::new();
+    for run in columns.chunks(32) {
+        lzf.push(run.len() as u8 - 1);
+        lzf.extend(run);
+    }
+    // The colours: 4 literal bytes, then 92 more copied from 4 back.
+    lzf.extend([3, 0xff, 0, 0, 0xff, (7 << 5), 92 - 2 - 7, 3]);
+    let mut compressed = header("binary_compressed").into_bytes();
+    compressed.extend((lzf.len() as u32).to_le_bytes());
+    compressed.extend(((columns.len() + 96) as u32).to_le_bytes());
+    compressed.extend(lzf);
+    vec![
+        Seed::one("ascii", "case.pcd", ascii),
+        Seed::one("binary", "case.pcd", binary),
+        Seed::one("compressed", "case.pcd", compressed),
+    ]
+}
+
 impl Format {
     fn name(self) -> &'static str {
         match self {
             Format::Obj => "obj",
             Format::PlyAscii => "ply-ascii",
             Format::PlyBinary => "ply-binary",
+            Format::Pcd => "pcd",
             Format::Gltf => "gltf",
             Format::Sequence => "sequence",
             Format::Conf => "conf",
@@ -603,6 +654,7 @@ impl Format {
             Format::Obj => obj_seeds(),
             Format::PlyAscii => ply_ascii_seeds(),
             Format::PlyBinary => ply_binary_seeds(),
+            Format::Pcd => pcd_seeds(),
             Format::Gltf => gltf_seeds(),
             Format::Sequence => sequence_seeds(),
             Format::Conf => conf_seeds(),
@@ -663,6 +715,7 @@ impl Format {
                     }));
                 }
             }
+            Format::Pcd => note(Mesh::load_points(&first).map(drop)),
             Format::Conf => note(load_aligned_scans(&first).map(drop)),
         }
         result
@@ -1152,6 +1205,11 @@ fn fuzz_ply_binary() {
 /// `CANOPY_FUZZ_SEED=1 CANOPY_FUZZ_CASES=4000` (a `POSITION` accessor index past the
 /// accessors, inside the `gltf` crate's validation) and `CANOPY_FUZZ_SEED=2
 /// CANOPY_FUZZ_CASES=3000` (an animation output accessor of count 0, when the rig was posed).
+#[test]
+fn fuzz_pcd() {
+    fuzz(Format::Pcd);
+}
+
 #[test]
 fn fuzz_gltf() {
     fuzz(Format::Gltf);

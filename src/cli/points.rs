@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 /// `canopy points` commands.
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum PointsCommand {
-    /// Oriented PCA normals and densities (k / r_k²) of every point of a cloud (PLY, OBJ: the
-    /// vertices; or a Stanford .conf whose aligned scans are merged), from its k nearest
+    /// Oriented PCA normals and densities (k / r_k²) of every point of a cloud (PLY, PCD, OBJ:
+    /// the vertices; or a Stanford .conf whose aligned scans are merged), from its k nearest
     /// neighbours on the GPU; written as binary PLY (x y z nx ny nz density).
     Normals(NormalsArgs),
     /// The deformation strength (0 to 1) of every point of a cloud for editing: 1 on the

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use glam::{DVec3, Mat3, Mat4, Vec3};
 
 use super::material::Material;
-use super::{AssetAccess, gltf_loader, obj, ply};
+use super::{AssetAccess, gltf_loader, obj, pcd, ply};
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -93,7 +93,7 @@ pub enum SceneError {
         message: String,
     },
     /// The file's extension names no format canopy reads.
-    #[error("{path}: unknown mesh format (expected .obj, .ply, .gltf or .glb)")]
+    #[error("{path}: unknown format (expected .obj, .ply, .gltf or .glb; .pcd for points)")]
     UnknownFormat {
         /// The file.
         path: PathBuf,
@@ -520,6 +520,7 @@ impl MaterialMesh {
         let mesh = match extension.as_deref() {
             Some("obj") => obj::load(path)?,
             Some("ply") => ply::load(path)?,
+            Some("pcd") => pcd::load(path)?,
             Some("gltf" | "glb") => {
                 return gltf_loader::load_with_materials(path, AssetAccess::ModelFolder);
             }

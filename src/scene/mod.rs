@@ -9,6 +9,7 @@ mod gltf_source;
 pub mod material;
 pub mod mesh;
 pub mod obj;
+pub mod pcd;
 pub mod ply;
 pub mod rig;
 pub mod scans;

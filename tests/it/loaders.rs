@@ -266,7 +266,7 @@ fn obj_without_faces_is_empty() {
 #[test]
 fn unknown_extension_is_refused() {
     let file = TempFile::new("mesh.stl", "solid x\n");
-    let error = file.load_error(&["unknown mesh format"]);
+    let error = file.load_error(&["unknown format"]);
     assert!(matches!(error, SceneError::UnknownFormat { .. }), "{error}");
     let missing = Mesh::load(Path::new("/nonexistent/canopy-missing.obj")).unwrap_err();
     assert!(matches!(missing, SceneError::Io { .. }), "{missing}");

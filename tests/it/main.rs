@@ -27,6 +27,7 @@ mod loaders;
 mod multisplit;
 mod native_blas;
 mod octree;
+mod pcd;
 mod photons;
 mod pointkd;
 mod points;
