@@ -8,6 +8,7 @@ use canopy::accel::{BuildParams, StructureKind};
 use canopy::bench::frames::{FrameConfig, measure};
 use canopy::render::presets::{MeshLook, Refinement, Subject};
 use canopy::scene::{AssetAccess, Environment};
+use canopy::sequence::DEFAULT_FRAMES_IN_FLIGHT;
 use canopy::vk::Context;
 use std::path::PathBuf;
 
@@ -120,6 +121,7 @@ pub fn run(ctx: &Context, args: &RenderBenchArgs) -> Result<(), CliError> {
             camera: None,
             assets: AssetAccess::ModelFolder,
             textures: !args.untextured,
+            frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
         };
         let label = path.file_name().map_or_else(
             || path.display().to_string(),

@@ -236,6 +236,16 @@ pub struct RenderArgs {
     /// The largest gather radius, as a fraction of the scene's radius (with --caustics).
     #[arg(long, default_value_t = 0.02, requires = "caustics")]
     pub photon_radius: f32,
+    /// Frames rendered ahead of the one being written: each holds its own readback and, for
+    /// an animated subject, its own geometry. More hide a slow writer behind the GPU.
+    #[arg(long, default_value_t = DEFAULT_FRAMES_IN_FLIGHT as u16,
+          value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub frames_in_flight: u16,
+    /// The most MiB the frames in flight may be read back into: fewer frames fly (not fewer
+    /// than two) where as many readbacks would pass it, as 1080p with every f32 AOV would.
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_READBACK_BUDGET >> 20,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub readback_budget_mib: u64,
     /// Print per-stage GPU times and rays/s of every frame.
     #[arg(long)]
     pub profile: bool,
@@ -1001,6 +1011,7 @@ fn build_subject(
                     AssetAccess::ModelFolder
                 },
                 textures: true,
+                frames_in_flight: args.frames_in_flight.into(),
             };
             mesh_subject(ctx, path, &options)?
         }
@@ -1060,8 +1071,8 @@ fn sequence_config(
             estimated_radii: args.photon_estimated_radii,
         }),
         channels,
-        frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
-        readback_budget: DEFAULT_READBACK_BUDGET,
+        frames_in_flight: args.frames_in_flight.into(),
+        readback_budget: args.readback_budget_mib << 20,
     })
 }
 
@@ -1132,6 +1143,8 @@ pub(super) struct MeshOptions<'a> {
     pub assets: AssetAccess,
     /// Whether its materials read their textures.
     pub textures: bool,
+    /// Frames the sequence keeps in flight (an animated subject keeps a slot for each).
+    pub frames_in_flight: usize,
 }
 
 /// The subject of `--mesh`: still, or animated on the GPU (a glTF animation, a sequence of
@@ -1179,7 +1192,7 @@ pub(super) fn mesh_subject(
         MeshInput::Still(loaded) if refinement == Refinement::default() => {
             Subject::mesh(ctx, loaded, look)?
         }
-        input => Subject::animated(ctx, input, look, refinement, DEFAULT_FRAMES_IN_FLIGHT)?,
+        input => Subject::animated(ctx, input, look, refinement, options.frames_in_flight)?,
     };
     subject.gltf_camera = camera;
     Ok(subject)
