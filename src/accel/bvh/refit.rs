@@ -6,8 +6,8 @@
 //! the tree was ordered for the old positions. As triangles move apart from that order (a
 //! character's arm swinging across its body), the boxes grow and overlap and tracing slows;
 //! a refit never restores it. [`sah_drift`] measures how far the tree's SAH cost has moved
-//! from a fresh build's: rebuild when it passes what the application accepts (a 10-20%
-//! drift is a common point to rebuild).
+//! from a fresh build's (on the host, from both trees' statistics): rebuild when it passes
+//! what the application accepts.
 
 use super::cpu::TreeStats;
 use super::{Bvh, BvhNode, INVALID_CHILD, LEAF_BIT, NO_PARENT};
