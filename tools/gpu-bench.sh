@@ -31,6 +31,9 @@ pack() {
         [ -n "$binary" ] && strip -o /tmp/gpu-bench-pack/bin/"$name" "$binary"
     done
     strip -o /tmp/gpu-bench-pack/canopy target/release/canopy
+    # The CPU library beside the KNN (a crate of its own, outside the workspace).
+    cargo build --release --manifest-path tools/knn-cpu/Cargo.toml
+    strip -o /tmp/gpu-bench-pack/knn-cpu tools/knn-cpu/target/release/canopy-knn-cpu
     for example in examples/*.rs; do
         name=$(basename "$example" .rs)
         strip -o /tmp/gpu-bench-pack/examples/"$name" target/release/examples/"$name"
@@ -80,12 +83,17 @@ run() {
         bench meshes bench lbvh --structure lbvh,bih,grid --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
         bench meshes-hq bench lbvh --structure lbvh --bvh-quality high --mesh $D/armadillo_100k.obj --mesh $D/beast.obj $R --no-native
         bench knn bench knn --points 10000,100000,1000000 --repeats 5 --sampled 16
+        bench knn-10m bench knn --points 10000000 --k 16,50 --distribution uniform --repeats 3 --sampled 8
+        # 100M points sampled on a sphere: the peak device memory of normals and orientation.
+        bench knn-100m bench knn --points 100000000 --k 16 --distribution surface --repeats 1 --sampled 2
+        echo "== kiddo on every core, the same clouds"
+        timeout 300 /tmp/gpu-bench/knn-cpu --points 1000000,10000000 --k 16,50 --repeats 3 2>&1
         bench animation bench animation --rig tests/data/gltf/CesiumMan.glb --skin-vertices 100000,1000000,4000000 --control-triangles 50000,200000 --sequence $D/vellum-cloth --frames 240 --size 1920x1080
         bench brainstem bench render --mesh $D/BrainStem.glb --size 1920x1080 --bounces 2
         # Caustics: per-stage times of frames at the targets' sizes (no JSON: the profile).
-        for size in "800x600 --photons 200000" "800x600 --photons 400000 --photon-k 40" "1920x1080 --photons 1000000"; do
+        for size in "1920x1080" "800x600 --photons 200000" "800x600 --photons 400000 --photon-k 40" "1920x1080 --photons 1000000"; do
             echo "== caustics $size"
-            timeout 120 $B render --caustics --size $size --triangles 1000000 --frames 0..3 --profile --no-write 2>&1
+            timeout 120 $B render --caustics --size $size --triangles 1000000 --frames 0..20 --profile --no-write 2>&1 | tail -40
         done
     } > "$out"/bench.log 2>&1
     [ "$part" = bench ] || {
