@@ -86,6 +86,27 @@ fn refitted_trees_hit_what_brute_force_hits_after_the_triangles_move() {
     }
 }
 
+/// Under a pretended limit of 64 workgroups per dimension, both refit dispatches fold into 2D
+/// grids (more than 64 workgroups of 256 triangles) and the boxes are still the CPU's.
+#[test]
+fn folded_grids_refit_like_the_cpu() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(94);
+    let n = 20_000;
+    assert!(n / 256 > common::FOLDING_LIMIT as usize);
+    let mesh = random_mesh(&mut rng, n, 20.0, 0.3);
+    let after = moved(&mesh, &mut rng, 2.0, 0.2);
+    let (old, new) = (DeviceMesh::new(&ctx, &mesh), DeviceMesh::new(&ctx, &after));
+    let mut structure = built(&ctx, LbvhParams::default(), &old);
+    let (mut expected, leaves) = structure.bvh().download(&ctx).unwrap();
+    ctx.submit_and_wait(|rec| structure.record_refit(rec, &new.input()))
+        .unwrap();
+    assert_valid(&ctx);
+    let (nodes, _) = structure.bvh().download(&ctx).unwrap();
+    refit_on_cpu(&mut expected, &leaves, &after.positions, &after.triangles);
+    assert_eq!(nodes, expected);
+}
+
 #[test]
 fn the_sah_drift_is_zero_in_place_and_grows_as_the_triangles_move() {
     let ctx = context();
