@@ -43,9 +43,10 @@ struct Material {
     float metallic;      // diffuse: the share of metal, times the B of metallic_roughness_texture
     float roughness;     // diffuse (metal) and mirror: 0 sharp to 1, times its G
     float normal_scale;  // scales the normal texture's tangent-space x and y
-    uint pad;
+    float occlusion_strength; // the ambient term times 1 + strength (R - 1) of the occlusion texture
     TextureRef normal_texture;             // tangent-space normals (linear, 2c - 1)
     TextureRef metallic_roughness_texture; // linear
+    TextureRef occlusion_texture;          // linear, R
 };
 
 const uint WRAP_REPEAT = 0u;
@@ -200,6 +201,8 @@ struct SurfacePoint {
     float ior;
     float metallic;        // textured where it asks
     float roughness;       // textured where it asks
+    float occlusion;       // what reaches it of the ambient term: 1, or from the occlusion
+                           // texture
 };
 
 // Unit normal `n` bent by a normal texture's linear texel `texel` (tangent-space x, y scaled
@@ -244,13 +247,15 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
     s.ior = m.ior;
     s.metallic = m.metallic;
     s.roughness = m.roughness;
+    s.occlusion = 1.0;
     if (ap.colours != 0ul) {
         Vec4s colours = Vec4s(ap.colours);
         s.colour *= (w * colours.v[t.x] + hit.u * colours.v[t.y] + hit.v * colours.v[t.z]).rgb;
     }
     if (m.base_colour_texture.texture != NO_TEXTURE || m.emissive_texture.texture != NO_TEXTURE
         || m.normal_texture.texture != NO_TEXTURE
-        || m.metallic_roughness_texture.texture != NO_TEXTURE) {
+        || m.metallic_roughness_texture.texture != NO_TEXTURE
+        || m.occlusion_texture.texture != NO_TEXTURE) {
         Vec4s texcoords = Vec4s(ap.texcoords);
         vec4 uv = w * texcoords.v[t.x] + hit.u * texcoords.v[t.y] + hit.v * texcoords.v[t.z];
         if (m.base_colour_texture.texture != NO_TEXTURE) {
@@ -263,6 +268,10 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
             vec4 texel = sample_texture(ap, m.metallic_roughness_texture, uv, false);
             s.metallic *= texel.b;
             s.roughness *= texel.g;
+        }
+        if (m.occlusion_texture.texture != NO_TEXTURE) {
+            float r = sample_texture(ap, m.occlusion_texture, uv, false).r;
+            s.occlusion = 1.0 + m.occlusion_strength * (r - 1.0);
         }
         if (m.normal_texture.texture != NO_TEXTURE) {
             Vec4s tangents = Vec4s(ap.tangents);

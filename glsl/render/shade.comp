@@ -4,7 +4,8 @@
 // - a miss adds the sky along the ray (the environment map where there is one:
 //   common/shading.glsl sky_radiance), times the path's throughput, to the ray's pixel;
 // - a hit on an emissive surface adds its emission times the throughput;
-// - a diffuse hit, of albedo colour x (1 - metallic), adds its ambient term, and appends one
+// - a diffuse hit, of albedo colour x (1 - metallic), adds its ambient term (times its
+//   occlusion texture's, where it has one), and appends one
 //   shadow ray per light the surface faces to the shadow list, carrying the radiance it adds
 //   if it reaches the light (throughput x albedo x irradiance x cosine with the shading
 //   normal); with sky light, the ambient term is replaced by one more shadow ray in a
@@ -128,7 +129,8 @@ void main() {
                 Ray unused_ray;
                 vec3 unused_contribution;
                 if ((pc.pass_flags & SKY_LIGHT) == 0u) {
-                    add_radiance(pc.radiance_address, pixel, weight * s.colour * pc.ambient);
+                    add_radiance(pc.radiance_address, pixel,
+                                 weight * s.colour * (pc.ambient * s.occlusion));
                 } else if (sky_ray(s, weight, pixel, unused_ray, unused_contribution)) {
                     shadow_count += 1;
                 }

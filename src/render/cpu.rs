@@ -93,6 +93,8 @@ pub(crate) struct SurfacePoint {
     pub(crate) ior: f32,
     pub(crate) metallic: f32,
     pub(crate) roughness: f32,
+    /// What reaches it of the ambient term (the occlusion texture's).
+    pub(crate) occlusion: f32,
 }
 
 /// `normal_mapped` of shading.glsl: unit normal `n` bent by a normal texture's linear texel
@@ -235,6 +237,7 @@ impl CpuScene<'_> {
         let mut colour = Vec3::from(material.colour);
         let mut emission = Vec3::from(material.emission);
         let (mut metallic, mut roughness) = (material.metallic, material.roughness);
+        let mut occlusion = 1.0;
         if !surfaces.colours.is_empty() {
             colour *= self
                 .interpolated(surfaces.colours, triangle, u, v)
@@ -257,6 +260,10 @@ impl CpuScene<'_> {
                 let texel = sample(material.metallic_roughness_texture, false);
                 metallic *= texel.z;
                 roughness *= texel.y;
+            }
+            if material.occlusion_texture.is_some() {
+                let r = sample(material.occlusion_texture, false).x;
+                occlusion = 1.0 + material.occlusion_strength * (r - 1.0);
             }
             if material.normal_texture.is_some() {
                 let tangent = self.interpolated(surfaces.tangents, triangle, u, v);
@@ -288,6 +295,7 @@ impl CpuScene<'_> {
             ior: material.ior,
             metallic,
             roughness,
+            occlusion,
         }
     }
 
@@ -419,7 +427,7 @@ impl CpuScene<'_> {
         if s.kind == MaterialKind::Diffuse {
             s.colour *= 1.0 - s.metallic;
             if !at.sky_light {
-                sums.add(weight * s.colour * at.shading.ambient);
+                sums.add(weight * s.colour * (at.shading.ambient * s.occlusion));
             } else if let Some((ray, contribution)) = self.sky_ray(&s, weight, path, offset)
                 && !self.any_hit(at.bvh, &ray)
             {

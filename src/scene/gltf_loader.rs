@@ -34,7 +34,9 @@
 //! transform as the normals are. `COLOR_0` (RGB or RGBA, float or normalized 8 or 16 bit)
 //! multiplies the base colour and alpha. `alphaMode` `MASK` cuts the surface away where its
 //! alpha (the base colour factor's times its texture's and `COLOR_0`'s) is below
-//! `alphaCutoff`; `BLEND` is rendered as a mask at one half. Not read: occlusion textures.
+//! `alphaCutoff`; `BLEND` is rendered as a mask at one half. `occlusionTexture` (its red,
+//! times its `strength`) darkens the ambient term alone, the light no ray traces
+//! ([`Material::occlusion_texture`]).
 
 use std::path::Path;
 
@@ -135,6 +137,19 @@ impl Appearance {
                 let reference = TextureRef::new(id, normal.tex_coord());
                 reference.validate()?;
                 converted.with_normal_map(reference, normal.scale())
+            }
+            None => converted,
+        };
+        let converted = match material.occlusion_texture() {
+            Some(occlusion) => {
+                let id = self.texture_id(path, file, &occlusion.texture())?;
+                let reference = TextureRef::new(id, occlusion.tex_coord());
+                reference.validate()?;
+                let strength = occlusion.strength();
+                if !(0.0..=1.0).contains(&strength) {
+                    return Err(format!("occlusion strength {strength} must lie in [0, 1]"));
+                }
+                converted.with_occlusion(reference, strength)
             }
             None => converted,
         };

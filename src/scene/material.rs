@@ -33,7 +33,7 @@ pub enum AlphaMode {
     Mask = 1,
 }
 
-/// A surface's material (`Material` in `glsl/common/shading.glsl`). 192 bytes.
+/// A surface's material (`Material` in `glsl/common/shading.glsl`). 224 bytes.
 ///
 /// Make one with [`Material::diffuse`], [`Material::checker`], [`Material::mirror`] or
 /// [`Material::glass`], then texture it, make it glow, metallic or bumpy with
@@ -78,14 +78,19 @@ pub struct Material {
     /// How far the normal texture bends the normal: its tangent-space x and y are scaled by
     /// it (glTF's `normalTexture.scale`).
     pub normal_scale: f32,
-    /// Padding.
-    pub pad: u32,
+    /// How much the occlusion texture darkens, 0 to 1 (glTF's `occlusionTexture.strength`):
+    /// the ambient term is scaled by `1 + strength (r - 1)` with `r` the texture's red.
+    pub occlusion_strength: f32,
     /// The tangent-space normal texture (linear RGB, each channel `2 c - 1`), or none; read
     /// with the scene's vertex tangents.
     pub normal_texture: TextureRef,
     /// The texture `roughness` (green) and `metallic` (blue) are multiplied by (linear), or
     /// none.
     pub metallic_roughness_texture: TextureRef,
+    /// The ambient occlusion texture (linear; its red channel), or none. It darkens only the
+    /// ambient term, the light no ray traces; with sky light (`RenderParams::sky_light`) the
+    /// sky's occlusion is traced and the texture is not read.
+    pub occlusion_texture: TextureRef,
 }
 
 impl Material {
@@ -110,9 +115,10 @@ impl Material {
             metallic: 0.0,
             roughness: 0.0,
             normal_scale: 1.0,
-            pad: 0,
+            occlusion_strength: 1.0,
             normal_texture: TextureRef::NONE,
             metallic_roughness_texture: TextureRef::NONE,
+            occlusion_texture: TextureRef::NONE,
         }
     }
 
@@ -172,6 +178,16 @@ impl Material {
         }
     }
 
+    /// This material with its ambient term darkened by the red channel of `texture`, by
+    /// `strength` (0 to 1; none: no occlusion).
+    pub fn with_occlusion(self, texture: TextureRef, strength: f32) -> Self {
+        Material {
+            occlusion_texture: texture,
+            occlusion_strength: strength,
+            ..self
+        }
+    }
+
     /// This material cut away where its alpha (times the base colour texture's) is below
     /// `cutoff` (glTF's `alphaMode` `MASK`): rays of every kind pass through there.
     pub fn with_cutout(self, alpha: f32, cutoff: f32) -> Self {
@@ -199,7 +215,7 @@ impl Material {
     }
 
     /// The textures it reads, named as errors name them.
-    pub fn textures(&self) -> [(&'static str, TextureRef); 4] {
+    pub fn textures(&self) -> [(&'static str, TextureRef); 5] {
         [
             ("base colour texture", self.base_colour_texture),
             ("emissive texture", self.emissive_texture),
@@ -208,6 +224,7 @@ impl Material {
                 "metallic-roughness texture",
                 self.metallic_roughness_texture,
             ),
+            ("occlusion texture", self.occlusion_texture),
         ]
     }
 
@@ -217,13 +234,14 @@ impl Material {
             .with_emission(self.emission, TextureRef::NONE)
             .with_metal(self.metallic, self.roughness, TextureRef::NONE)
             .with_normal_map(TextureRef::NONE, self.normal_scale)
+            .with_occlusion(TextureRef::NONE, self.occlusion_strength)
     }
 
     /// Errors unless the colour and the emission are finite and non-negative, the checker
-    /// scale finite and non-negative, the metallic and roughness values in [0, 1], the normal
-    /// scale finite, the kind known, a glass's index of refraction finite and positive, and
-    /// each texture reference [valid](TextureRef::validate) (whether its
-    /// texture exists is the scene's to check).
+    /// scale finite and non-negative, the metallic and roughness values and the occlusion
+    /// strength in [0, 1], the normal scale finite, the kind known, a glass's index of
+    /// refraction finite and positive, and each texture reference
+    /// [valid](TextureRef::validate) (whether its texture exists is the scene's to check).
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.colour.iter().any(|c| !c.is_finite() || *c < 0.0) {
             return Err(format!(
@@ -251,6 +269,12 @@ impl Material {
         }
         if !self.normal_scale.is_finite() {
             return Err(format!("normal scale {} is not finite", self.normal_scale));
+        }
+        if !(0.0..=1.0).contains(&self.occlusion_strength) {
+            return Err(format!(
+                "occlusion strength {} must lie in [0, 1]",
+                self.occlusion_strength
+            ));
         }
         for (name, texture) in self.textures() {
             texture.validate().map_err(|e| format!("{name}: {e}"))?;

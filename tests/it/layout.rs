@@ -1463,7 +1463,8 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 "f32",
                 "f32",
                 "f32",
-                "u32",
+                "f32",
+                "struct",
                 "struct",
                 "struct",
             ],
@@ -1481,12 +1482,13 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 metallic,
                 roughness,
                 normal_scale,
-                pad,
+                occlusion_strength,
                 normal_texture,
-                metallic_roughness_texture
+                metallic_roughness_texture,
+                occlusion_texture
             }),
             offsets: &[
-                0, 12, 16, 28, 32, 36, 40, 44, 48, 80, 112, 116, 120, 124, 128, 160,
+                0, 12, 16, 28, 32, 36, 40, 44, 48, 80, 112, 116, 120, 124, 128, 160, 192,
             ],
         },
         SharedStruct {

@@ -1028,6 +1028,31 @@ fn a_metallic_textured_square_reflects_as_on_the_cpu() {
 }
 
 #[test]
+fn an_occlusion_texture_darkens_the_ambient_term_as_on_the_cpu() {
+    let ctx = context();
+    let folder = TempFolder::new("occlusion-render");
+    // The metallic-roughness texture (texture 1) has no red: full occlusion.
+    let mut occluded = metal_scene(
+        &folder.0,
+        "occluded.gltf",
+        r#", "metallicFactor": 0, "metallicRoughnessTexture": {"index": 2}"#,
+        1,
+    );
+    let open = occluded.render_cpu(1);
+    for material in &mut occluded.materials {
+        *material = material.with_occlusion(TextureRef::new(1, 0), 1.0);
+    }
+    let (gpu, _) = occluded.render_gpu(&ctx, StructureKind::Lbvh, 1);
+    assert_close(&gpu, &occluded.render_cpu(1), "occluded square");
+    let differing = pixels_differing(&gpu, &open);
+    println!("{differing} pixels differ with and without the occlusion texture");
+    assert!(
+        differing * 20 > (WIDTH * HEIGHT) as usize,
+        "{differing} pixels differ"
+    );
+}
+
+#[test]
 fn roughness_blurs_reflections_with_samples_as_on_the_cpu() {
     let ctx = context();
     let folder = TempFolder::new("rough-render");

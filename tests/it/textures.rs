@@ -618,6 +618,47 @@ fn normal_and_metallic_roughness_textures_and_vertex_colours_are_read() {
 }
 
 #[test]
+fn an_occlusion_texture_is_read_with_its_strength() {
+    let folder = TempFolder::new("occlusion-quad");
+    std::fs::write(folder.0.join("checker.png"), checker_png()).unwrap();
+    std::fs::write(folder.0.join("metal.png"), metal_png()).unwrap();
+    let quad = |name: &str, occlusion: &str| {
+        let material = format!(
+            r#"{{"pbrMetallicRoughness": {{"baseColorTexture": {{"index": 0}}}},
+                "occlusionTexture": {{"index": 1{occlusion}}}}}"#
+        );
+        quad_gltf(
+            &folder.0,
+            name,
+            &QuadLook {
+                material: &material,
+                textures: r#"[{"source": 0, "sampler": 0}, {"source": 1, "sampler": 0}]"#,
+                samplers: r#"[{"magFilter": 9728}]"#,
+                images: r#"[{"uri": "checker.png"}, {"uri": "metal.png"}]"#,
+                second_set: false,
+                attributes: &[],
+            },
+        )
+    };
+    let m = MaterialMesh::load(&quad("half.gltf", r#", "strength": 0.5"#))
+        .unwrap()
+        .materials[0];
+    assert_eq!(m.occlusion_texture, TextureRef::new(1, 0));
+    assert_eq!(m.occlusion_strength, 0.5);
+    let m = MaterialMesh::load(&quad("full.gltf", ""))
+        .unwrap()
+        .materials[0];
+    assert_eq!(m.occlusion_strength, 1.0, "glTF's default strength");
+    let mut bare = MaterialMesh::load(&quad("bare.gltf", "")).unwrap();
+    bare.drop_textures();
+    assert!(!bare.materials[0].occlusion_texture.is_some());
+    load_error(
+        &quad("bad.gltf", r#", "strength": 1.5"#),
+        &["bad.gltf", "occlusion strength 1.5"],
+    );
+}
+
+#[test]
 fn tangents_from_the_file_and_generated_agree_on_an_upright_square() {
     let folder = TempFolder::new("tangents");
     let generated = MaterialMesh::load(&normal_mapped_quad(
