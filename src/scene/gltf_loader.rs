@@ -133,23 +133,18 @@ impl Appearance {
         };
         let converted = match material.normal_texture() {
             Some(normal) => {
-                let id = self.texture_id(path, file, &normal.texture())?;
-                let reference = TextureRef::new(id, normal.tex_coord());
-                reference.validate()?;
+                let reference =
+                    self.untransformed_ref(path, file, &normal.texture(), normal.tex_coord())?;
                 converted.with_normal_map(reference, normal.scale())
             }
             None => converted,
         };
+        // A strength outside [0, 1] is refused with the material's other values.
         let converted = match material.occlusion_texture() {
             Some(occlusion) => {
-                let id = self.texture_id(path, file, &occlusion.texture())?;
-                let reference = TextureRef::new(id, occlusion.tex_coord());
-                reference.validate()?;
-                let strength = occlusion.strength();
-                if !(0.0..=1.0).contains(&strength) {
-                    return Err(format!("occlusion strength {strength} must lie in [0, 1]"));
-                }
-                converted.with_occlusion(reference, strength)
+                let (texture, set) = (occlusion.texture(), occlusion.tex_coord());
+                let reference = self.untransformed_ref(path, file, &texture, set)?;
+                converted.with_occlusion(reference, occlusion.strength())
             }
             None => converted,
         };
@@ -188,6 +183,21 @@ impl Appearance {
                 .with_transform(t.offset(), t.rotation(), t.scale()),
             None => TextureRef::new(id, info.tex_coord()),
         };
+        reference.validate()?;
+        Ok(reference)
+    }
+
+    /// What a normal or occlusion texture reads: `texture` (decoded now if it is new) through
+    /// its set of texture coordinates `set`, untransformed (the `gltf` crate gives these
+    /// textures no `KHR_texture_transform`).
+    fn untransformed_ref(
+        &mut self,
+        path: &Path,
+        file: &GltfFile,
+        texture: &gltf::Texture,
+        set: u32,
+    ) -> Result<TextureRef, String> {
+        let reference = TextureRef::new(self.texture_id(path, file, texture)?, set);
         reference.validate()?;
         Ok(reference)
     }
