@@ -69,19 +69,17 @@ struct Scalar {
 impl Scalar {
     /// The value of one little-endian scalar.
     fn value(self, bytes: &[u8]) -> f64 {
-        let b = |n: usize| -> [u8; 8] {
-            let mut word = [0; 8];
-            word[..n].copy_from_slice(&bytes[..n]);
-            word
-        };
+        let mut word = [0; 8];
+        word[..self.size].copy_from_slice(&bytes[..self.size]);
+        let bits = u64::from_le_bytes(word);
         match (self.kind, self.size) {
-            (b'F', 4) => f32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4])) as f64,
-            (b'F', _) => f64::from_le_bytes(b(8)),
-            (b'U', n) => u64::from_le_bytes(b(n)) as f64,
+            (b'F', 4) => f32::from_bits(bits as u32) as f64,
+            (b'F', _) => f64::from_bits(bits),
+            (b'U', _) => bits as f64,
             (_, n) => {
                 // Sign-extend from n bytes.
                 let shift = 64 - 8 * n as u32;
-                ((i64::from_le_bytes(b(n)) << shift) >> shift) as f64
+                ((bits as i64) << shift >> shift) as f64
             }
         }
     }
@@ -240,13 +238,14 @@ impl Header {
         self.fields.iter().map(|f| f.scalar.size * f.count).sum()
     }
 
-    /// The byte offset of each field's first value within a record.
-    fn offsets(&self) -> Vec<usize> {
+    /// Where each field starts when each takes `width` of it (values on a line, bytes in a
+    /// record, bytes in a block of all points' values): the running sum before it.
+    fn starts(&self, width: impl Fn(&Field) -> usize) -> Vec<usize> {
         self.fields
             .iter()
             .scan(0, |at, f| {
                 let here = *at;
-                *at += f.scalar.size * f.count;
+                *at += width(f);
                 Some(here)
             })
             .collect()
@@ -255,15 +254,7 @@ impl Header {
 
 fn read_ascii(header: &Header, body: &[u8], path: &Path) -> Result<Vec<[f32; 3]>, SceneError> {
     // The value index of each field's first value on a line.
-    let starts: Vec<usize> = header
-        .fields
-        .iter()
-        .scan(0, |at, f| {
-            let here = *at;
-            *at += f.count;
-            Some(here)
-        })
-        .collect();
+    let starts = header.starts(|f| f.count);
     let xyz = header.xyz.map(|f| starts[f]);
     // One point per line, at least two bytes each: no more than the body holds.
     let mut points = Vec::with_capacity(header.points.min(body.len() / 2));
@@ -334,7 +325,7 @@ fn read_binary(header: &Header, body: &[u8], path: &Path) -> Result<Vec<[f32; 3]
             ),
         ));
     }
-    let offsets = header.offsets();
+    let offsets = header.starts(|f| f.scalar.size * f.count);
     Ok(body
         .chunks_exact(record.max(1))
         .take(header.points)
@@ -374,12 +365,7 @@ fn read_compressed(header: &Header, body: &[u8], path: &Path) -> Result<Vec<[f32
     }
     let columns = lzf_decompress(block, size).map_err(bad)?;
     // Field by field: all points' values of the first field, then the second's, ...
-    let mut starts = Vec::with_capacity(header.fields.len());
-    let mut at = 0;
-    for field in &header.fields {
-        starts.push(at);
-        at += field.scalar.size * field.count * header.points;
-    }
+    let starts = header.starts(|f| f.scalar.size * f.count * header.points);
     Ok((0..header.points)
         .map(|i| {
             header.xyz.map(|f| {
