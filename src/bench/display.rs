@@ -42,15 +42,17 @@ impl Display for TraversalReport {
         let w = &self.work;
         write!(
             f,
-            "{:<9} {:<7} {:>9} rays {:>9} hits  nodes/ray {:>7.2} (max {:>4})  tests/ray {:>7.2} (max {:>5})",
+            "{:<9} {:<7} {:>9} rays {:>9} hits  nodes/ray {:>7.2} (max {:>4}, lockstep {:>7.2})  tests/ray {:>7.2} (max {:>5}, lockstep {:>7.2})",
             self.rays.name(),
             self.query,
             w.rays,
             self.hits,
             w.mean_nodes,
             w.max_nodes,
+            w.lockstep_nodes,
             w.mean_primitives,
             w.max_primitives,
+            w.lockstep_primitives,
         )?;
         if let Some(bytes) = self.bytes_per_ray {
             write!(f, "  bytes/ray {bytes:>6.0}")?;

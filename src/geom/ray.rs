@@ -84,7 +84,18 @@ pub struct TraversalWork {
     pub mean_primitives: f64,
     /// Most ray/triangle tests of one ray.
     pub max_primitives: u32,
+    /// Nodes per ray of a subgroup running in lockstep: the mean, over each
+    /// [`LOCKSTEP_RAYS`] consecutive rays, of the most nodes one of them visits. A subgroup
+    /// walks as long as its longest walk, so `mean_nodes / lockstep_nodes` is the share of
+    /// its lanes kept busy.
+    pub lockstep_nodes: f64,
+    /// Ray/triangle tests per ray of a subgroup running in lockstep, as [`Self::lockstep_nodes`].
+    pub lockstep_primitives: f64,
 }
+
+/// The rays of one subgroup in [`TraversalWork`]'s lockstep figures: 32, NVIDIA's warp.
+/// Consecutive rays share a subgroup, as the kernels assign them.
+pub const LOCKSTEP_RAYS: usize = 32;
 
 impl TraversalWork {
     /// The summary of per-ray counts, as [`crate::trace::Tracer::record_counted`] writes them.
@@ -100,9 +111,19 @@ impl TraversalWork {
             work.max_nodes = work.max_nodes.max(c.nodes_visited);
             work.max_primitives = work.max_primitives.max(c.primitives_tested);
         }
+        let (mut lockstep_nodes, mut lockstep_primitives) = (0u64, 0u64);
+        for group in counts.chunks(LOCKSTEP_RAYS) {
+            let longest = |count: fn(&RayWork) -> u32| group.iter().map(count).max();
+            let lanes = group.len() as u64;
+            lockstep_nodes += lanes * u64::from(longest(|c| c.nodes_visited).unwrap_or(0));
+            lockstep_primitives += lanes * u64::from(longest(|c| c.primitives_tested).unwrap_or(0));
+        }
         if !counts.is_empty() {
-            work.mean_nodes = nodes as f64 / counts.len() as f64;
-            work.mean_primitives = primitives as f64 / counts.len() as f64;
+            let rays = counts.len() as f64;
+            work.mean_nodes = nodes as f64 / rays;
+            work.mean_primitives = primitives as f64 / rays;
+            work.lockstep_nodes = lockstep_nodes as f64 / rays;
+            work.lockstep_primitives = lockstep_primitives as f64 / rays;
         }
         work
     }

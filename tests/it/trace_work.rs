@@ -25,7 +25,7 @@ use canopy::accel::kdtree::KdTreeGpu;
 use canopy::accel::kdtree::cpu::{build_sah_kdtree, trace_kdtree};
 use canopy::accel::kdtree::{KdParams, KdTree};
 use canopy::geom::ray::BOX_T_SLACK;
-use canopy::geom::ray::{Hit, Query, Ray, RayWork, TraversalWork};
+use canopy::geom::ray::{Hit, LOCKSTEP_RAYS, Query, Ray, RayWork, TraversalWork};
 use canopy::scene::Mesh;
 use canopy::trace::Tracer;
 use canopy::vk::Slice;
@@ -465,6 +465,16 @@ fn work_summary() {
             max_nodes: 7,
             mean_primitives: 2.0,
             max_primitives: 4,
+            lockstep_nodes: 7.0,
+            lockstep_primitives: 4.0,
         }
     );
+    // Each subgroup of consecutive rays weighs its own longest walk by its lanes.
+    let mut counts = vec![RayWork::default(); LOCKSTEP_RAYS + 2];
+    counts[1].nodes_visited = 10;
+    counts[LOCKSTEP_RAYS + 1].primitives_tested = 4;
+    let work = TraversalWork::from_counts(&counts);
+    let rays = (LOCKSTEP_RAYS + 2) as f64;
+    assert_eq!(work.lockstep_nodes, 10.0 * LOCKSTEP_RAYS as f64 / rays);
+    assert_eq!(work.lockstep_primitives, 4.0 * 2.0 / rays);
 }
