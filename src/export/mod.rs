@@ -9,6 +9,8 @@
 //! (the temporary one is removed). The first failure is reported with the frame, the path and
 //! the operating system's error, and the frames finished before it are kept.
 
+mod openexr;
+
 use crate::render::{ChannelEncoding, ChannelSource, ImageReadback, OutputChannel};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -257,7 +259,8 @@ pub struct ExrOptions {
 pub enum ExrCompression {
     /// None: the largest files, the least CPU.
     None,
-    /// Run-length, in 64x64 tiles: almost as fast as none, smaller where areas are flat.
+    /// Run-length, one scan line per block: almost as fast as none, smaller where areas are
+    /// flat.
     #[default]
     Rle,
     /// Zip, one scan line per block.
@@ -269,24 +272,16 @@ pub enum ExrCompression {
 }
 
 impl ExrCompression {
-    fn encoding(self) -> exr::prelude::Encoding {
-        use exr::prelude::{Blocks, Compression, Encoding, LineOrder, Vec2};
-        let (compression, blocks) = match self {
-            Self::None => (Compression::Uncompressed, Blocks::ScanLines),
-            Self::Rle => (Compression::RLE, Blocks::Tiles(Vec2(64, 64))),
-            Self::Zips => (Compression::ZIP1, Blocks::ScanLines),
-            Self::Zip => (Compression::ZIP16, Blocks::ScanLines),
-            Self::Piz => (Compression::PIZ, Blocks::Tiles(Vec2(256, 256))),
-        };
-        // Scan lines must be written in an order; tiles may be written as they finish.
-        let line_order = match blocks {
-            Blocks::ScanLines => LineOrder::Increasing,
-            Blocks::Tiles(_) => LineOrder::Unspecified,
-        };
-        Encoding {
-            compression,
-            blocks,
-            line_order,
+    /// canopy's own scan-line compression of this method, or `None` for PIZ, which the `exr`
+    /// crate writes.
+    fn scan_lines(self) -> Option<openexr::Compression> {
+        use openexr::Compression;
+        match self {
+            Self::None => Some(Compression::None),
+            Self::Rle => Some(Compression::Rle),
+            Self::Zips => Some(Compression::Zips),
+            Self::Zip => Some(Compression::Zip),
+            Self::Piz => None,
         }
     }
 }
@@ -522,33 +517,68 @@ fn interleave_display16(planes: &[(OutputChannel, Vec<u8>)]) -> std::io::Result<
 /// header; compressed as `options` says.
 fn write_exr(
     file: &mut std::fs::File,
-    (width, height): (u32, u32),
+    size: (u32, u32),
     planes: &[(OutputChannel, Vec<u8>)],
     attributes: &[(String, String)],
     options: &ExrOptions,
 ) -> std::io::Result<()> {
-    use exr::prelude::*;
-    let channels: Vec<AnyChannel<FlatSamples>> = planes
+    let channels = planes
         .iter()
         .map(|(channel, plane)| {
             let samples = match channel.encoding {
-                ChannelEncoding::F32 => FlatSamples::F32(bytemuck::pod_collect_to_vec(plane)),
-                ChannelEncoding::U32 => FlatSamples::U32(bytemuck::pod_collect_to_vec(plane)),
-                ChannelEncoding::F16 => FlatSamples::F16(
-                    plane
-                        .chunks_exact(2)
-                        .map(|h| f16::from_bits(u16::from_le_bytes([h[0], h[1]])))
-                        .collect(),
-                ),
+                ChannelEncoding::F32 => openexr::SampleType::F32,
+                ChannelEncoding::U32 => openexr::SampleType::U32,
+                ChannelEncoding::F16 => openexr::SampleType::F16,
                 ChannelEncoding::Display16 => {
                     return Err(std::io::Error::other(
                         "OpenEXR holds linear values, not display values",
                     ));
                 }
             };
-            Ok(AnyChannel::new(channel.source.exr_name(), samples))
+            Ok(openexr::Channel {
+                name: channel.source.exr_name(),
+                samples,
+                plane,
+            })
         })
-        .collect::<std::io::Result<_>>()?;
+        .collect::<std::io::Result<Vec<_>>>()?;
+    let mut out = std::io::BufWriter::new(file);
+    match options.compression.scan_lines() {
+        Some(compression) => openexr::write(&mut out, size, &channels, attributes, compression)?,
+        None => write_exr_piz(&mut out, size, &channels, attributes)?,
+    }
+    out.flush()
+}
+
+/// [`write_exr`] with PIZ compression, through the `exr` crate, in 256x256 tiles.
+fn write_exr_piz(
+    out: &mut (impl Write + std::io::Seek),
+    (width, height): (u32, u32),
+    channels: &[openexr::Channel],
+    attributes: &[(String, String)],
+) -> std::io::Result<()> {
+    use exr::prelude::*;
+    let channels: Vec<AnyChannel<FlatSamples>> = channels
+        .iter()
+        .map(|channel| {
+            let samples = match channel.samples {
+                openexr::SampleType::F32 => {
+                    FlatSamples::F32(bytemuck::pod_collect_to_vec(channel.plane))
+                }
+                openexr::SampleType::U32 => {
+                    FlatSamples::U32(bytemuck::pod_collect_to_vec(channel.plane))
+                }
+                openexr::SampleType::F16 => FlatSamples::F16(
+                    channel
+                        .plane
+                        .chunks_exact(2)
+                        .map(|h| f16::from_bits(u16::from_le_bytes([h[0], h[1]])))
+                        .collect(),
+                ),
+            };
+            AnyChannel::new(channel.name, samples)
+        })
+        .collect();
     let mut layer_attributes = LayerAttributes::default();
     for (name, value) in attributes {
         layer_attributes.other.insert(
@@ -556,15 +586,21 @@ fn write_exr(
             AttributeValue::Text(Text::from(value.as_str())),
         );
     }
+    let encoding = Encoding {
+        compression: Compression::PIZ,
+        blocks: Blocks::Tiles(Vec2(256, 256)),
+        // Tiles may be written as they finish.
+        line_order: LineOrder::Unspecified,
+    };
     let layer = Layer::new(
         (width as usize, height as usize),
         layer_attributes,
-        options.compression.encoding(),
+        encoding,
         AnyChannels::sort(SmallVec::from_vec(channels)),
     );
     Image::from_layer(layer)
         .write()
-        .to_buffered(std::io::BufWriter::new(file))
+        .to_buffered(out)
         .map_err(std::io::Error::other)
 }
 
@@ -643,13 +679,15 @@ pub struct WriterOptions {
 
 impl WriterOptions {
     /// 1 GiB: the frames of a 1080p run with every OpenEXR channel at 32 bits (134 MB each)
-    /// stay under it with two encoders.
+    /// stay under it with three encoders (two with PIZ).
     pub const DEFAULT_MEMORY: u64 = 1 << 30;
 
     /// How many encoder threads frames of `format` and `size` get: `threads`, fewer where
     /// their frames would pass `memory`. With `w` encoders, at most `w` frames wait in the
-    /// queue, `w` are encoded (each needing about its size again for the file's bytes) and
-    /// one is being handed over: `(3w + 1)` frames' bytes.
+    /// queue, `w` are encoded and one is being handed over. An encoder holds its frame, and
+    /// where it makes the file's bytes whole before writing them (PNG, OpenEXR with PIZ)
+    /// about the frame's size again: `(3w + 1)` frames' bytes, or `(2w + 1)` for OpenEXR
+    /// scan lines, which are written as they are compressed.
     pub fn writers(&self, format: ImageFormat, (width, height): (u32, u32)) -> usize {
         let channels = output_channels(format, self.png, &self.exr);
         let per_pixel = 4 + channels
@@ -657,7 +695,9 @@ impl WriterOptions {
             .map(|c| c.encoding.bytes_per_pixel() as u64)
             .sum::<u64>();
         let frame = (width as u64 * height as u64 * per_pixel).max(1);
-        let fit = (self.memory / frame).saturating_sub(1) / 3;
+        let streams = format == ImageFormat::Exr && self.exr.compression.scan_lines().is_some();
+        let frames_per_encoder = if streams { 2 } else { 3 };
+        let fit = (self.memory / frame).saturating_sub(1) / frames_per_encoder;
         (fit as usize).clamp(1, self.threads.max(1))
     }
 }
@@ -1778,11 +1818,18 @@ mod tests {
             options(16, ExrOptions::default()).writers(ImageFormat::Png, hd),
             16
         );
-        // f32 RGBA with every AOV: 64 bytes a pixel, 133 MB a frame: (3w + 1) frames in 1 GiB.
-        let all = options(16, every_aov);
-        let writers = all.writers(ImageFormat::Exr, hd);
+        // f32 RGBA with every AOV: 64 bytes a pixel, 133 MB a frame: (2w + 1) frames in 1 GiB
+        // for scan lines, written as they are compressed; (3w + 1) for PIZ.
+        let frame = 1920 * 1080 * 64;
+        let all = options(16, every_aov.clone());
+        let writers = all.writers(ImageFormat::Exr, hd) as u64;
+        assert_eq!(writers, 3);
+        assert!((2 * writers + 1) * frame <= WriterOptions::DEFAULT_MEMORY);
+        let mut piz = options(16, every_aov);
+        piz.exr.compression = ExrCompression::Piz;
+        let writers = piz.writers(ImageFormat::Exr, hd) as u64;
         assert_eq!(writers, 2);
-        assert!((3 * writers as u64 + 1) * 1920 * 1080 * 64 <= WriterOptions::DEFAULT_MEMORY);
+        assert!((3 * writers + 1) * frame <= WriterOptions::DEFAULT_MEMORY);
         let tight = WriterOptions { memory: 1, ..all };
         assert_eq!(tight.writers(ImageFormat::Exr, hd), 1);
         assert_eq!(
@@ -1791,14 +1838,22 @@ mod tests {
         );
     }
 
-    /// Every OpenEXR compression writes channels of every encoding that read back equal.
+    /// Every OpenEXR compression writes channels of every encoding, and the header's text
+    /// attributes, that read back equal: blocks that compress (the flat top rows) and blocks
+    /// stored raw (the noisy ones), over several batches of lines and a last zip block of 12
+    /// lines.
     #[test]
     fn exr_frames_read_back_equal_under_every_compression() {
         use crate::render::{ChannelEncoding::*, ChannelSource::*};
-        let (width, height) = (37, 19);
+        let (width, height) = (37, 300);
         let pixels = width * height;
         let mut rng = crate::rng::Rng::new(5);
-        let floats: Vec<f32> = (0..pixels).map(|_| rng.f32_in(-4.0, 4.0)).collect();
+        let floats: Vec<f32> = (0..pixels)
+            .map(|i| match i / width < 100 {
+                true => (i / width) as f32 * 0.25,
+                false => rng.f32_in(-4.0, 4.0),
+            })
+            .collect();
         let halves: Vec<u8> = floats
             .iter()
             .flat_map(|&v| half::f16::from_f32(v).to_bits().to_le_bytes())
@@ -1815,10 +1870,18 @@ mod tests {
                 bytemuck::cast_slice(&ids).to_vec(),
             ),
         ];
+        let attributes = vec![
+            ("canopy:frame".to_string(), "3".to_string()),
+            (
+                "canopy:an_attribute_named_at_length".to_string(),
+                "long".to_string(),
+            ),
+        ];
         let image = FrameImage::Channels {
             planes,
-            attributes: vec![("canopy:frame".into(), "3".into())],
+            attributes: attributes.clone(),
         };
+        let mut sizes = Vec::new();
         let folder = tempfile::tempdir().unwrap();
         for compression in [
             ExrCompression::None,
@@ -1854,6 +1917,15 @@ mod tests {
                 .map(|&v| v as u32)
                 .collect::<Vec<_>>();
             assert_eq!(id, ids, "{compression:?}");
+            let header = &read.layer_data[0].attributes.other;
+            for (name, value) in &attributes {
+                let text = exr::prelude::Text::from(name.as_str());
+                let read = header.get(&text).map(|value| format!("{value:?}"));
+                assert!(read.unwrap().contains(value), "{compression:?} {name}");
+            }
+            sizes.push(std::fs::metadata(&path).unwrap().len());
         }
+        // Run-length and zip blocks of the flat rows are smaller than the raw ones.
+        assert!(sizes[1..].iter().all(|&size| size < sizes[0]), "{sizes:?}");
     }
 }
