@@ -289,6 +289,9 @@ fn compress(raw: &[u8], compression: Compression) -> Vec<u8> {
 /// OpenEXR's preparation for compression: the even-indexed bytes, then the odd-indexed ones,
 /// each then stored as its difference to the byte before it (in that order) plus 128.
 fn predicted(raw: &[u8]) -> Vec<u8> {
+    if raw.is_empty() {
+        return Vec::new();
+    }
     let mut split = vec![0; raw.len()];
     let (evens, odds) = split.split_at_mut(raw.len().div_ceil(2));
     for ((pair, even), odd) in raw
@@ -298,18 +301,13 @@ fn predicted(raw: &[u8]) -> Vec<u8> {
     {
         (*even, *odd) = (pair[0], pair[1]);
     }
-    if let [.., last] = raw
-        && raw.len() % 2 == 1
-    {
-        evens[evens.len() - 1] = *last;
+    if raw.len() % 2 == 1 {
+        evens[evens.len() - 1] = raw[raw.len() - 1];
     }
-    let mut out = Vec::with_capacity(raw.len());
-    out.extend(split.first());
-    out.extend(
-        split
-            .windows(2)
-            .map(|pair| pair[1].wrapping_sub(pair[0]).wrapping_add(128)),
-    );
+    let mut out = split.clone();
+    for ((difference, &value), &previous) in out.iter_mut().skip(1).zip(&split[1..]).zip(&split) {
+        *difference = value.wrapping_sub(previous).wrapping_add(128);
+    }
     out
 }
 
@@ -318,33 +316,65 @@ fn predicted(raw: &[u8]) -> Vec<u8> {
 /// negated.
 fn run_length(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 127 + 1);
-    let run_at = |i: usize| {
-        let first = bytes[i];
-        bytes[i..]
-            .iter()
-            .take(128)
-            .take_while(|&&b| b == first)
-            .count()
-    };
     let mut i = 0;
     while i < bytes.len() {
-        let run = run_at(i);
+        let run = run_at(bytes, i, 128);
         if run >= 3 {
             out.extend_from_slice(&[(run - 1) as u8, bytes[i]]);
             i += run;
             continue;
         }
-        let start = i;
-        while i < bytes.len()
-            && i - start < 127
-            && !(i + 2 < bytes.len() && bytes[i] == bytes[i + 1] && bytes[i] == bytes[i + 2])
-        {
-            i += 1;
-        }
-        out.push((-((i - start) as i32)) as u8);
-        out.extend_from_slice(&bytes[start..i]);
+        // No run of 3 starts at i, so the stretch holds at least its first byte.
+        let end = next_run_of_three(bytes, i, bytes.len().min(i + 127));
+        out.push((-((end - i) as i32)) as u8);
+        out.extend_from_slice(&bytes[i..end]);
+        i = end;
     }
     out
+}
+
+/// The eight bytes from `at`, little-endian: byte `k` of the word is `bytes[at + k]`.
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// How many bytes from `start` (at most `limit`) equal the one at `start`, eight at a time.
+fn run_at(bytes: &[u8], start: usize, limit: usize) -> usize {
+    let end = bytes.len().min(start + limit);
+    let repeated = u64::from_le_bytes([bytes[start]; 8]);
+    let mut at = start;
+    while at + 8 <= end {
+        let differ = word(bytes, at) ^ repeated;
+        if differ != 0 {
+            return at - start + (differ.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + bytes[at..end]
+        .iter()
+        .take_while(|&&b| b == bytes[start])
+        .count()
+        - start
+}
+
+/// The first position in `start..end` where three equal bytes begin, or `end`: seven
+/// positions a step, from the bytes that equal their successor in two overlapping words.
+fn next_run_of_three(bytes: &[u8], start: usize, end: usize) -> usize {
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut at = start;
+    while at < end && at + 9 <= bytes.len() {
+        let differ = word(bytes, at) ^ word(bytes, at + 1);
+        // The high bit of byte k where bytes[at + k] == bytes[at + k + 1].
+        let same = !(((differ & LOW) + LOW) | differ) & !LOW;
+        let three = same & (same >> 8);
+        if three != 0 {
+            return end.min(at + (three.trailing_zeros() / 8) as usize);
+        }
+        at += 7;
+    }
+    (at..end)
+        .find(|&k| k + 2 < bytes.len() && bytes[k] == bytes[k + 1] && bytes[k] == bytes[k + 2])
+        .unwrap_or(end)
 }
 
 #[cfg(test)]
