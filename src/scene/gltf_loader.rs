@@ -22,8 +22,9 @@
 //! `metallicRoughnessTexture` its metallic (blue) and roughness (green) factors, its
 //! `normalTexture` (times its `scale`) bends its normals in tangent space, and its
 //! `emissiveFactor` (times `KHR_materials_emissive_strength`) and `emissiveTexture` make it
-//! emit, each through its `TEXCOORD_0` or `TEXCOORD_1`, its `KHR_texture_transform` (not read
-//! on normal textures: the `gltf` crate does not give it) and its sampler's wrap modes and
+//! emit, and its `occlusionTexture` darkens its ambient light, each through its `TEXCOORD_0`
+//! or `TEXCOORD_1`, its `KHR_texture_transform` (read from the extension's JSON for normal and
+//! occlusion textures, which the `gltf` crate does not model) and its sampler's wrap modes and
 //! magnification filter (see [`crate::scene::texture`]). Each image a material uses is
 //! decoded once (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
 //! files are read); an image that is missing or cannot be decoded, and a texture whose set of
@@ -51,6 +52,9 @@ use super::mesh::{push_fan, push_strip, transform_tangents};
 use super::tangents::mikktspace_tangents;
 use super::texture::{Filter, Sampler, Texture, TextureRef, Wrap};
 use super::{MaterialMesh, Mesh, SceneError};
+
+/// The glTF extension that transforms a texture's coordinates.
+const TEXTURE_TRANSFORM: &str = "KHR_texture_transform";
 
 /// Reads the glTF or GLB file at `path` and the buffers it refers to (from the model's folder
 /// only, see [`AssetAccess`]). The mesh is not [validated](Mesh::validate).
@@ -133,18 +137,26 @@ impl Appearance {
         };
         let converted = match material.normal_texture() {
             Some(normal) => {
-                let reference =
-                    self.untransformed_ref(path, file, &normal.texture(), normal.tex_coord())?;
-                converted.with_normal_map(reference, normal.scale())
+                let transform = normal.extension_value(TEXTURE_TRANSFORM);
+                let (texture, set) = (normal.texture(), normal.tex_coord());
+                let reference = self.json_transformed_ref(path, file, &texture, set, transform);
+                converted.with_normal_map(
+                    reference.map_err(|e| format!("normal texture: {e}"))?,
+                    normal.scale(),
+                )
             }
             None => converted,
         };
         // A strength outside [0, 1] is refused with the material's other values.
         let converted = match material.occlusion_texture() {
             Some(occlusion) => {
+                let transform = occlusion.extension_value(TEXTURE_TRANSFORM);
                 let (texture, set) = (occlusion.texture(), occlusion.tex_coord());
-                let reference = self.untransformed_ref(path, file, &texture, set)?;
-                converted.with_occlusion(reference, occlusion.strength())
+                let reference = self.json_transformed_ref(path, file, &texture, set, transform);
+                converted.with_occlusion(
+                    reference.map_err(|e| format!("occlusion texture: {e}"))?,
+                    occlusion.strength(),
+                )
             }
             None => converted,
         };
@@ -188,16 +200,51 @@ impl Appearance {
     }
 
     /// What a normal or occlusion texture reads: `texture` (decoded now if it is new) through
-    /// its set of texture coordinates `set`, untransformed (the `gltf` crate gives these
-    /// textures no `KHR_texture_transform`).
-    fn untransformed_ref(
+    /// its set of texture coordinates `set`, transformed as `transform` says: the
+    /// `KHR_texture_transform` object, which the `gltf` crate leaves as JSON for these
+    /// textures (its `offset`, `rotation`, `scale` and `texCoord`, each optional).
+    fn json_transformed_ref(
         &mut self,
         path: &Path,
         file: &GltfFile,
         texture: &gltf::Texture,
         set: u32,
+        transform: Option<&serde_json::Value>,
     ) -> Result<TextureRef, String> {
-        let reference = TextureRef::new(self.texture_id(path, file, texture)?, set);
+        let id = self.texture_id(path, file, texture)?;
+        let reference = match transform {
+            None => TextureRef::new(id, set),
+            Some(transform) => {
+                let field = |name: &str| transform.get(name);
+                let bad = |name: &str, what: &str| {
+                    format!("{TEXTURE_TRANSFORM}'s '{name}' is not {what}")
+                };
+                let number = |value: &serde_json::Value| value.as_f64().map(|v| v as f32);
+                let pair = |name: &str, default: [f32; 2]| match field(name) {
+                    None => Ok(default),
+                    Some(value) => match value.as_array().map(|a| a.as_slice()) {
+                        Some([a, b]) => match (number(a), number(b)) {
+                            (Some(a), Some(b)) => Ok([a, b]),
+                            _ => Err(bad(name, "two numbers")),
+                        },
+                        _ => Err(bad(name, "two numbers")),
+                    },
+                };
+                let rotation = match field("rotation") {
+                    None => 0.0,
+                    Some(value) => number(value).ok_or_else(|| bad("rotation", "a number"))?,
+                };
+                let set = match field("texCoord") {
+                    None => set,
+                    Some(value) => value
+                        .as_u64()
+                        .and_then(|s| u32::try_from(s).ok())
+                        .ok_or_else(|| bad("texCoord", "a set of texture coordinates"))?,
+                };
+                let (offset, scale) = (pair("offset", [0.0, 0.0])?, pair("scale", [1.0, 1.0])?);
+                TextureRef::new(id, set).with_transform(offset, rotation, scale)
+            }
+        };
         reference.validate()?;
         Ok(reference)
     }

@@ -618,20 +618,16 @@ fn normal_and_metallic_roughness_textures_and_vertex_colours_are_read() {
 }
 
 #[test]
-fn an_occlusion_texture_is_read_with_its_strength() {
+fn an_occlusion_texture_is_read_with_its_strength_and_transform() {
     let folder = TempFolder::new("occlusion-quad");
     std::fs::write(folder.0.join("checker.png"), checker_png()).unwrap();
     std::fs::write(folder.0.join("metal.png"), metal_png()).unwrap();
-    let quad = |name: &str, occlusion: &str| {
-        let material = format!(
-            r#"{{"pbrMetallicRoughness": {{"baseColorTexture": {{"index": 0}}}},
-                "occlusionTexture": {{"index": 1{occlusion}}}}}"#
-        );
+    let look = |name: &str, material: &str| {
         quad_gltf(
             &folder.0,
             name,
             &QuadLook {
-                material: &material,
+                material,
                 textures: r#"[{"source": 0, "sampler": 0}, {"source": 1, "sampler": 0}]"#,
                 samplers: r#"[{"magFilter": 9728}]"#,
                 images: r#"[{"uri": "checker.png"}, {"uri": "metal.png"}]"#,
@@ -639,6 +635,13 @@ fn an_occlusion_texture_is_read_with_its_strength() {
                 attributes: &[],
             },
         )
+    };
+    let quad = |name: &str, occlusion: &str| {
+        let material = format!(
+            r#"{{"pbrMetallicRoughness": {{"baseColorTexture": {{"index": 0}}}},
+                "occlusionTexture": {{"index": 1{occlusion}}}}}"#
+        );
+        look(name, &material)
     };
     let m = MaterialMesh::load(&quad("half.gltf", r#", "strength": 0.5"#))
         .unwrap()
@@ -656,6 +659,48 @@ fn an_occlusion_texture_is_read_with_its_strength() {
         &quad("bad.gltf", r#", "strength": 1.5"#),
         &["bad.gltf", "occlusion strength 1.5"],
     );
+    // KHR_texture_transform, which the gltf crate leaves as JSON on occlusion textures.
+    let transform = |name: &str, transform: &str| {
+        let extension = format!(r#", "extensions": {{"KHR_texture_transform": {transform}}}"#);
+        quad(name, &extension)
+    };
+    let path = transform(
+        "moved.gltf",
+        r#"{"offset": [0.5, 0.25], "rotation": 0.5, "scale": [2, 3]}"#,
+    );
+    let m = MaterialMesh::load(&path).unwrap().materials[0];
+    let expected = TextureRef::new(1, 0).with_transform([0.5, 0.25], 0.5, [2.0, 3.0]);
+    assert_eq!(m.occlusion_texture, expected);
+    let m = MaterialMesh::load(&transform("empty.gltf", "{}"))
+        .unwrap()
+        .materials[0];
+    assert_eq!(m.occlusion_texture, TextureRef::new(1, 0), "the defaults");
+    for (name, bad, field) in [
+        (
+            "offset.gltf",
+            r#"{"offset": [1]}"#,
+            "'offset' is not two numbers",
+        ),
+        (
+            "rotation.gltf",
+            r#"{"rotation": "half"}"#,
+            "'rotation' is not a number",
+        ),
+        ("set.gltf", r#"{"texCoord": 2}"#, "texture coordinate set 2"),
+        ("huge.gltf", r#"{"scale": [1e39, 1]}"#, "not finite"),
+    ] {
+        load_error(&transform(name, bad), &[name, "occlusion texture", field]);
+    }
+    // The same JSON on a normal texture.
+    let normal = look(
+        "normal.gltf",
+        r#"{"normalTexture": {"index": 1, "extensions":
+            {"KHR_texture_transform": {"offset": [0.5, 0], "texCoord": 0}}}}"#,
+    );
+    let m = MaterialMesh::load(&normal).unwrap().materials[0];
+    // Its only texture, the first decoded.
+    let expected = TextureRef::new(0, 0).with_transform([0.5, 0.0], 0.0, [1.0, 1.0]);
+    assert_eq!(m.normal_texture, expected);
 }
 
 #[test]
