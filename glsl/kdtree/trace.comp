@@ -120,15 +120,23 @@ void main() {
             uint first = n.word1;
             uint count = n.word0 >> 2;
             bool found = false;
+            // Each entry's id and vertex indices are read one test ahead, so that a test waits
+            // for its vertices only, not for the chain id -> indices -> vertices.
+            uint id = count > 0u ? leaves.v[first] : 0u;
+            uvec3 next_tri = count > 0u ? triangles.v[id] : uvec3(0u);
             for (uint k = 0; k < count; ++k) {
-                uint id = leaves.v[first + k];
-                uvec3 tri = triangles.v[id];
+                uvec3 tri = next_tri;
+                uint this_id = id;
+                if (k + 1u < count) {
+                    id = leaves.v[first + k + 1u];
+                    next_tri = triangles.v[id];
+                }
                 vec2 hit_uv;
                 if (COUNT_WORK) {
                     ++work.primitives_tested;
                 }
-                if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], id, pc.cutouts_address, t, hit_uv)) {
-                    triangle = id;
+                if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], this_id, pc.cutouts_address, t, hit_uv)) {
+                    triangle = this_id;
                     uv = hit_uv;
                     found = true;
                     if (ANY_HIT) {
