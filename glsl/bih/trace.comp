@@ -9,8 +9,8 @@
 // the part between its two planes (Wächter & Keller's empty-space cut) and goes on to its one
 // child. Intervals are widened by BOX_T_SLACK
 // (2^-16, relative) so rounding never culls a child holding a hit. In a leaf every triangle is
-// tested (watertight, common/ray.glsl); pushed intervals starting beyond the closest hit are
-// dropped. Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS,
+// tested (common/leaf_list.glsl, reading each entry one test ahead); pushed intervals starting
+// beyond the closest hit are dropped. Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS,
 // t = tmax when nothing is hit).
 //
 // With COUNT_WORK set, each ray also writes its RayWork: nodes visited (every node the loop
@@ -26,6 +26,7 @@
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
+#include "../common/leaf_list.glsl"
 const uint STACK_SIZE = 64;
 const float BOX_T_SLACK = 1.0 / 65536.0;
 
@@ -76,25 +77,8 @@ void main() {
             }
             BihNode n = nodes.v[node];
             if ((n.word0 & 3u) == BIH_LEAF) {
-                uint first = n.word1;
-                uint count = n.word0 >> 2;
-                bool found = false;
-                for (uint k = 0; k < count; ++k) {
-                    uint id = leaves.v[first + k];
-                    uvec3 tri = triangles.v[id];
-                    vec2 hit_uv;
-                    if (COUNT_WORK) {
-                        ++work.primitives_tested;
-                    }
-                    if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], id, pc.cutouts_address, t, hit_uv)) {
-                        triangle = id;
-                        uv = hit_uv;
-                        found = true;
-                        if (ANY_HIT) {
-                            break;
-                        }
-                    }
-                }
+                bool found = test_leaf_list(q, leaves, triangles, positions, n.word1, n.word0 >> 2,
+                                            pc.cutouts_address, t, triangle, uv, work);
                 if (found && ANY_HIT) {
                     break;
                 }

@@ -6,7 +6,7 @@
 // interval). The ray's origin, direction and inverse along the node's axis are selected with
 // conditionals rather than indexed by the axis, and each case is a flag, so the one push (a
 // single 16-byte entry: node, enter, exit) is written in one place. In a leaf every triangle is
-// tested (watertight, common/ray.glsl) through its id and its vertex indices; pushed intervals
+// tested (common/leaf_list.glsl, reading each entry one test ahead); pushed intervals
 // starting beyond the closest hit are dropped, so a hit within a leaf ends the search (a ray
 // lying in a split plane visits both children over the same interval).
 // Any-hit queries stop at the first hit. Every ray writes a Hit (triangle = MISS, t = tmax
@@ -31,6 +31,7 @@
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
+#include "../common/leaf_list.glsl"
 const uint STACK_SIZE = 64;
 
 layout(push_constant, scalar) uniform Push {
@@ -117,33 +118,8 @@ void main() {
                 }
                 n = nodes.v[node];
             }
-            uint first = n.word1;
-            uint count = n.word0 >> 2;
-            bool found = false;
-            // Each entry's id and vertex indices are read one test ahead, so that a test waits
-            // for its vertices only, not for the chain id -> indices -> vertices.
-            uint id = count > 0u ? leaves.v[first] : 0u;
-            uvec3 next_tri = count > 0u ? triangles.v[id] : uvec3(0u);
-            for (uint k = 0; k < count; ++k) {
-                uvec3 tri = next_tri;
-                uint this_id = id;
-                if (k + 1u < count) {
-                    id = leaves.v[first + k + 1u];
-                    next_tri = triangles.v[id];
-                }
-                vec2 hit_uv;
-                if (COUNT_WORK) {
-                    ++work.primitives_tested;
-                }
-                if (intersect_solid(q, positions.v[tri.x], positions.v[tri.y], positions.v[tri.z], this_id, pc.cutouts_address, t, hit_uv)) {
-                    triangle = this_id;
-                    uv = hit_uv;
-                    found = true;
-                    if (ANY_HIT) {
-                        break;
-                    }
-                }
-            }
+            bool found = test_leaf_list(q, leaves, triangles, positions, n.word1, n.word0 >> 2,
+                                        pc.cutouts_address, t, triangle, uv, work);
             if (found && ANY_HIT) {
                 break;
             }
