@@ -97,8 +97,8 @@ const _: () = assert!(LINES_PER_BATCH.is_multiple_of(16));
 /// attributes of its header, to `out`, from where it stands. Blocks are written as each batch
 /// of [`LINES_PER_BATCH`] lines is compressed, and their offsets then filled in, so the file's
 /// bytes are never held whole. An error, before anything is written, for an empty image, a
-/// plane of the wrong size, or a name that is empty, repeated, too long (255 bytes) or holds a
-/// NUL.
+/// plane of the wrong size, blocks past an `i32` of bytes, or a name that is empty, repeated,
+/// too long (255 bytes) or holds a NUL.
 pub(super) fn write(
     out: &mut (impl Write + Seek),
     (width, height): (u32, u32),
@@ -126,6 +126,11 @@ pub(super) fn write(
                 channel.plane.len()
             ));
         }
+    }
+    // A block's byte count is stored as an i32.
+    let line: usize = sorted.iter().map(|c| width * c.samples.bytes()).sum();
+    if line * compression.lines_per_block() > i32::MAX as usize {
+        return invalid(format!("OpenEXR lines of {line} bytes"));
     }
     let names = sorted.iter().map(|c| c.name);
     for name in names
