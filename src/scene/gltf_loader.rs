@@ -214,6 +214,9 @@ impl Appearance {
         let id = self.texture_id(path, file, texture)?;
         let reference = match transform {
             None => TextureRef::new(id, set),
+            Some(transform) if !transform.is_object() => {
+                return Err(format!("{TEXTURE_TRANSFORM} is not an object"));
+            }
             Some(transform) => {
                 let field = |name: &str| transform.get(name);
                 let bad = |name: &str, what: &str| {

@@ -688,6 +688,7 @@ fn an_occlusion_texture_is_read_with_its_strength_and_transform() {
         ),
         ("set.gltf", r#"{"texCoord": 2}"#, "texture coordinate set 2"),
         ("huge.gltf", r#"{"scale": [1e39, 1]}"#, "not finite"),
+        ("number.gltf", "2", "is not an object"),
     ] {
         load_error(&transform(name, bad), &[name, "occlusion texture", field]);
     }
