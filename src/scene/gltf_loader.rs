@@ -137,26 +137,30 @@ impl Appearance {
         };
         let converted = match material.normal_texture() {
             Some(normal) => {
-                let transform = normal.extension_value(TEXTURE_TRANSFORM);
-                let (texture, set) = (normal.texture(), normal.tex_coord());
-                let reference = self.json_transformed_ref(path, file, &texture, set, transform);
-                converted.with_normal_map(
-                    reference.map_err(|e| format!("normal texture: {e}"))?,
-                    normal.scale(),
-                )
+                let reference = self.json_transformed_ref(
+                    path,
+                    file,
+                    "normal texture",
+                    &normal.texture(),
+                    normal.tex_coord(),
+                    normal.extension_value(TEXTURE_TRANSFORM),
+                )?;
+                converted.with_normal_map(reference, normal.scale())
             }
             None => converted,
         };
         // A strength outside [0, 1] is refused with the material's other values.
         let converted = match material.occlusion_texture() {
             Some(occlusion) => {
-                let transform = occlusion.extension_value(TEXTURE_TRANSFORM);
-                let (texture, set) = (occlusion.texture(), occlusion.tex_coord());
-                let reference = self.json_transformed_ref(path, file, &texture, set, transform);
-                converted.with_occlusion(
-                    reference.map_err(|e| format!("occlusion texture: {e}"))?,
-                    occlusion.strength(),
-                )
+                let reference = self.json_transformed_ref(
+                    path,
+                    file,
+                    "occlusion texture",
+                    &occlusion.texture(),
+                    occlusion.tex_coord(),
+                    occlusion.extension_value(TEXTURE_TRANSFORM),
+                )?;
+                converted.with_occlusion(reference, occlusion.strength())
             }
             None => converted,
         };
@@ -199,57 +203,22 @@ impl Appearance {
         Ok(reference)
     }
 
-    /// What a normal or occlusion texture reads: `texture` (decoded now if it is new) through
-    /// its set of texture coordinates `set`, transformed as `transform` says: the
-    /// `KHR_texture_transform` object, which the `gltf` crate leaves as JSON for these
-    /// textures (its `offset`, `rotation`, `scale` and `texCoord`, each optional).
+    /// What a normal or occlusion texture (`what`, naming it in errors) reads: `texture`
+    /// (decoded now if it is new) through its set of texture coordinates `set`, transformed as
+    /// `transform` says: the `KHR_texture_transform` object, which the `gltf` crate leaves as
+    /// JSON for these textures (its `offset`, `rotation`, `scale` and `texCoord`, each
+    /// optional).
     fn json_transformed_ref(
         &mut self,
         path: &Path,
         file: &GltfFile,
+        what: &str,
         texture: &gltf::Texture,
         set: u32,
         transform: Option<&serde_json::Value>,
     ) -> Result<TextureRef, String> {
         let id = self.texture_id(path, file, texture)?;
-        let reference = match transform {
-            None => TextureRef::new(id, set),
-            Some(transform) if !transform.is_object() => {
-                return Err(format!("{TEXTURE_TRANSFORM} is not an object"));
-            }
-            Some(transform) => {
-                let field = |name: &str| transform.get(name);
-                let bad = |name: &str, what: &str| {
-                    format!("{TEXTURE_TRANSFORM}'s '{name}' is not {what}")
-                };
-                let number = |value: &serde_json::Value| value.as_f64().map(|v| v as f32);
-                let pair = |name: &str, default: [f32; 2]| match field(name) {
-                    None => Ok(default),
-                    Some(value) => match value.as_array().map(|a| a.as_slice()) {
-                        Some([a, b]) => match (number(a), number(b)) {
-                            (Some(a), Some(b)) => Ok([a, b]),
-                            _ => Err(bad(name, "two numbers")),
-                        },
-                        _ => Err(bad(name, "two numbers")),
-                    },
-                };
-                let rotation = match field("rotation") {
-                    None => 0.0,
-                    Some(value) => number(value).ok_or_else(|| bad("rotation", "a number"))?,
-                };
-                let set = match field("texCoord") {
-                    None => set,
-                    Some(value) => value
-                        .as_u64()
-                        .and_then(|s| u32::try_from(s).ok())
-                        .ok_or_else(|| bad("texCoord", "a set of texture coordinates"))?,
-                };
-                let (offset, scale) = (pair("offset", [0.0, 0.0])?, pair("scale", [1.0, 1.0])?);
-                TextureRef::new(id, set).with_transform(offset, rotation, scale)
-            }
-        };
-        reference.validate()?;
-        Ok(reference)
+        transformed_by_json(id, set, transform).map_err(|e| format!("{what}: {e}"))
     }
 
     /// The index in `textures` of `texture`, decoded now if it is new.
@@ -273,6 +242,52 @@ impl Appearance {
         self.textures.push(decoded);
         Ok(*self.texture_ids[texture.index()].insert(self.textures.len() as u32 - 1))
     }
+}
+
+/// The reference to texture `id` through set `set` with the `KHR_texture_transform` object
+/// `transform`, validated.
+fn transformed_by_json(
+    id: u32,
+    set: u32,
+    transform: Option<&serde_json::Value>,
+) -> Result<TextureRef, String> {
+    let reference = match transform {
+        None => TextureRef::new(id, set),
+        Some(transform) if !transform.is_object() => {
+            return Err(format!("{TEXTURE_TRANSFORM} is not an object"));
+        }
+        Some(transform) => {
+            let field = |name: &str| transform.get(name);
+            let bad =
+                |name: &str, what: &str| format!("{TEXTURE_TRANSFORM}'s '{name}' is not {what}");
+            let number = |value: &serde_json::Value| value.as_f64().map(|v| v as f32);
+            let pair = |name: &str, default: [f32; 2]| match field(name) {
+                None => Ok(default),
+                Some(value) => match value.as_array().map(|a| a.as_slice()) {
+                    Some([a, b]) => match (number(a), number(b)) {
+                        (Some(a), Some(b)) => Ok([a, b]),
+                        _ => Err(bad(name, "two numbers")),
+                    },
+                    _ => Err(bad(name, "two numbers")),
+                },
+            };
+            let rotation = match field("rotation") {
+                None => 0.0,
+                Some(value) => number(value).ok_or_else(|| bad("rotation", "a number"))?,
+            };
+            let set = match field("texCoord") {
+                None => set,
+                Some(value) => value
+                    .as_u64()
+                    .and_then(|s| u32::try_from(s).ok())
+                    .ok_or_else(|| bad("texCoord", "a set of texture coordinates"))?,
+            };
+            let (offset, scale) = (pair("offset", [0.0, 0.0])?, pair("scale", [1.0, 1.0])?);
+            TextureRef::new(id, set).with_transform(offset, rotation, scale)
+        }
+    };
+    reference.validate()?;
+    Ok(reference)
 }
 
 /// How glTF's sampler says a texture is read (a minification filter is not used: no mip
