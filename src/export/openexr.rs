@@ -254,7 +254,7 @@ fn compress_blocks(
                 for (k, slot) in slots.iter_mut().enumerate() {
                     let first = rows.start + (task * blocks_per_task + k) * lines;
                     let block = first..rows.end.min(first + lines);
-                    *slot = compress(&block_bytes(width, block, channels), compression);
+                    *slot = compress(block_bytes(width, block, channels), compression);
                 }
             });
         }
@@ -276,18 +276,18 @@ fn block_bytes(width: usize, rows: std::ops::Range<usize>, channels: &[&Channel]
 }
 
 /// A block as stored: compressed, or raw where compression does not shrink it.
-fn compress(raw: &[u8], compression: Compression) -> Vec<u8> {
+fn compress(raw: Vec<u8>, compression: Compression) -> Vec<u8> {
     let packed = match compression {
-        Compression::None => return raw.to_vec(),
-        Compression::Rle => run_length(&predicted(raw)),
+        Compression::None => return raw,
+        Compression::Rle => run_length(&predicted(&raw)),
         Compression::Zips | Compression::Zip => {
-            miniz_oxide::deflate::compress_to_vec_zlib(&predicted(raw), ZIP_LEVEL)
+            miniz_oxide::deflate::compress_to_vec_zlib(&predicted(&raw), ZIP_LEVEL)
         }
     };
     if packed.len() < raw.len() {
         packed
     } else {
-        raw.to_vec()
+        raw
     }
 }
 
