@@ -1,6 +1,6 @@
 // Alpha-mask cut-outs, as every structure's traversal passes through them: a candidate hit on
 // a triangle whose material is ALPHA_MASK, where the material's alpha times its base colour
-// texture's (at the hit's interpolated texture coordinates) and its vertex colour's is below
+// texture's (at the hit's interpolated texture coordinates, level 0) and its vertex colour's is below
 // its cutoff, is not a hit,
 // and the ray goes on. The same rule for closest-hit and any-hit (shadow) queries. Without
 // CUTOUTS (the includer's specialization constant 4, set where the scene has cut-outs) the
@@ -27,7 +27,7 @@ bool cut_out(uint64_t appearance, uint triangle, vec2 uv) {
     if (m.base_colour_texture.texture != NO_TEXTURE) {
         Vec4s texcoords = Vec4s(a.texcoords);
         vec4 coords = w * texcoords.v[t.x] + uv.x * texcoords.v[t.y] + uv.y * texcoords.v[t.z];
-        alpha *= sample_texture(a, m.base_colour_texture, coords, true).a;
+        alpha *= sample_texture(a, m.base_colour_texture, coords, vec2(-INF), true).a;
     }
     if (a.colours != 0ul) {
         Vec4s colours = Vec4s(a.colours);

@@ -53,9 +53,14 @@ const uint WRAP_REPEAT = 0u;
 const uint WRAP_CLAMP_TO_EDGE = 1u;
 const uint WRAP_MIRRORED_REPEAT = 2u;
 const uint FILTER_NEAREST = 1u;
+const uint MIP_NONE = 0u;
+const uint MIP_NEAREST = 1u;
 
 // A texture: its first texel in the scene's texel buffer, size, and sampling bits (wrap u in
-// bits 0-1, wrap v in bits 2-3, FILTER_NEAREST in bit 4, else bilinear).
+// bits 0-1, wrap v in bits 2-3, the magnification filter in bit 4 and the minification
+// filter in bit 5 (FILTER_NEAREST, else bilinear), the mip filter in bits 6-7 (MIP_NONE,
+// MIP_NEAREST, else linear), the level count in bits 8-11). Its mip levels follow level 0,
+// each side halved (at least 1) per level (src/scene/texture.rs).
 struct Texture {
     uint first_texel;
     uint width;
@@ -79,7 +84,8 @@ struct Environment {
 
 // The scene's appearance buffer: where its texture coordinates (vec4 per vertex: set 0 in xy,
 // set 1 in zw), texture table and texels (RGBA8 per u32), triangles and their materials, vertex
-// tangents and colours lie, the triangles' instances, the environment, then the materials.
+// tangents and colours lie, the triangles' instances, the lights, the environment, then the
+// materials.
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance {
     uint64_t texcoords;
     uint64_t textures;
@@ -89,8 +95,11 @@ layout(buffer_reference, scalar, buffer_reference_align = 16) buffer Appearance 
     uint64_t tangents;           // vec4 per vertex (xyz, handedness in w), or 0: none
     uint64_t colours;            // vec4 per vertex (linear RGBA), or 0: white
     uint64_t triangle_instances; // u32 per triangle, or 0: every triangle instance 0
+    uint64_t lights;             // Light per light
     uint material_count;
     uint texture_count;
+    uint light_count;
+    uint pad;
     Environment environment;
     Material materials[];
 };
@@ -149,30 +158,30 @@ uint wrap_texel(int i, int size, uint wrap) {
     return uint(((i % size) + size) % size);
 }
 
-// Texel (x, y) of texture t, wrapped, its colour decoded from sRGB when `srgb` (alpha is
-// linear).
-vec4 texel_at(Appearance a, Texture t, int x, int y, bool srgb) {
-    uint wx = wrap_texel(x, int(t.width), t.sampling & 3u);
-    uint wy = wrap_texel(y, int(t.height), (t.sampling >> 2) & 3u);
-    vec4 c = unpackUnorm4x8(U32s(a.texels).v[t.first_texel + wy * t.width + wx]);
+// Texel (x, y) of a level of `width` x `height` texels starting at texel `first` of texture
+// t, wrapped, its colour decoded from sRGB when `srgb` (alpha is linear).
+vec4 texel_at(Appearance a, Texture t, uint first, uint width, uint height, int x, int y, bool srgb) {
+    uint wx = wrap_texel(x, int(width), t.sampling & 3u);
+    uint wy = wrap_texel(y, int(height), (t.sampling >> 2) & 3u);
+    vec4 c = unpackUnorm4x8(U32s(a.texels).v[first + wy * width + wx]);
     return srgb ? vec4(srgb_decode(c.r), srgb_decode(c.g), srgb_decode(c.b), c.a) : c;
 }
 
-// The linear RGBA a material's texture gives at a surface point whose interpolated texture
-// coordinates are `texcoords`: transformed, wrapped, then the nearest texel or the bilinear
-// blend of the four nearest, decoded from sRGB when `srgb` (src/scene/texture.rs
-// Texture::sample).
-vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords, bool srgb) {
-    vec2 uv = r.texcoord_set == 1u ? texcoords.zw : texcoords.xy;
-    // Written out as the CPU sums it (no dot: a device may fuse or reorder one, and the grid's
-    // caster, which reads cut-outs, holds none).
-    uv = vec2(r.transform_u.x * uv.x + r.transform_u.y * uv.y + r.transform_u.z,
-              r.transform_v.x * uv.x + r.transform_v.y * uv.y + r.transform_v.z);
-    Texture t = Textures(a.textures).v[r.texture];
-    float u = wrapped_coordinate(uv.x, t.sampling & 3u) * float(t.width);
-    float v = wrapped_coordinate(uv.y, (t.sampling >> 2) & 3u) * float(t.height);
-    if (((t.sampling >> 4) & 1u) == FILTER_NEAREST) {
-        return texel_at(a, t, int(floor(u)), int(floor(v)), srgb);
+// Mip level `level` of texture t read at transformed coordinates `uv`: wrapped, then the
+// nearest texel (`nearest`) or the bilinear blend of the four nearest.
+vec4 sample_level(Appearance a, Texture t, uint level, vec2 uv, bool nearest, bool srgb) {
+    uint first = t.first_texel;
+    uint width = t.width;
+    uint height = t.height;
+    for (uint k = 0; k < level; ++k) {
+        first += width * height;
+        width = max(width >> 1, 1u);
+        height = max(height >> 1, 1u);
+    }
+    float u = wrapped_coordinate(uv.x, t.sampling & 3u) * float(width);
+    float v = wrapped_coordinate(uv.y, (t.sampling >> 2) & 3u) * float(height);
+    if (nearest) {
+        return texel_at(a, t, first, width, height, int(floor(u)), int(floor(v)), srgb);
     }
     u -= 0.5;
     v -= 0.5;
@@ -182,9 +191,71 @@ vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords, bool srgb) {
     float fv = v - y;
     int ix = int(x);
     int iy = int(y);
-    vec4 top = mix(texel_at(a, t, ix, iy, srgb), texel_at(a, t, ix + 1, iy, srgb), fu);
-    vec4 bottom = mix(texel_at(a, t, ix, iy + 1, srgb), texel_at(a, t, ix + 1, iy + 1, srgb), fu);
+    vec4 top = mix(texel_at(a, t, first, width, height, ix, iy, srgb),
+                   texel_at(a, t, first, width, height, ix + 1, iy, srgb), fu);
+    vec4 bottom = mix(texel_at(a, t, first, width, height, ix, iy + 1, srgb),
+                      texel_at(a, t, first, width, height, ix + 1, iy + 1, srgb), fu);
     return mix(top, bottom, fv);
+}
+
+// The linear RGBA a material's texture gives at a surface point whose interpolated texture
+// coordinates are `texcoords` and whose ray cone's footprint is `footprint`
+// (texture_footprint; -INF in both: none): the coordinates transformed; the level of detail
+// footprint + 0.5 log2(|det| w h) for the transform's determinant and the texture's size; at
+// or below 0 (or NaN) level 0 through the magnification filter, above it the minification
+// filter at the nearest level or between the two nearest, as the mip filter says; colour
+// decoded from sRGB when `srgb` (src/scene/texture.rs Texture::sample).
+vec4 sample_texture(Appearance a, TextureRef r, vec4 texcoords, vec2 footprint, bool srgb) {
+    bool second_set = r.texcoord_set == 1u;
+    vec2 uv = second_set ? texcoords.zw : texcoords.xy;
+    // Written out as the CPU sums it (no dot: a device may fuse or reorder one, and the grid's
+    // caster, which reads cut-outs, holds none).
+    uv = vec2(r.transform_u.x * uv.x + r.transform_u.y * uv.y + r.transform_u.z,
+              r.transform_v.x * uv.x + r.transform_v.y * uv.y + r.transform_v.z);
+    Texture t = Textures(a.textures).v[r.texture];
+    float det = abs(r.transform_u.x * r.transform_v.y - r.transform_u.y * r.transform_v.x);
+    float lod = (second_set ? footprint.y : footprint.x)
+        + 0.5 * log2(det * (float(t.width) * float(t.height)));
+    if (!(lod > 0.0)) {
+        return sample_level(a, t, 0u, uv, ((t.sampling >> 4) & 1u) == FILTER_NEAREST, srgb);
+    }
+    bool nearest = ((t.sampling >> 5) & 1u) == FILTER_NEAREST;
+    uint mip = (t.sampling >> 6) & 3u;
+    uint levels = (t.sampling >> 8) & 15u;
+    float top = float(levels - 1u);
+    if (levels <= 1u || mip == MIP_NONE) {
+        return sample_level(a, t, 0u, uv, nearest, srgb);
+    }
+    if (mip == MIP_NEAREST) {
+        return sample_level(a, t, uint(min(floor(lod + 0.5), top)), uv, nearest, srgb);
+    }
+    lod = min(lod, top);
+    float level = floor(lod);
+    vec4 fine = sample_level(a, t, uint(level), uv, nearest, srgb);
+    vec4 coarse = sample_level(a, t, uint(min(level + 1.0, top)), uv, nearest, srgb);
+    return mix(fine, coarse, lod - level);
+}
+
+// Where a ray cone `width` wide meets the triangle (a, b, c) with texture coordinates (ta,
+// tb, tc) (set 0 in xy, set 1 in zw), arriving along `direction` (Akenine-Moller et al.,
+// "Texture Level of Detail Strategies for Real-Time Ray Tracing", 2019): per set, the base-2
+// logarithm of its width in units of the coordinates, log2(width / |cos|) +
+// 0.5 log2(texture-coordinate area / world area). -INF in both where there is no cone
+// (width 0). src/scene/texture.rs Footprint::of_cone.
+vec2 texture_footprint(float width, vec3 direction, vec3 a, vec3 b, vec3 c, vec4 ta, vec4 tb,
+                       vec4 tc) {
+    if (!(width > 0.0)) {
+        return vec2(-INF);
+    }
+    vec3 edges = cross(b - a, c - a);
+    float world_area = length(edges);
+    float cosine = dot(edges / world_area, normalize(direction));
+    vec4 e1 = tb - ta;
+    vec4 e2 = tc - ta;
+    vec2 texcoord_area = abs(vec2(e1.x * e2.y - e1.y * e2.x, e1.z * e2.w - e1.w * e2.z));
+    float across = log2(width / abs(cosine));
+    return vec2(across + 0.5 * log2(texcoord_area.x / world_area),
+                across + 0.5 * log2(texcoord_area.y / world_area));
 }
 
 struct SurfacePoint {
@@ -222,7 +293,11 @@ vec3 normal_mapped(vec3 n, vec4 tangent, vec3 texel, float scale) {
     return bent_length > 0.0 ? bent / bent_length : n;
 }
 
-SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
+// The surface `hit` describes, for `ray`. `cone_spread`: for camera rays, how far apart the
+// rays of neighbouring pixels are per unit of t (their directions' spacing), so that the
+// ray's cone is hit.t x cone_spread wide where it hits and textures are read at the mip level
+// of that footprint; 0 for other rays, which read level 0.
+SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit, float cone_spread) {
     uvec3 t = UVec3s(scene.triangles).v[hit.triangle];
     Vec3s positions = Vec3s(scene.positions);
     Vec3s normals = Vec3s(scene.normals);
@@ -257,26 +332,30 @@ SurfacePoint surface_at(SceneRefs scene, Ray ray, Hit hit) {
         || m.metallic_roughness_texture.texture != NO_TEXTURE
         || m.occlusion_texture.texture != NO_TEXTURE) {
         Vec4s texcoords = Vec4s(ap.texcoords);
-        vec4 uv = w * texcoords.v[t.x] + hit.u * texcoords.v[t.y] + hit.v * texcoords.v[t.z];
+        vec4 ta = texcoords.v[t.x];
+        vec4 tb = texcoords.v[t.y];
+        vec4 tc = texcoords.v[t.z];
+        vec4 uv = w * ta + hit.u * tb + hit.v * tc;
+        vec2 footprint = texture_footprint(hit.t * cone_spread, ray.direction, a, b, c, ta, tb, tc);
         if (m.base_colour_texture.texture != NO_TEXTURE) {
-            s.colour *= sample_texture(ap, m.base_colour_texture, uv, true).rgb;
+            s.colour *= sample_texture(ap, m.base_colour_texture, uv, footprint, true).rgb;
         }
         if (m.emissive_texture.texture != NO_TEXTURE) {
-            s.emission *= sample_texture(ap, m.emissive_texture, uv, true).rgb;
+            s.emission *= sample_texture(ap, m.emissive_texture, uv, footprint, true).rgb;
         }
         if (m.metallic_roughness_texture.texture != NO_TEXTURE) {
-            vec4 texel = sample_texture(ap, m.metallic_roughness_texture, uv, false);
+            vec4 texel = sample_texture(ap, m.metallic_roughness_texture, uv, footprint, false);
             s.metallic *= texel.b;
             s.roughness *= texel.g;
         }
         if (m.occlusion_texture.texture != NO_TEXTURE) {
-            float r = sample_texture(ap, m.occlusion_texture, uv, false).r;
+            float r = sample_texture(ap, m.occlusion_texture, uv, footprint, false).r;
             s.occlusion = 1.0 + m.occlusion_strength * (r - 1.0);
         }
         if (m.normal_texture.texture != NO_TEXTURE) {
             Vec4s tangents = Vec4s(ap.tangents);
             vec4 tangent = w * tangents.v[t.x] + hit.u * tangents.v[t.y] + hit.v * tangents.v[t.z];
-            vec3 texel = sample_texture(ap, m.normal_texture, uv, false).rgb;
+            vec3 texel = sample_texture(ap, m.normal_texture, uv, footprint, false).rgb;
             n = normal_mapped(n, tangent, texel, m.normal_scale);
         }
     }

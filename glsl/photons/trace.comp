@@ -236,7 +236,7 @@ void scatter_step(uint i, bool in_list) {
         power = payload.weight;
         photon = payload.pixel;
         if (hit.triangle != MISS) {
-            SurfacePoint s = surface_at(pc.scene, ray, hit);
+            SurfacePoint s = surface_at(pc.scene, ray, hit, 0.0);
             position = s.position;
             if (s.kind == MATERIAL_DIFFUSE) {
                 stored_count = pc.bounce > 0 ? 1u : 0u;

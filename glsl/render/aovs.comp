@@ -23,7 +23,7 @@ layout(push_constant, scalar) uniform Push {
     uint pixels;
     uint sample_index;     // 0 writes every variable, later samples add to the means
     float sample_weight;   // 1 / samples per pixel
-    uint pad;
+    float cone_spread;     // the camera rays' spacing: textures at their cone's mip level
 } pc;
 
 void main() {
@@ -49,7 +49,7 @@ void main() {
         out_aovs.v[pixel].coverage = 0.0;
         return;
     }
-    SurfacePoint s = surface_at(pc.scene, ray, hit);
+    SurfacePoint s = surface_at(pc.scene, ray, hit, pc.cone_spread);
     if (!first) {
         out_aovs.v[pixel].albedo += s.colour * pc.sample_weight;
         out_aovs.v[pixel].coverage += pc.sample_weight;

@@ -18,7 +18,7 @@ layout(push_constant, scalar) uniform Push {
     uint capacity;              // of the path list
     uint host_count;
     uint gather_capacity;
-    uint pad;
+    float cone_spread;          // bounce 0: the camera rays' spacing (surface_at); else 0
 } pc;
 
 void main() {
@@ -31,7 +31,7 @@ void main() {
         if (hit.triangle != MISS) {
             Ray ray = list_rays(pc.list_address, pc.capacity).v[i];
             payload = list_payloads(pc.list_address, pc.capacity).v[i];
-            s = surface_at(pc.scene, ray, hit);
+            s = surface_at(pc.scene, ray, hit, pc.cone_spread);
             diffuse = s.kind == MATERIAL_DIFFUSE;
         }
     }

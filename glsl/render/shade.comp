@@ -22,6 +22,8 @@
 //   F and the refracted ray weighted by (1 - F) x tint (common/shading.glsl); under total
 //   internal reflection only the reflected ray, with weight 1. Glass is entered from the side
 //   its vertex normals point to (index 1 -> ior) and left from the other (ior -> 1).
+// Camera rays' hits (bounce 0) read textures at the mip level of their ray cone (cone_spread,
+// common/shading.glsl surface_at); later bounces read level 0.
 // The appended rays form the next bounce's path list (list compaction by atomic append:
 // common/paths.glsl append_slots, one atomic per subgroup). At the last bounce (no SPAWN flag)
 // no rays are appended: a specular hit ends its path by adding the sky seen along each
@@ -40,13 +42,12 @@ layout(push_constant, scalar) uniform Push {
     uint64_t next_list_address;   // out: the next bounce's path list, appended to
     uint64_t shadow_list_address; // out: this bounce's shadow list, appended to
     uint64_t counters_address;    // this bounce's BounceCounters (the append counters)
-    uint64_t lights_address;      // Light per light
     uint64_t radiance_address;    // 3 u64 per pixel
     uint capacity;                // of this bounce's path list
     uint next_capacity;           // of the next path list
     uint shadow_capacity;         // of the shadow list
     uint host_count;
-    uint light_count;
+    float cone_spread;            // bounce 0: the camera rays' spacing (surface_at); else 0
     float ambient;                // ambient light as a fraction of the albedo
     float surface_offset;         // scene-relative offset of new ray origins (offset_origin)
     uint pass_flags;              // SPAWN | SKY_LIGHT | bounce << 8 | sample << 16
@@ -82,7 +83,7 @@ bool shadow_ray(SurfacePoint s, vec3 weight, uint l, out Ray ray, out vec3 contr
     vec3 to_light;
     float tmax;
     vec3 irradiance;
-    light_towards(Lights(pc.lights_address).v[l], s.position, to_light, tmax, irradiance);
+    light_towards(Lights(Appearance(pc.scene.appearance).lights).v[l], s.position, to_light, tmax, irradiance);
     float cosine = max(dot(s.shading_normal, normalize(to_light)), 0.0);
     contribution = weight * s.colour * irradiance * cosine;
     ray = Ray(offset_origin(s.position, s.geometric_normal, pc.surface_offset), 0.0, to_light, tmax);
@@ -102,6 +103,7 @@ bool sky_ray(SurfacePoint s, vec3 weight, uint pixel, out Ray ray, out vec3 cont
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     bool in_list = i < element_count(pc.count_address, pc.host_count);
+    uint light_count = Appearance(pc.scene.appearance).light_count;
     // What each path does is decided first; the appends run in uniform control flow after.
     uint pixel = 0;
     vec3 weight = vec3(0.0);
@@ -119,7 +121,7 @@ void main() {
         if (hit.triangle == MISS) {
             add_radiance(pc.radiance_address, pixel, weight * sky_radiance(pc.scene, ray.direction));
         } else {
-            s = surface_at(pc.scene, ray, hit);
+            s = surface_at(pc.scene, ray, hit, pc.cone_spread);
             if (max(s.emission.x, max(s.emission.y, s.emission.z)) > 0.0) {
                 add_radiance(pc.radiance_address, pixel, weight * s.emission);
             }
@@ -134,7 +136,7 @@ void main() {
                 } else if (sky_ray(s, weight, pixel, unused_ray, unused_contribution)) {
                     shadow_count += 1;
                 }
-                for (uint l = 0; l < pc.light_count; ++l) {
+                for (uint l = 0; l < light_count; ++l) {
                     shadow_count += shadow_ray(s, weight, l, unused_ray, unused_contribution) ? 1 : 0;
                 }
             }
@@ -188,7 +190,7 @@ void main() {
             }
             shadow_slot += 1;
         }
-        for (uint l = 0; l < pc.light_count; ++l) {
+        for (uint l = 0; l < light_count; ++l) {
             if (shadow_ray(s, weight, l, ray, contribution)) {
                 if (shadow_slot < pc.shadow_capacity) {
                     rays.v[shadow_slot] = ray;

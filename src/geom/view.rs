@@ -84,6 +84,14 @@ impl PinholeView {
         }
     }
 
+    /// How far apart the camera rays of neighbouring pixels are per unit of their `t`: the
+    /// spacing of their directions, one pixel of the image plane at distance 1. A camera ray's
+    /// cone is `t` times this wide where it hits (the renderer's texture level of detail).
+    pub fn ray_spacing(&self) -> f32 {
+        let up = self.up.iter().map(|x| x * x).sum::<f32>().sqrt();
+        2.0 * up / self.height as f32
+    }
+
     /// Pixels in the image.
     pub fn pixels(&self) -> u64 {
         self.width as u64 * self.height as u64

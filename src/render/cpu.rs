@@ -18,6 +18,7 @@ use crate::render::{
     Camera, Light, MaterialKind, PixelAovs, RADIANCE_SCALE, RenderParams, ShadingParams, Surfaces,
     radiance_units,
 };
+use crate::scene::texture::Footprint;
 use crate::scene::{Environment, TextureRef};
 use glam::{Vec3, Vec4};
 
@@ -217,10 +218,16 @@ struct Settings<'a> {
     sky_light: bool,
     /// Rough reflections scatter (more than one sample per pixel).
     glossy: bool,
+    /// The camera rays' spacing ([`crate::geom::PinholeView::ray_spacing`]): their hits
+    /// read textures at their cone's mip level.
+    cone_spread: f32,
 }
 
 impl CpuScene<'_> {
-    pub(crate) fn surface_at(&self, ray: &Ray, triangle: u32, u: f32, v: f32) -> SurfacePoint {
+    /// `surface_at` of shading.glsl: the surface `hit` describes for `ray`, its textures
+    /// read at the mip level of a cone `hit.t * cone_spread` wide (0: level 0).
+    pub(crate) fn surface_at(&self, ray: &Ray, hit: &Hit, cone_spread: f32) -> SurfacePoint {
+        let (triangle, u, v) = (hit.triangle, hit.u, hit.v);
         let t = self.triangles[triangle as usize];
         let [a, b, c] = t.map(|i| Vec3::from(self.positions[i as usize]));
         let [na, nb, nc] = t.map(|i| Vec3::from(self.normals[i as usize]));
@@ -247,8 +254,11 @@ impl CpuScene<'_> {
             let uv = self
                 .interpolated(surfaces.texcoords, triangle, u, v)
                 .to_array();
+            let footprint = self.texture_footprint(ray, hit, cone_spread);
             let sample = |r: TextureRef, srgb: bool| {
-                Vec4::from(surfaces.textures[r.texture as usize].sample(r.coordinates(uv), srgb))
+                let texture = &surfaces.textures[r.texture as usize];
+                let lod = footprint.level_of_detail(&r, texture);
+                Vec4::from(texture.sample(r.coordinates(uv), lod, srgb))
             };
             if material.base_colour_texture.is_some() {
                 colour *= sample(material.base_colour_texture, true).truncate();
@@ -299,6 +309,27 @@ impl CpuScene<'_> {
         }
     }
 
+    /// `texture_footprint` of shading.glsl: where the cone of `ray`, `hit.t * cone_spread`
+    /// wide, meets the hit triangle, in its texture coordinates.
+    fn texture_footprint(&self, ray: &Ray, hit: &Hit, cone_spread: f32) -> Footprint {
+        let width = hit.t * cone_spread;
+        if width.is_nan() || width <= 0.0 {
+            return Footprint::NONE;
+        }
+        let t = self.triangles[hit.triangle as usize];
+        let [a, b, c] = t.map(|i| Vec3::from(self.positions[i as usize]));
+        let edges = (b - a).cross(c - a);
+        let world_area = edges.length();
+        let cosine = (edges / world_area).dot(Vec3::from(ray.direction).normalize());
+        let [ta, tb, tc] = t.map(|i| Vec4::from(self.surfaces.texcoords[i as usize]));
+        let (e1, e2) = (tb - ta, tc - ta);
+        let texcoord_area = [
+            (e1.x * e2.y - e1.y * e2.x).abs(),
+            (e1.z * e2.w - e1.w * e2.z).abs(),
+        ];
+        Footprint::of_cone(width, cosine, world_area, texcoord_area)
+    }
+
     /// `shadow_ray` of shade.comp: the shadow ray towards `light` and the radiance it carries,
     /// or `None` where the surface faces away or the contribution is zero.
     fn shadow_ray(
@@ -333,8 +364,11 @@ impl CpuScene<'_> {
         let texture = material.base_colour_texture;
         if texture.is_some() {
             let coords = self.interpolated(surfaces.texcoords, hit.triangle, hit.u, hit.v);
-            alpha *= surfaces.textures[texture.texture as usize]
-                .sample(texture.coordinates(coords.to_array()), true)[3];
+            alpha *= surfaces.textures[texture.texture as usize].sample(
+                texture.coordinates(coords.to_array()),
+                f32::NEG_INFINITY,
+                true,
+            )[3];
         }
         if !surfaces.colours.is_empty() {
             let t = self.triangles[hit.triangle as usize];
@@ -418,7 +452,8 @@ impl CpuScene<'_> {
             sums.add(weight * self.sky_radiance(Vec3::from(ray.direction)));
             return;
         }
-        let mut s = self.surface_at(ray, hit.triangle, hit.u, hit.v);
+        let cone_spread = if bounce == 0 { at.cone_spread } else { 0.0 };
+        let mut s = self.surface_at(ray, &hit, cone_spread);
         let offset = at.shading.surface_offset;
         if s.emission.max_element() > 0.0 {
             sums.add(weight * s.emission);
@@ -496,14 +531,15 @@ impl CpuScene<'_> {
         params: &RenderParams,
     ) -> Vec<u8> {
         let bvh = build_lbvh(self.positions, self.triangles, MortonBits::Bits30);
+        let view = camera.view(width, height);
         let settings = Settings {
             bvh: &bvh,
             shading,
             bounces: params.bounces,
             sky_light: params.sky_light,
             glossy: params.samples > 1,
+            cone_spread: view.ray_spacing(),
         };
-        let view = camera.view(width, height);
         let sample_weight = 1.0 / params.samples as f32;
         let mut image = Vec::with_capacity((width * height * 4) as usize);
         for y in 0..height {
@@ -553,7 +589,7 @@ impl CpuScene<'_> {
                     if !hit.is_hit() {
                         continue;
                     }
-                    let s = self.surface_at(&ray, hit.triangle, hit.u, hit.v);
+                    let s = self.surface_at(&ray, &hit, view.ray_spacing());
                     let albedo = s.colour * weight;
                     if sample == 0 {
                         pixel = PixelAovs {

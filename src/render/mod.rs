@@ -344,8 +344,6 @@ pub struct ShadePush {
     pub shadow_list_address: u64,
     /// This bounce's counters.
     pub counters_address: u64,
-    /// Lights.
-    pub lights_address: u64,
     /// Radiance sums.
     pub radiance_address: u64,
     /// Capacity of this bounce's list.
@@ -356,8 +354,9 @@ pub struct ShadePush {
     pub shadow_capacity: u32,
     /// Length of this bounce's list when `count_address` is 0.
     pub host_count: u32,
-    /// Lights.
-    pub light_count: u32,
+    /// Bounce 0: the camera rays' [`PinholeView::ray_spacing`], so that their hits read
+    /// textures at the mip level of their cone; 0 for later bounces (level 0).
+    pub cone_spread: f32,
     /// Ambient fraction.
     pub ambient: f32,
     /// Offset of new rays off the surface.
@@ -448,8 +447,8 @@ pub struct AovsPush {
     pub sample: u32,
     /// 1 / samples per pixel.
     pub sample_weight: f32,
-    /// Padding.
-    pub pad: u32,
+    /// The camera rays' [`PinholeView::ray_spacing`] (textures at their cone's mip level).
+    pub cone_spread: f32,
 }
 
 /// Push constants of `resolve.comp`.
@@ -584,8 +583,8 @@ pub struct GatherQueriesPush {
     pub host_count: u32,
     /// The gather list's capacity.
     pub gather_capacity: u32,
-    /// Padding.
-    pub pad: u32,
+    /// As [`ShadePush::cone_spread`].
+    pub cone_spread: f32,
 }
 
 /// Caustics: the frame's photon map and the list of diffuse hits that gather from it.
@@ -913,9 +912,9 @@ impl Renderer {
                 if bounce == 0 {
                     self.record_aovs(rec, scene, &step, &view, sample)?;
                 }
-                self.record_shade(rec, scene, shading, &step, sample)?;
+                self.record_shade(rec, scene, shading, &step, &view, sample)?;
                 if let Some(caustics) = &self.caustics {
-                    self.record_gather_queries(rec, scene, caustics, &step)?;
+                    self.record_gather_queries(rec, scene, caustics, &step, &view)?;
                 }
                 self.record_trace_shadows(rec, structure, &step, scene.cutouts())?;
                 self.record_shadow_radiance(rec, &step);
@@ -1048,6 +1047,7 @@ impl Renderer {
         scene: &SceneGpu,
         shading: &ShadingParams,
         step: &BounceStep,
+        view: &PinholeView,
         sample: u32,
     ) -> Result<()> {
         rec.begin_stage(&format!("render: shade {}", step.bounce));
@@ -1061,13 +1061,12 @@ impl Renderer {
             next_list_address: next.address(),
             shadow_list_address: self.shadows.address(),
             counters_address: counters,
-            lights_address: scene.lights.address(),
             radiance_address: self.radiance.address(),
             capacity: list.capacity,
             next_capacity: next.capacity,
             shadow_capacity: self.shadows.capacity,
             host_count,
-            light_count: scene.light_count,
+            cone_spread: step.cone_spread(view),
             ambient: shading.ambient,
             surface_offset: shading.surface_offset,
             pass_flags: if step.bounce < self.params.bounces {
@@ -1127,6 +1126,7 @@ impl Renderer {
         scene: &SceneGpu,
         caustics: &Caustics,
         step: &BounceStep,
+        view: &PinholeView,
     ) -> Result<()> {
         rec.begin_stage(&format!("photons: gather points {}", step.bounce));
         let (count_address, host_count) = step.count.push();
@@ -1140,7 +1140,7 @@ impl Renderer {
             capacity: step.list.capacity,
             host_count,
             gather_capacity: caustics.capacity,
-            pad: 0,
+            cone_spread: step.cone_spread(view),
         };
         self.dispatch_over_paths(rec, &caustics.gather_queries, &push, step)?;
         rec.barrier_compute_to_compute();
@@ -1227,8 +1227,6 @@ impl Renderer {
         rec.end_stage();
     }
 
-    /// `resolve.comp`: radiance to 8-bit pixels; the image and the counters copied to
-    /// `output`.
     /// `aovs.comp`, with linear output: what each camera ray hit.
     fn record_aovs(
         &self,
@@ -1251,7 +1249,7 @@ impl Renderer {
             pixels: self.pixels(),
             sample,
             sample_weight: self.sample_weight(),
-            pad: 0,
+            cone_spread: view.ray_spacing(),
         };
         rec.dispatch(pipeline, &push, self.pixels().div_ceil(WORKGROUP_SIZE))?;
         rec.barrier_compute_to_compute();
@@ -1259,6 +1257,8 @@ impl Renderer {
         Ok(())
     }
 
+    /// `resolve.comp`: radiance to 8-bit pixels; the image and the counters copied to
+    /// `output`.
     fn record_resolve(&self, rec: &mut Recorder, output: &ImageReadback) -> Result<()> {
         rec.begin_stage("render: resolve");
         let push = ResolvePush {
@@ -1340,6 +1340,16 @@ impl<'a> BounceStep<'a> {
             own,
             previous,
             count,
+        }
+    }
+
+    /// The cone spread the bounce's hits are shaded with: the camera rays'
+    /// [`PinholeView::ray_spacing`] at bounce 0, else 0 (level 0 of every texture).
+    fn cone_spread(&self, view: &PinholeView) -> f32 {
+        if self.bounce == 0 {
+            view.ray_spacing()
+        } else {
+            0.0
         }
     }
 }

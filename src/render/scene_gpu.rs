@@ -6,7 +6,7 @@
 use crate::scene::Mesh;
 use crate::scene::environment::{Environment, GpuEnvironment};
 use crate::scene::material::{GpuLight, Light, Material};
-use crate::scene::texture::{GpuTexture, Texture};
+use crate::scene::texture::{GpuTexture, Texture, full_level_count, texel_count};
 use crate::vk::{Buffer, Context, Error, MemoryKind, Result};
 
 /// What a scene's surfaces are made of, as [`SceneGpu`] takes it.
@@ -56,7 +56,7 @@ impl<'a> Surfaces<'a> {
 }
 
 /// The head of the appearance buffer (`Appearance` in `glsl/common/shading.glsl`); the
-/// materials follow it. 104 bytes.
+/// materials follow it. 120 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub struct AppearanceHead {
@@ -76,10 +76,16 @@ pub struct AppearanceHead {
     pub colours: u64,
     /// Address of the triangles' instances, or 0 for none (every triangle instance 0).
     pub triangle_instances: u64,
+    /// Address of the lights ([`GpuLight`] each).
+    pub lights: u64,
     /// Materials.
     pub material_count: u32,
     /// Textures.
     pub texture_count: u32,
+    /// Lights.
+    pub light_count: u32,
+    /// Zero.
+    pub pad: u32,
     /// The environment.
     pub environment: GpuEnvironment,
 }
@@ -96,7 +102,8 @@ pub struct SceneGpu {
     /// Material index of each triangle.
     pub triangle_materials: Buffer,
     /// An [`AppearanceHead`]: the addresses of the five buffers below, of the triangles and
-    /// their materials, the counts of materials and textures and the environment, then the
+    /// their materials and of the lights, the counts of materials, textures and lights and the
+    /// environment, then the
     /// materials:
     /// what shading reads, and what traversals read to pass through cut-outs
     /// ([`SceneGpu::cutouts`]).
@@ -241,6 +248,8 @@ impl SceneGpu {
         let triangle_buffer = ctx.create_buffer_with("scene triangles", triangles)?;
         let triangle_materials =
             ctx.create_buffer_with("scene triangle materials", triangle_materials)?;
+        let gpu_lights: Vec<GpuLight> = lights.iter().map(|&l| l.into()).collect();
+        let lights = ctx.create_buffer_with("scene lights", &gpu_lights)?;
         let head = AppearanceHead {
             texcoords: texcoords.address(),
             textures: textures.address(),
@@ -250,13 +259,15 @@ impl SceneGpu {
             tangents: tangents.as_ref().map_or(0, Buffer::address),
             colours: colours.as_ref().map_or(0, Buffer::address),
             triangle_instances: triangle_instances.as_ref().map_or(0, Buffer::address),
+            lights: lights.address(),
             material_count: materials.len() as u32,
             texture_count: table.len() as u32,
+            light_count: gpu_lights.len() as u32,
+            pad: 0,
             environment: GpuEnvironment::default(),
         };
         let mut appearance = bytemuck::bytes_of(&head).to_vec();
         appearance.extend_from_slice(bytemuck::cast_slice(materials));
-        let gpu_lights: Vec<GpuLight> = lights.iter().map(|&l| l.into()).collect();
         let vertex_bytes = vertex_count.max(1) as u64 * 12;
         Ok(Self {
             positions: ctx.create_buffer("scene positions", vertex_bytes, MemoryKind::Device)?,
@@ -270,11 +281,11 @@ impl SceneGpu {
             tangents,
             colours,
             triangle_instances,
-            lights: ctx.create_buffer_with("scene lights", &gpu_lights)?,
+            lights,
             vertex_count,
             triangle_count: triangles.len() as u32,
             material_count: materials.len() as u32,
-            light_count: lights.len() as u32,
+            light_count: gpu_lights.len() as u32,
             environment: None,
             head,
             cuts_out: materials.iter().any(Material::cuts_out),
@@ -396,13 +407,16 @@ fn texture_table(surfaces: &Surfaces, vertex_count: u32) -> Result<Vec<GpuTextur
     let mut first_texel = 0u64;
     let mut table = Vec::with_capacity(surfaces.textures.len());
     for (i, texture) in surfaces.textures.iter().enumerate() {
-        let texels = texture.width as u64 * texture.height as u64;
-        if texels == 0 || texels != texture.texels.len() as u64 {
+        let (width, height, levels) = (texture.width, texture.height, texture.levels);
+        let texels = texel_count(width, height, levels);
+        if width == 0
+            || height == 0
+            || !(1..=full_level_count(width, height)).contains(&levels)
+            || texels != texture.texels.len() as u64
+        {
             return Err(Error::InvalidInput(format!(
-                "texture {i}: {} texels for {}x{}",
+                "texture {i}: {} texels for {width}x{height} in {levels} levels",
                 texture.texels.len(),
-                texture.width,
-                texture.height
             )));
         }
         if first_texel + texels > 1 << 32 {
@@ -412,9 +426,9 @@ fn texture_table(surfaces: &Surfaces, vertex_count: u32) -> Result<Vec<GpuTextur
         }
         table.push(GpuTexture {
             first_texel: first_texel as u32,
-            width: texture.width,
-            height: texture.height,
-            sampling: texture.sampler.bits(),
+            width,
+            height,
+            sampling: texture.sampler.bits() | levels << 8,
         });
         first_texel += texels;
     }

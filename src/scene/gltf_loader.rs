@@ -25,8 +25,8 @@
 //! emit, and its `occlusionTexture` darkens its ambient light, each through its `TEXCOORD_0`
 //! or `TEXCOORD_1`, its `KHR_texture_transform` (read from the extension's JSON for normal and
 //! occlusion textures, which the `gltf` crate does not model) and its sampler's wrap modes and
-//! magnification filter (see [`crate::scene::texture`]). Each image a material uses is
-//! decoded once (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
+//! filters (see [`crate::scene::texture`]). Each image a material uses is
+//! decoded once, with its mip levels (colour textures averaged in linear light) (PNG or JPEG, from a buffer view, a `data:` URI or a file as the buffers'
 //! files are read); an image that is missing or cannot be decoded, and a texture whose set of
 //! texture coordinates the primitive lacks, is an error naming the material and the image or
 //! primitive. A normal texture reads the primitive's `TANGENT` (float VEC4, w the
@@ -50,7 +50,7 @@ use super::gltf_source::{AssetAccess, GltfFile, guarded};
 use super::material::Material;
 use super::mesh::{push_fan, push_strip, transform_tangents};
 use super::tangents::mikktspace_tangents;
-use super::texture::{Filter, Sampler, Texture, TextureRef, Wrap};
+use super::texture::{Filter, MipFilter, Sampler, Texture, TextureRef, Wrap};
 use super::{MaterialMesh, Mesh, SceneError};
 
 /// The glTF extension that transforms a texture's coordinates.
@@ -290,10 +290,10 @@ fn transformed_by_json(
     Ok(reference)
 }
 
-/// How glTF's sampler says a texture is read (a minification filter is not used: no mip
-/// levels are made).
+/// How glTF's sampler says a texture is read; a file that names no minification filter gets
+/// trilinear filtering.
 fn sampler(sampler: &gltf::texture::Sampler) -> Sampler {
-    use gltf::texture::{MagFilter, WrappingMode};
+    use gltf::texture::{MagFilter, MinFilter, WrappingMode};
     let wrap = |mode| match mode {
         WrappingMode::ClampToEdge => Wrap::ClampToEdge,
         WrappingMode::MirroredRepeat => Wrap::MirroredRepeat,
@@ -305,6 +305,21 @@ fn sampler(sampler: &gltf::texture::Sampler) -> Sampler {
         filter: match sampler.mag_filter() {
             Some(MagFilter::Nearest) => Filter::Nearest,
             _ => Filter::Linear,
+        },
+        min_filter: match sampler.min_filter() {
+            Some(
+                MinFilter::Nearest
+                | MinFilter::NearestMipmapNearest
+                | MinFilter::NearestMipmapLinear,
+            ) => Filter::Nearest,
+            _ => Filter::Linear,
+        },
+        mip_filter: match sampler.min_filter() {
+            Some(MinFilter::Nearest | MinFilter::Linear) => MipFilter::None,
+            Some(MinFilter::NearestMipmapNearest | MinFilter::LinearMipmapNearest) => {
+                MipFilter::Nearest
+            }
+            _ => MipFilter::Linear,
         },
     }
 }
@@ -513,6 +528,23 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
     if appearance.textures.is_empty() {
         texcoords.clear();
     }
+    // Mip levels are made once every material is read: colour textures (base colour,
+    // emissive) average in linear light.
+    let colour: Vec<bool> = (0..appearance.textures.len() as u32)
+        .map(|id| {
+            appearance.materials.iter().any(|m| {
+                [m.base_colour_texture, m.emissive_texture]
+                    .iter()
+                    .any(|r| r.is_some() && r.texture == id)
+            })
+        })
+        .collect();
+    let textures = appearance
+        .textures
+        .into_iter()
+        .zip(colour)
+        .map(|(texture, srgb)| texture.with_mip_levels(srgb))
+        .collect();
     Ok(MaterialMesh {
         mesh,
         triangle_materials,
@@ -520,7 +552,7 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
         triangle_instances,
         instances: node_names(&file.document),
         texcoords,
-        textures: appearance.textures,
+        textures,
         tangents: tangents.finish(),
         colours: colours.finish(),
     })

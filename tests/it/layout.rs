@@ -731,7 +731,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 pixels,
                 sample,
                 sample_weight,
-                pad
+                cone_spread
             })),
         ),
         (
@@ -761,13 +761,12 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 next_list_address,
                 shadow_list_address,
                 counters_address,
-                lights_address,
                 radiance_address,
                 capacity,
                 next_capacity,
                 shadow_capacity,
                 host_count,
-                light_count,
+                cone_spread,
                 ambient,
                 surface_offset,
                 pass_flags
@@ -785,7 +784,7 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 capacity,
                 host_count,
                 gather_capacity,
-                pad
+                cone_spread
             })),
         ),
         (
@@ -1658,24 +1657,28 @@ fn the_appearance_head_matches_its_glsl_block() {
         tangents,
         colours,
         triangle_instances,
+        lights,
         material_count,
         texture_count,
+        light_count,
+        pad,
         environment
     });
     let shape = [
-        "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "struct", "[struct]",
+        "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u64", "u32", "u32", "u32", "u32",
+        "struct", "[struct]",
     ];
     for kernel in [shaders::RENDER_SHADE, shaders::BVH_TRACE] {
         let found = Module::parse(kernel.spirv).structs_named("Appearance", &shape);
         assert!(!found.is_empty(), "Appearance not found in {}", kernel.name);
         for glsl in found {
-            assert_eq!(glsl.offsets[..11], head.offsets[..], "in {}", kernel.name);
-            let sizes: Vec<u32> = glsl.sizes[..11].iter().map(|s| s.unwrap()).collect();
+            assert_eq!(glsl.offsets[..14], head.offsets[..], "in {}", kernel.name);
+            let sizes: Vec<u32> = glsl.sizes[..14].iter().map(|s| s.unwrap()).collect();
             assert_eq!(sizes, head.sizes, "in {}", kernel.name);
-            assert_eq!(glsl.offsets[11], head.size, "materials in {}", kernel.name);
+            assert_eq!(glsl.offsets[14], head.size, "materials in {}", kernel.name);
         }
     }
-    assert_eq!(head.size, 104);
+    assert_eq!(head.size, 120);
 }
 
 #[test]

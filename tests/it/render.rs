@@ -15,7 +15,7 @@ use canopy::render::{
     Material, OutputChannel, PixelAovs, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
 use canopy::scene::default_scene::{DefaultScene, surface_point};
-use canopy::scene::texture::{Filter, Sampler};
+use canopy::scene::texture::{Filter, MipFilter, Sampler};
 use canopy::scene::{Environment, MaterialMesh, Mesh, Texture, TextureRef, shapes};
 use canopy::vk::{Context, MemoryKind, Recorder};
 use common::files::TempFolder;
@@ -474,6 +474,7 @@ fn cutout_scene(cut: bool) -> TestScene {
                 }
             })
             .collect(),
+        levels: 1,
         sampler: Sampler {
             filter: Filter::Nearest,
             ..Sampler::default()
@@ -943,6 +944,109 @@ fn textured_model_matches_cpu_render() {
     let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 1);
     assert_close(&gpu, &scene.render_cpu(1), "textured square");
     assert_texture_shows(&mut scene, &gpu, 4);
+}
+
+/// A ground 40 units wide under a low camera looking to its far edge, textured with a black
+/// and white 8x8 checker repeated 40 times a side (8 texels a unit), read nearest within a
+/// level and through `mip_filter` across them.
+fn receding_checker(mip_filter: MipFilter) -> TestScene {
+    let mut scene =
+        TestScene::new(
+            &[],
+            vec![Material::diffuse([1.0; 3]).with_base_colour(
+                TextureRef::new(0, 0).with_transform([0.0, 0.0], 0.0, [40.0, 40.0]),
+            )],
+        );
+    scene.mesh = Mesh {
+        positions: vec![
+            [-20.0, 0.0, -20.0],
+            [20.0, 0.0, -20.0],
+            [20.0, 0.0, 20.0],
+            [-20.0, 0.0, 20.0],
+        ],
+        normals: vec![[0.0, 1.0, 0.0]; 4],
+        triangles: vec![[0, 2, 1], [0, 3, 2]],
+    };
+    scene.triangle_materials = vec![0, 0];
+    scene.texcoords = vec![
+        [0.0, 0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [1.0, 1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0, 0.0],
+    ];
+    let texels = (0..64u32)
+        .map(|i| {
+            if (i % 8 + i / 8) % 2 == 0 {
+                0xff00_0000
+            } else {
+                0xffff_ffff
+            }
+        })
+        .collect();
+    let sampler = Sampler {
+        filter: Filter::Nearest,
+        min_filter: Filter::Nearest,
+        mip_filter,
+        ..Sampler::default()
+    };
+    scene.textures = vec![
+        Texture {
+            width: 8,
+            height: 8,
+            texels,
+            levels: 1,
+            sampler,
+        }
+        .with_mip_levels(true),
+    ];
+    scene.camera = Camera::orbit(Vec3::new(0.0, 0.0, 12.0), 3.0, 0.0, 12.0, 45.0);
+    scene
+}
+
+/// The mean difference of green between horizontally neighbouring pixels in rows
+/// `rows` of `image`: how much a texture flickers from pixel to pixel there.
+fn neighbour_contrast(image: &[u8], rows: std::ops::Range<u32>) -> f64 {
+    let mut sum = 0u64;
+    for y in rows.clone() {
+        for x in 1..WIDTH {
+            let at = |x: u32| image[((y * WIDTH + x) * 4 + 1) as usize];
+            sum += at(x).abs_diff(at(x - 1)) as u64;
+        }
+    }
+    sum as f64 / ((rows.end - rows.start) * (WIDTH - 1)) as f64
+}
+
+#[test]
+fn distant_textures_read_mip_levels_as_on_the_cpu() {
+    let ctx = context();
+    let [trilinear, _, level_0] =
+        [MipFilter::Linear, MipFilter::Nearest, MipFilter::None].map(|mip_filter| {
+            let scene = receding_checker(mip_filter);
+            let (gpu, _) = scene.render_gpu(&ctx, StructureKind::Lbvh, 0);
+            let label = format!("receding checker, {mip_filter:?} across levels");
+            assert_close(&gpu, &scene.render_cpu(0), &label);
+            gpu
+        });
+    // Far away (just below the horizon, where a pixel covers many texels) level 0 flickers
+    // between black and white from pixel to pixel; the mip levels average the checker to
+    // grey. Near the camera (the bottom rows, a few pixels a texel) they agree.
+    let far = 28..40;
+    let (aliased, filtered) = (
+        neighbour_contrast(&level_0, far.clone()),
+        neighbour_contrast(&trilinear, far),
+    );
+    println!("far rows: {aliased:.1} at level 0, {filtered:.1} with mip levels");
+    assert!(aliased > 30.0, "level 0 does not alias: {aliased:.1}");
+    assert!(
+        filtered * 4.0 < aliased,
+        "{filtered:.1} against {aliased:.1}"
+    );
+    let near = ((HEIGHT - 8) * WIDTH * 4) as usize;
+    let differing = pixels_differing(&trilinear[near..], &level_0[near..]);
+    assert!(
+        differing * 10 < (WIDTH * 8) as usize,
+        "{differing} near pixels differ"
+    );
 }
 
 #[test]

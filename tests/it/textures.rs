@@ -4,7 +4,7 @@
 //! use of them is tested against the CPU renderer in `render.rs`.
 
 use crate::common::files::TempFolder;
-use canopy::scene::texture::{Filter, Sampler, Wrap};
+use canopy::scene::texture::{Filter, MipFilter, Sampler, Wrap};
 use canopy::scene::{MaterialMesh, TextureRef};
 use std::path::{Path, PathBuf};
 
@@ -182,7 +182,8 @@ pub fn textured_quad(folder: &Path) -> PathBuf {
                 "extensions": {"KHR_materials_emissive_strength": {"emissiveStrength": 0.6}}}"#,
             textures: r#"[{"source": 0, "sampler": 0}, {"source": 1, "sampler": 1}]"#,
             samplers: r#"[{"magFilter": 9728, "wrapS": 10497, "wrapT": 10497},
-                          {"magFilter": 9729, "wrapS": 33071, "wrapT": 33648}]"#,
+                          {"magFilter": 9729, "minFilter": 9984, "wrapS": 33071,
+                           "wrapT": 33648}]"#,
             images: &images,
             second_set: true,
             attributes: &[],
@@ -205,7 +206,18 @@ fn a_textured_gltf_reads_its_images_samplers_transforms_and_emission() {
             wrap_u: Wrap::Repeat,
             wrap_v: Wrap::Repeat,
             filter: Filter::Nearest,
+            min_filter: Filter::Linear,
+            mip_filter: MipFilter::Linear,
         }
+    );
+    // Its mip levels, 4x4, 2x2 and 1x1, follow; each texel of the base colour (sRGB) checker
+    // is the mean of two red and two white texels in linear light.
+    assert_eq!((checker.levels, checker.texels.len()), (4, 64 + 16 + 4 + 1));
+    let mean = checker.texels[64].to_le_bytes();
+    let expected = [238, 189, 188, 255];
+    assert!(
+        (0..4).all(|k| mean[k].abs_diff(expected[k]) <= 1),
+        "{mean:?} against {expected:?}"
     );
     assert_eq!((colours.width, colours.height), (4, 4));
     assert_eq!(colours.texels[5].to_le_bytes(), [80, 195, 185, 255]);
@@ -215,6 +227,8 @@ fn a_textured_gltf_reads_its_images_samplers_transforms_and_emission() {
             wrap_u: Wrap::ClampToEdge,
             wrap_v: Wrap::MirroredRepeat,
             filter: Filter::Linear,
+            min_filter: Filter::Nearest,
+            mip_filter: MipFilter::Nearest,
         }
     );
 
@@ -287,7 +301,13 @@ fn an_offset_moves_the_texture() {
     let whole_turn = plain.with_transform([1.0, -3.0], 0.0, [1.0, 1.0]);
     for k in 0..8 {
         let uv = [(k as f32 + 0.5) / 8.0, 0.5 / 8.0];
-        let at = |r: TextureRef| checker.sample(r.coordinates([uv[0], uv[1], 0.0, 0.0]), true);
+        let at = |r: TextureRef| {
+            checker.sample(
+                r.coordinates([uv[0], uv[1], 0.0, 0.0]),
+                f32::NEG_INFINITY,
+                true,
+            )
+        };
         assert_ne!(at(plain), at(moved), "texel {k}");
         assert_eq!(
             at(moved),

@@ -218,7 +218,7 @@ pub fn trace_photons(
                 if !hit.is_hit() {
                     break;
                 }
-                let s = scene.surface_at(&ray, hit.triangle, hit.u, hit.v);
+                let s = scene.surface_at(&ray, &hit, 0.0);
                 if s.kind == MaterialKind::Diffuse {
                     if bounce > 0 {
                         out.stored.push(Photon {
