@@ -113,6 +113,11 @@
 //! }
 //! ```
 //!
+//! Tracing from the application's own shaders: `glsl/include/canopy_trace.glsl` (under
+//! [`GLSL_DIR`]) walks a BVH canopy built (closest hit, any hit, every hit to a callback) from
+//! any compute shader the application compiles, over the tree's buffer addresses;
+//! `examples/own_shader.rs`.
+//!
 //! # Modules, from the ground up
 //!
 //! - [`vk`]: the Vulkan layer (context, buffers, pipelines, recording, timestamps).
@@ -141,6 +146,11 @@
 //! `default-features = false` the crate is the engine alone.
 
 #![warn(missing_docs)]
+
+/// canopy's GLSL sources as this build of the crate holds them: put the folder on a shader
+/// compiler's include path and `#include "include/canopy_trace.glsl"` to trace canopy's BVHs
+/// from an application's own shaders (see that file).
+pub const GLSL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/glsl");
 
 pub mod accel;
 pub mod atomic_file;

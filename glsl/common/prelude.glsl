@@ -16,8 +16,9 @@
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 
-// Ray-tracing stages (glsl/native/) have no workgroups.
-#ifndef CANOPY_RAY_TRACING_STAGE
+// Stages canopy does not dispatch itself have no workgroup layout of its own: ray-tracing
+// stages (glsl/native/) and applications' shaders (glsl/include/) define CANOPY_FOREIGN_STAGE.
+#ifndef CANOPY_FOREIGN_STAGE
 layout(local_size_x_id = 0, local_size_y = 1, local_size_z = 1) in;
 layout(constant_id = 1) const uint SUBGROUP_SIZE = 32;
 const uint WORKGROUP_SIZE = gl_WorkGroupSize.x;
@@ -36,7 +37,7 @@ layout(buffer_reference, scalar, buffer_reference_align = 8) coherent buffer Coh
 // kd-tree builder's entries), and a reservation that did not fit.
 const uint NO_PARENT = 0xffffffffu;
 
-#ifndef CANOPY_RAY_TRACING_STAGE
+#ifndef CANOPY_FOREIGN_STAGE
 // The workgroup's index in a dispatch whose grid may be folded into 2D or 3D (x fastest; see
 // common/dispatch.glsl). Grids past the end of the work hold a few extra groups: kernels skip them.
 uint flat_workgroup_id() {

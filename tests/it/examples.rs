@@ -47,6 +47,22 @@ fn embed_builds_and_traces_inside_the_applications_command_buffer() {
 }
 
 #[test]
+fn own_shader_traces_canopy_s_bvh_from_the_application_s_kernel() {
+    let out = TempFolder::new("example-own-shader");
+    let image = out.0.join("shaded.pgm");
+    let printed = run_example("own_shader", &[image.to_str().unwrap()]);
+    assert!(
+        printed.contains("0 differing from brute force"),
+        "{printed}"
+    );
+    // A 160x120 binary PGM: its header and one byte a pixel.
+    let pgm = std::fs::read(&image).unwrap();
+    let header = b"P5\n160 120\n255\n";
+    assert!(pgm.starts_with(header));
+    assert_eq!(pgm.len(), header.len() + 160 * 120);
+}
+
+#[test]
 fn batch_builds_every_structure_and_renders_through_the_traceable_ones() {
     let out = TempFolder::new("example-batch");
     let printed = run_example(

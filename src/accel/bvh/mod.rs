@@ -27,8 +27,8 @@ pub const LEAF_BIT: u32 = 0x8000_0000;
 pub const INVALID_CHILD: u32 = u32::MAX;
 /// The parent of the root.
 pub const NO_PARENT: u32 = u32::MAX;
-/// The tallest tree traversal takes: its stack holds one node per level (`STACK_SIZE` in
-/// `glsl/bvh/trace.comp`). A fast tree is never taller than its key bits + 32; a
+/// The tallest tree traversal takes: its stack holds one node per level (`BVH_STACK_SIZE` in
+/// `glsl/bvh/walk.glsl`). A fast tree is never taller than its key bits + 32; a
 /// high-quality tree is checked after its build ([`Bvh::fits_traversal_stack`]).
 pub const MAX_TRAVERSAL_HEIGHT: u32 = 96;
 

@@ -1,0 +1,239 @@
+//! canopy's BVH traced from the application's own shader: the application builds an LBVH with
+//! canopy, compiles its own compute kernel (`examples/own_shader/trace.comp`, which includes
+//! `glsl/include/canopy_trace.glsl` from [`canopy::GLSL_DIR`]) with `glslc`, makes its own
+//! pipeline on canopy's device with ash, and records its dispatch after canopy's build in one
+//! command buffer. The kernel takes the application's camera rays and writes, per ray, the
+//! closest hit, whether anything is hit and how many surfaces the ray crosses (every hit, to
+//! the application's callback), and shades the closest hit with a sun and its shadow ray.
+//! Every answer is checked against brute force, and the shaded image is written as a PGM.
+//!
+//! `cargo run --release --example own_shader -- [IMAGE.pgm]` (default `own_shader.pgm`); exits
+//! non-zero on a wrong answer, a compile error or a validation error.
+
+use ash::vk;
+use canopy::accel::bvh::Bvh;
+use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
+use canopy::geom::TriangleInput;
+use canopy::geom::ray::{Ray, closest_hit_brute_force, intersect_triangle};
+use canopy::render::Camera;
+use canopy::scene::{Mesh, shapes};
+use canopy::vk::{Context, ContextOptions, MemoryKind, Validation};
+use glam::Vec3;
+use std::error::Error;
+use std::path::Path;
+
+const WIDTH: u32 = 160;
+const HEIGHT: u32 = 120;
+const TMAX: f32 = 1e30;
+
+/// The kernel's push constants (`Push` in trace.comp).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Push {
+    nodes: u64,
+    leaves: u64,
+    rays: u64,
+    positions: u64,
+    triangles: u64,
+    pixels: u64,
+    primitive_count: u32,
+    ray_count: u32,
+}
+
+/// What the kernel writes per ray (`PixelOut` in trace.comp).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct PixelOut {
+    t: f32,
+    triangle: u32,
+    u: f32,
+    v: f32,
+    any_hit: u32,
+    crossed: u32,
+    grey: f32,
+    pad: u32,
+}
+
+/// The application's compute pipeline: its module, layout and pipeline, destroyed on drop.
+struct AppPipeline<'a> {
+    device: &'a ash::Device,
+    module: vk::ShaderModule,
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+}
+
+impl<'a> AppPipeline<'a> {
+    /// A pipeline of the SPIR-V `words` whose push constants are a `Push`.
+    fn new(device: &'a ash::Device, words: &[u32]) -> Result<Self, vk::Result> {
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
+        let module = unsafe { device.create_shader_module(&info, None)? };
+        let range = vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .size(size_of::<Push>() as u32);
+        let info = vk::PipelineLayoutCreateInfo::default()
+            .push_constant_ranges(std::slice::from_ref(&range));
+        let layout = unsafe { device.create_pipeline_layout(&info, None)? };
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(layout);
+        let pipeline =
+            unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) }
+                .map_err(|(_, e)| e)?[0];
+        Ok(Self {
+            device,
+            module,
+            layout,
+            pipeline,
+        })
+    }
+}
+
+impl Drop for AppPipeline<'_> {
+    fn drop(&mut self) {
+        unsafe {
+            self.device.destroy_pipeline(self.pipeline, None);
+            self.device.destroy_pipeline_layout(self.layout, None);
+            self.device.destroy_shader_module(self.module, None);
+        }
+    }
+}
+
+/// The application's kernel compiled by `glslc` with canopy's GLSL on the include path.
+fn compile_kernel() -> Result<Vec<u32>, Box<dyn Error>> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/own_shader/trace.comp");
+    let output = tempfile::NamedTempFile::new()?;
+    let status = std::process::Command::new("glslc")
+        .args(["--target-env=vulkan1.2", "-O", "-I", canopy::GLSL_DIR])
+        .arg(&source)
+        .arg("-o")
+        .arg(output.path())
+        .status()
+        .map_err(|e| format!("glslc (the shaderc package) could not be run: {e}"))?;
+    if !status.success() {
+        return Err(format!("glslc could not compile {}", source.display()).into());
+    }
+    Ok(ash::util::read_spv(&mut std::fs::File::open(
+        output.path(),
+    )?)?)
+}
+
+/// Three spheres, one inside another, over a ground.
+fn scene() -> Mesh {
+    let mut mesh = shapes::ground_square([0.0, 0.0, 0.0], 3.0);
+    for (centre, radius) in [
+        ([0.0, 0.8, 0.0], 0.8),
+        ([0.0, 0.8, 0.0], 0.4),
+        ([1.4, 0.5, 0.7], 0.5),
+    ] {
+        mesh.append(&shapes::uv_sphere(centre, radius, 16));
+    }
+    mesh
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let image_path = std::env::args().nth(1).unwrap_or("own_shader.pgm".into());
+    let ctx = Context::new(&ContextOptions {
+        validation: Validation::IfAvailable,
+        ..ContextOptions::default()
+    })?;
+    let mesh = scene();
+    let n = mesh.triangle_count() as u32;
+    let camera = Camera::orbit(Vec3::new(0.1, 0.6, 0.05), 4.5, 35.0, 20.0, 45.0);
+    let rays: Vec<Ray> = (0..HEIGHT)
+        .flat_map(|y| (0..WIDTH).map(move |x| (x, y)))
+        .map(|(x, y)| Ray {
+            tmax: TMAX,
+            ..camera.primary_ray(x, y, WIDTH, HEIGHT)
+        })
+        .collect();
+
+    let positions = ctx.create_buffer_with("app positions", &mesh.positions)?;
+    let triangles = ctx.create_buffer_with("app triangles", &mesh.triangles)?;
+    let ray_buffer = ctx.create_buffer_with("app rays", &rays)?;
+    let pixel_bytes = rays.len() as u64 * size_of::<PixelOut>() as u64;
+    let pixels = ctx.create_buffer("app pixels", pixel_bytes, MemoryKind::Device)?;
+    let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), n)?;
+    let mut bvh = Bvh::new(&ctx, n)?;
+    let pipeline = AppPipeline::new(ctx.device(), &compile_kernel()?)?;
+
+    ctx.submit_and_wait(|rec| {
+        builder.record(
+            rec,
+            &TriangleInput::whole(&positions, &triangles, n),
+            &mut bvh,
+        )?;
+        rec.barrier_compute_to_compute();
+        let push = Push {
+            nodes: bvh.nodes.address(),
+            leaves: bvh.leaf_triangles.address(),
+            rays: ray_buffer.address(),
+            positions: positions.address(),
+            triangles: triangles.address(),
+            pixels: pixels.address(),
+            primitive_count: n,
+            ray_count: rays.len() as u32,
+        };
+        let cmd = rec.command_buffer();
+        let device = ctx.device();
+        unsafe {
+            device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
+            device.cmd_push_constants(
+                cmd,
+                pipeline.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(&push),
+            );
+            device.cmd_dispatch(cmd, (rays.len() as u32).div_ceil(64), 1, 1);
+        }
+        Ok(())
+    })?;
+    let got: Vec<PixelOut> = ctx.download(&pixels, 0, rays.len())?;
+    drop(pipeline);
+
+    // Every ray against brute force: the closest hit (triangle and t), any hit, and the
+    // count of every hit in (0, tmax).
+    let mut wrong = 0;
+    for (ray, out) in rays.iter().zip(&got) {
+        let closest = closest_hit_brute_force(&mesh.positions, &mesh.triangles, ray);
+        let crossed = mesh
+            .triangles
+            .iter()
+            .filter(|t| {
+                let [a, b, c] = t.map(|i| mesh.positions[i as usize]);
+                intersect_triangle(ray, a, b, c).is_some_and(|(t, _, _)| t > 0.0 && t < TMAX)
+            })
+            .count() as u32;
+        let same_closest = out.triangle == closest.triangle
+            && (out.t - closest.t).abs() <= 1e-6 * closest.t.abs().max(1.0);
+        let same = same_closest && (out.any_hit == 1) == closest.is_hit() && out.crossed == crossed;
+        if !same && wrong < 5 {
+            eprintln!("ray {ray:?}: got {out:?}, brute force {closest:?} and {crossed} hits");
+        }
+        wrong += !same as usize;
+    }
+    let most_crossed = got.iter().map(|p| p.crossed).max().unwrap_or(0);
+    let grey: Vec<u8> = got
+        .iter()
+        .map(|p| (p.grey.clamp(0.0, 1.0) * 255.0) as u8)
+        .collect();
+    let mut pgm = format!("P5\n{WIDTH} {HEIGHT}\n255\n").into_bytes();
+    pgm.extend(grey);
+    std::fs::write(&image_path, pgm)?;
+    println!(
+        "{n} triangles, {} rays traced by the application's kernel on {}: {wrong} differing \
+         from brute force (closest, any, every hit; up to {most_crossed} surfaces crossed); \
+         image {image_path}",
+        rays.len(),
+        ctx.caps().name
+    );
+    ctx.check_validation()?;
+    if wrong > 0 {
+        return Err(format!("{wrong} rays differ from brute force").into());
+    }
+    Ok(())
+}
