@@ -12,6 +12,12 @@ use crate::vk::{Context, Instruments, Profiler, Recorder, Result, WorkCensus, Wo
 /// Indirect dispatches a census of one run can save (a kd-tree build records about 200).
 const CENSUS_SLOTS: u32 = 4096;
 
+/// How long the work runs untimed before the timed runs: a GPU raises its clock only after it
+/// has been busy a while. An H200 idles at 345 MHz (1,980 at work) and could keep that clock
+/// through a whole command buffer of ten 1080p frames (30 ms of work), which then measured
+/// 4.5x slower in every stage. A CPU device (lavapipe) has no such clock and is not warmed.
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The GPU time of one nested stage of a run (a profiler stage such as `lbvh: sort`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct StageTime {
@@ -42,7 +48,8 @@ impl Timing {
     }
 }
 
-/// Records `setup` (untimed) then `work` (timed) `repeats + 1` times in one command buffer;
+/// On a GPU, submits `setup` and `work` untimed until [`WARM_UP`] has passed; then
+/// records `setup` (untimed) and `work` (timed) `repeats + 1` times in one command buffer;
 /// returns the median of the timed runs after the first (a warm-up). `repeats` is at least 1.
 pub fn time_runs(
     ctx: &Context,
@@ -51,6 +58,14 @@ pub fn time_runs(
     mut work: impl FnMut(&mut Recorder) -> Result<()>,
 ) -> Result<Timing> {
     let repeats = repeats.max(1);
+    let warming = std::time::Instant::now();
+    while ctx.caps().device_type != ash::vk::PhysicalDeviceType::CPU && warming.elapsed() < WARM_UP
+    {
+        ctx.submit_and_wait(|rec| {
+            setup(rec)?;
+            work(rec)
+        })?;
+    }
     // Room for the work's own nested stages too.
     let mut profiler = Profiler::new(ctx, (repeats + 1) * 64)?;
     ctx.submit_profiled(&mut profiler, |rec| {
