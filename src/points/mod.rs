@@ -319,8 +319,15 @@ pub fn normal_columns(analysis: &CloudAnalysis) -> Vec<(&'static str, Vec<f32>)>
 }
 
 /// Writes `points` as a binary little-endian PLY (`x y z` and then each of `columns`, floats),
-/// atomically (a partial file never has the final name; see [`crate::atomic_file`]).
-pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std::io::Result<()> {
+/// atomically (a partial file never has the final name; see [`crate::atomic_file`]). Points
+/// relative to a non-zero `origin` (a georeferenced cloud's: [`crate::scene::las`]) are
+/// written as they are, and a `comment origin X Y Z` line names it.
+pub fn write_ply(
+    path: &Path,
+    points: &[[f32; 3]],
+    origin: [f64; 3],
+    columns: &PlyColumns,
+) -> std::io::Result<()> {
     if let Some((name, values)) = columns.iter().find(|(_, v)| v.len() != points.len()) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -333,10 +340,20 @@ pub fn write_ply(path: &Path, points: &[[f32; 3]], columns: &PlyColumns) -> std:
     }
     crate::atomic_file::write_atomically_with(path, |file| {
         let mut file = std::io::BufWriter::new(file);
+        writeln!(
+            file,
+            "ply\nformat binary_little_endian 1.0\ncomment canopy points"
+        )?;
+        if origin != [0.0; 3] {
+            let [x, y, z] = origin;
+            writeln!(
+                file,
+                "comment origin {x} {y} {z} (x, y and z are relative to it)"
+            )?;
+        }
         write!(
             file,
-            "ply\nformat binary_little_endian 1.0\ncomment canopy points\nelement vertex {}\n\
-             property float x\nproperty float y\nproperty float z\n",
+            "element vertex {}\nproperty float x\nproperty float y\nproperty float z\n",
             points.len()
         )?;
         for (name, _) in columns {

@@ -104,7 +104,7 @@ impl GltfFile {
 /// The largest image file read.
 pub(super) const MAX_IMAGE_FILE_BYTES: u64 = 1 << 30;
 
-/// Runs `read` (a use of the `gltf` crate on a checked document), turning a panic inside it into
+/// Runs `read` (a use of a decoding crate, `gltf`, `image`, `exr`, `las`, on checked input), turning a panic inside it into
 /// an error at `location`: canopy's checks are the first line, this is the last. Such a panic
 /// is an answer, not a crash: it is not reported by the panic hook (no message, no backtrace).
 pub(super) fn guarded<T>(
@@ -125,7 +125,7 @@ pub(super) fn guarded<T>(
         SceneError::malformed(
             path,
             location,
-            format!("the glTF reader rejected the file ({reason})"),
+            format!("its decoder rejected the file ({reason})"),
         )
     })
 }

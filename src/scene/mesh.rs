@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use glam::{DVec3, Mat3, Mat4, Vec3};
 
 use super::material::Material;
-use super::{AssetAccess, gltf_loader, obj, pcd, ply};
+use super::{AssetAccess, gltf_loader, las, obj, pcd, ply};
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -521,6 +521,10 @@ impl MaterialMesh {
             Some("obj") => obj::load(path)?,
             Some("ply") => ply::load(path)?,
             Some("pcd") => pcd::load(path)?,
+            Some("las" | "laz") => Mesh {
+                positions: las::load(path)?.points,
+                ..Mesh::default()
+            },
             Some("gltf" | "glb") => {
                 return gltf_loader::load_with_materials(path, AssetAccess::ModelFolder);
             }

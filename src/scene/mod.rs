@@ -6,6 +6,7 @@ pub mod default_scene;
 pub mod environment;
 pub mod gltf_loader;
 mod gltf_source;
+pub mod las;
 pub mod material;
 pub mod mesh;
 pub mod obj;

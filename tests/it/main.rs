@@ -20,6 +20,7 @@ mod grid;
 mod hostile_input;
 mod job;
 mod kdtree;
+mod las;
 mod layers;
 mod layout;
 mod lbvh;

@@ -256,7 +256,7 @@ fn the_ply_reads_back() {
     let result = analyse(&ctx, &points, 8).unwrap();
     let dir = common::files::TempFolder::new("points-ply");
     let path = dir.0.join("out.ply");
-    write_ply(&path, &points, &normal_columns(&result)).unwrap();
+    write_ply(&path, &points, [0.0; 3], &normal_columns(&result)).unwrap();
     let back = Mesh::load_points(&path).unwrap();
     assert_eq!(back, points);
     let bytes = std::fs::read(&path).unwrap();
