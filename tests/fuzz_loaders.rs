@@ -166,6 +166,7 @@ fn env_number(name: &str) -> Option<u64> {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Format {
+    E57,
     Las,
     Obj,
     PlyAscii,
@@ -688,6 +689,64 @@ fn las_seeds() -> Vec<Seed> {
     ]
 }
 
+/// An E57 file of one Cartesian scan with a pose and an invalid point, and one spherical
+/// scan with intensities.
+fn e57_seeds() -> Vec<Seed> {
+    use e57::{Record, RecordValue, Transform, Translation};
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("seed.e57");
+    let mut writer = e57::E57Writer::from_file(&path, "seed").unwrap();
+    let mut scan = writer
+        .add_pointcloud(
+            "cartesian",
+            vec![
+                Record::CARTESIAN_X_F64,
+                Record::CARTESIAN_Y_F64,
+                Record::CARTESIAN_Z_F64,
+                Record::CARTESIAN_INVALID_STATE,
+            ],
+        )
+        .unwrap();
+    scan.set_transform(Some(Transform {
+        translation: Translation {
+            x: 400_000.0,
+            y: 5_000_000.0,
+            z: 12.0,
+        },
+        ..Transform::default()
+    }));
+    for i in 0..24 {
+        let f = i as f64;
+        let values = [f * 0.25, -f * f * 0.5, 3.0 - f].map(RecordValue::Double);
+        let state = RecordValue::Integer(if i == 5 { 2 } else { 0 });
+        scan.add_point(values.into_iter().chain([state]).collect())
+            .unwrap();
+    }
+    scan.finalize().unwrap();
+    let mut scan = writer
+        .add_pointcloud(
+            "spherical",
+            vec![
+                Record::SPHERICAL_RANGE_F32,
+                Record::SPHERICAL_AZIMUTH_F32,
+                Record::SPHERICAL_ELEVATION_F32,
+                Record::INTENSITY_U16,
+            ],
+        )
+        .unwrap();
+    for i in 0..16 {
+        let f = i as f32;
+        let mut values: Vec<RecordValue> = [2.0 + f, f * 0.1 - 0.5, 0.2]
+            .map(RecordValue::Single)
+            .to_vec();
+        values.push(RecordValue::Integer(i * 100));
+        scan.add_point(values).unwrap();
+    }
+    scan.finalize().unwrap();
+    writer.finalize().unwrap();
+    vec![Seed::one("e57", "case.e57", std::fs::read(&path).unwrap())]
+}
+
 impl Format {
     fn name(self) -> &'static str {
         match self {
@@ -696,6 +755,7 @@ impl Format {
             Format::PlyBinary => "ply-binary",
             Format::Pcd => "pcd",
             Format::Las => "las",
+            Format::E57 => "e57",
             Format::Gltf => "gltf",
             Format::Sequence => "sequence",
             Format::Conf => "conf",
@@ -709,6 +769,7 @@ impl Format {
             Format::PlyBinary => ply_binary_seeds(),
             Format::Pcd => pcd_seeds(),
             Format::Las => las_seeds(),
+            Format::E57 => e57_seeds(),
             Format::Gltf => gltf_seeds(),
             Format::Sequence => sequence_seeds(),
             Format::Conf => conf_seeds(),
@@ -770,6 +831,7 @@ impl Format {
                 }
             }
             Format::Pcd => note(Mesh::load_points(&first).map(drop)),
+            Format::E57 => note(canopy::scene::e57::load(&first).map(drop)),
             Format::Las => note(canopy::scene::las::load(&first).and_then(|cloud| {
                 let values = vec![0.5; cloud.points.len()];
                 let out = folder
@@ -1265,6 +1327,12 @@ fn fuzz_ply_binary() {
 #[test]
 fn fuzz_pcd() {
     fuzz(Format::Pcd);
+}
+
+/// E57 scans, read into one frame.
+#[test]
+fn fuzz_e57() {
+    fuzz(Format::E57);
 }
 
 /// LAS and LAZ clouds, read and written back with a value added to each point.

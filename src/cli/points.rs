@@ -6,8 +6,9 @@
 use super::CliError;
 use canopy::accel::pointkd::knn::MAX_K;
 use canopy::scene::Mesh;
-use canopy::scene::las;
+use canopy::scene::offset_cloud::OffsetCloud;
 use canopy::scene::scans::load_aligned_scans;
+use canopy::scene::{e57, las};
 use canopy::vk::Context;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Subcommand, Clone, Debug)]
 pub enum PointsCommand {
     /// Oriented PCA normals and densities (k / r_k²) of every point of a cloud (PLY, PCD, LAS,
-    /// LAZ, OBJ: the vertices; or a Stanford .conf whose aligned scans are merged), from its k
+    /// LAZ, E57, OBJ: the vertices; or a Stanford .conf whose aligned scans are merged), from its k
     /// nearest neighbours on the GPU; written as binary PLY (x y z nx ny nz density), or as
     /// LAS/LAZ with nx ny nz density added as extra bytes.
     Normals(NormalsArgs),
@@ -101,15 +102,9 @@ pub fn run(ctx: &Context, command: &PointsCommand) -> Result<(), CliError> {
     }
 }
 
-/// A cloud as the commands read it: each point relative to `origin` (zero but for LAS/LAZ,
-/// whose coordinates keep their precision so: [`las`]).
-struct Cloud {
-    origin: [f64; 3],
-    points: Vec<[f32; 3]>,
-}
-
-/// The cloud at `input`, or the merged scans of a .conf.
-fn load_cloud(input: &Path) -> Result<Cloud, CliError> {
+/// The cloud at `input`, or the merged scans of a .conf: relative to an origin for LAS, LAZ
+/// and E57 (whose coordinates keep their precision so), else to zero.
+fn load_cloud(input: &Path) -> Result<OffsetCloud, CliError> {
     let failed = |e: canopy::scene::SceneError| CliError::Input(e.to_string());
     let points = if input.extension().is_some_and(|e| e == "conf") {
         let scans = load_aligned_scans(input).map_err(failed)?;
@@ -120,21 +115,23 @@ fn load_cloud(input: &Path) -> Result<Cloud, CliError> {
             println!("note: {} is listed but missing: left out", scan.display());
         }
         scans.points
-    } else if las::is_las(input) {
-        let cloud = las::load(input).map_err(failed)?;
+    } else if las::is_las(input) || e57::is_e57(input) {
+        let cloud = if e57::is_e57(input) {
+            e57::load(input)
+        } else {
+            las::load(input)
+        }
+        .map_err(failed)?;
         println!(
-            "{}: coordinates relative to the origin {:?} (kept exactly in LAS/LAZ output)",
+            "{}: coordinates relative to the origin {:?}",
             input.display(),
             cloud.origin
         );
-        return Ok(Cloud {
-            origin: cloud.origin,
-            points: cloud.points,
-        });
+        return Ok(cloud);
     } else {
         Mesh::load_points(input).map_err(failed)?
     };
-    Ok(Cloud {
+    Ok(OffsetCloud {
         origin: [0.0; 3],
         points,
     })
@@ -158,7 +155,7 @@ fn output_path(input: &Path, output: &Option<PathBuf>, suffix: &str) -> PathBuf 
 fn write_output(
     input: &Path,
     output: &Path,
-    cloud: &Cloud,
+    cloud: &OffsetCloud,
     columns: &canopy::points::PlyColumns,
 ) -> Result<(), CliError> {
     if las::is_las(output) {

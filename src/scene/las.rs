@@ -6,7 +6,7 @@
 //! **Precision.** A LAS file stores each coordinate as a 32-bit integer `X` with the header's
 //! scale and offset (`x = X * scale + offset`); georeferenced clouds sit hundreds of kilometres
 //! from zero, where an `f32` keeps metres, not millimetres. canopy works in `f32` relative to
-//! the cloud's [`LasCloud::origin`]: the middle of the header's bounds, put on the file's grid
+//! the cloud's [`OffsetCloud::origin`]: the middle of the header's bounds, put on the file's grid
 //! of representable coordinates. Within the cloud's extent the relative coordinates keep what
 //! `f32` keeps at that extent (a 1 km cloud: about 0.06 mm). Written back
 //! ([`write_with_values`]), the points keep their original integers, so nothing is rounded.
@@ -18,18 +18,9 @@
 
 use super::gltf_source::guarded;
 use super::mesh::SceneError;
+use super::offset_cloud::OffsetCloud;
 use std::io::{BufReader, BufWriter};
 use std::path::Path;
-
-/// A point cloud read from a LAS or LAZ file.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LasCloud {
-    /// Where the points are relative to, in the file's coordinates (exactly representable on
-    /// its grid: `offset + n * scale` per axis).
-    pub origin: [f64; 3],
-    /// Each point's position minus the origin.
-    pub points: Vec<[f32; 3]>,
-}
 
 /// A per-point value written as a LAS extra-bytes field: its name (at most 32 bytes) and one
 /// `f32` per point.
@@ -42,8 +33,9 @@ pub fn is_las(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("las") || e.eq_ignore_ascii_case("laz"))
 }
 
-/// Reads the points of the LAS or LAZ file `path`, relative to its origin.
-pub fn load(path: &Path) -> Result<LasCloud, SceneError> {
+/// Reads the points of the LAS or LAZ file `path`, relative to its origin (on the file's grid
+/// of coordinates: `offset + n * scale` per axis).
+pub fn load(path: &Path) -> Result<OffsetCloud, SceneError> {
     let (header, mut reader) = open(path)?;
     let transforms = *header.transforms();
     let bounds = header.bounds();
@@ -78,7 +70,7 @@ pub fn load(path: &Path) -> Result<LasCloud, SceneError> {
         }
         points.push(relative.map(|c| c as f32));
     }
-    Ok(LasCloud { origin, points })
+    Ok(OffsetCloud { origin, points })
 }
 
 /// Writes the points of the LAS or LAZ file `input` to `output` with `fields` added to each as

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use glam::{DVec3, Mat3, Mat4, Vec3};
 
 use super::material::Material;
-use super::{AssetAccess, gltf_loader, las, obj, pcd, ply};
+use super::{AssetAccess, e57, gltf_loader, las, obj, pcd, ply};
 
 /// A triangle mesh: one array per attribute.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -93,7 +93,9 @@ pub enum SceneError {
         message: String,
     },
     /// The file's extension names no format canopy reads.
-    #[error("{path}: unknown format (expected .obj, .ply, .gltf or .glb; .pcd for points)")]
+    #[error(
+        "{path}: unknown format (expected .obj, .ply, .gltf or .glb; .pcd, .las, .laz or .e57 for points)"
+    )]
     UnknownFormat {
         /// The file.
         path: PathBuf,
@@ -523,6 +525,10 @@ impl MaterialMesh {
             Some("pcd") => pcd::load(path)?,
             Some("las" | "laz") => Mesh {
                 positions: las::load(path)?.points,
+                ..Mesh::default()
+            },
+            Some("e57") => Mesh {
+                positions: e57::load(path)?.points,
                 ..Mesh::default()
             },
             Some("gltf" | "glb") => {

@@ -3,6 +3,7 @@
 
 pub mod animated;
 pub mod default_scene;
+pub mod e57;
 pub mod environment;
 pub mod gltf_loader;
 mod gltf_source;
@@ -10,6 +11,7 @@ pub mod las;
 pub mod material;
 pub mod mesh;
 pub mod obj;
+pub mod offset_cloud;
 pub mod pcd;
 pub mod ply;
 pub mod rig;

@@ -4,7 +4,8 @@
 //! named in its error. The files are made here with the `las` crate.
 
 use crate::common::files::{TempFolder, canopy_in};
-use canopy::scene::las::{self as cloud_files, LasCloud};
+use canopy::scene::las as cloud_files;
+use canopy::scene::offset_cloud::OffsetCloud;
 use std::path::{Path, PathBuf};
 
 /// Where the test clouds lie: a UTM-like position, far from zero.
@@ -66,7 +67,7 @@ fn read_back(path: &Path) -> (las::Header, Vec<las::Point>) {
 
 /// The loaded cloud's points, put back at its origin in double precision, against the
 /// file's: the largest difference, and an f32's error holding the same points absolute.
-fn errors(cloud: &LasCloud, points: &[las::Point]) -> (f64, f64) {
+fn errors(cloud: &OffsetCloud, points: &[las::Point]) -> (f64, f64) {
     let mut relative: f64 = 0.0;
     let mut absolute: f64 = 0.0;
     for (got, p) in cloud.points.iter().zip(points) {

@@ -12,6 +12,7 @@ mod bench_dispatch;
 mod bih;
 mod compact_segreduce;
 mod conformance;
+mod e57;
 mod embedding;
 mod examples;
 mod folding;
