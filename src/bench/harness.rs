@@ -48,7 +48,7 @@ impl Timing {
     }
 }
 
-/// On a GPU, submits `setup` and `work` untimed until [`WARM_UP`] has passed; then
+/// On a GPU, submits `setup` and `work` untimed for 250 ms (the clock's warm-up); then
 /// records `setup` (untimed) and `work` (timed) `repeats + 1` times in one command buffer;
 /// returns the median of the timed runs after the first (a warm-up). `repeats` is at least 1.
 pub fn time_runs(
