@@ -118,6 +118,73 @@ pub const ANALYSIS_STAGES: [&str; 4] = [
     "points: orientation",
 ];
 
+/// The device buffers [`analyse`] works in for `n` points at `k` neighbours.
+struct AnalysisBuffers {
+    positions: crate::vk::Buffer,
+    structure: PointKdStructure,
+    ids: crate::vk::Buffer,
+    distances: crate::vk::Buffer,
+    found: crate::vk::Buffer,
+    results: crate::vk::Buffer,
+    orienter: NormalOrienter,
+}
+
+impl AnalysisBuffers {
+    fn new(ctx: &Context, n: u32, k: u32) -> Result<Self> {
+        let params = PointKdParams {
+            k_estimate: k,
+            ..PointKdParams::default()
+        };
+        let slots = n as u64 * k as u64;
+        let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
+        Ok(Self {
+            positions: device("cloud positions", n.max(1) as u64 * 12)?,
+            structure: PointKdStructure::new(ctx, params, n)?,
+            ids: device("cloud neighbours", slots * 4)?,
+            distances: device("cloud distances", slots * 4)?,
+            found: device("cloud found", n as u64 * 8)?,
+            results: device("cloud normals", n as u64 * 16)?,
+            orienter: NormalOrienter::new(ctx, n)?,
+        })
+    }
+}
+
+/// Points of the probe allocations [`check_device_memory`] measures.
+const PROBE_POINTS: u32 = 4096;
+
+/// Whether [`analyse`] of `n` points at `k` neighbours fits the device's memory, before any
+/// of it is allocated: the analysis's device bytes grow linearly with the points, so two small
+/// allocations of its buffers (4,096 points and twice as many, freed at once) give the
+/// bytes per point and the fixed part. A cloud that cannot fit is refused with how many points
+/// would: canopy does not tile a cloud across several analyses (split it and analyse the
+/// parts, or use a device with more memory). At k = 16 an analysis takes about 390 bytes a
+/// point: 100 million points need about 39 GB, within an 80 GB H100.
+pub fn check_device_memory(ctx: &Context, n: u64, k: u32) -> Result<()> {
+    let held = |count: u32| -> Result<u64> {
+        let before = ctx.device_memory().live;
+        let buffers = AnalysisBuffers::new(ctx, count, k)?;
+        let bytes = ctx.device_memory().live - before;
+        drop(buffers);
+        Ok(bytes)
+    };
+    let (small, large) = (held(PROBE_POINTS)?, held(2 * PROBE_POINTS)?);
+    let per_point = large.saturating_sub(small) as f64 / PROBE_POINTS as f64;
+    let fixed = (small as f64 - per_point * PROBE_POINTS as f64).max(0.0);
+    let needed = fixed + per_point * n as f64;
+    let device = ctx.caps().device_local_bytes as f64;
+    if needed <= device && n <= u32::MAX as u64 {
+        return Ok(());
+    }
+    let fit = (((device - fixed) / per_point.max(1.0)).max(0.0) as u64).min(u32::MAX as u64);
+    let gib = |bytes: f64| bytes / (1u64 << 30) as f64;
+    Err(Error::InvalidInput(format!(
+        "{n} points at k = {k} need about {:.1} GiB of device memory ({per_point:.0} bytes a \
+         point); the device has {:.1} GiB: at most {fit} points fit (split the cloud)",
+        gib(needed),
+        gib(device)
+    )))
+}
+
 /// Analyses `points` on the GPU in one submission: the tree, every point's `k` nearest
 /// neighbours, normals and densities, and the orientation.
 ///
@@ -138,24 +205,23 @@ pub fn analyse(ctx: &Context, cloud: &[[f32; 3]], k: u32) -> Result<CloudAnalysi
             points[i]
         )));
     }
-    let params = PointKdParams {
-        k_estimate: k,
-        ..PointKdParams::default()
-    };
     let (distinct, copy_of) = distinct_positions(cloud);
     let points = &distinct[..];
+    check_device_memory(ctx, points.len() as u64, k)?;
     let n = points.len() as u32;
-    let positions = ctx.create_buffer_with("cloud positions", &normalised(points))?;
-    let mut structure = PointKdStructure::new(ctx, params, n)?;
+    let AnalysisBuffers {
+        positions,
+        mut structure,
+        ids,
+        distances,
+        found,
+        results,
+        orienter,
+    } = AnalysisBuffers::new(ctx, n, k)?;
+    ctx.upload(&positions, 0, &normalised(points))?;
     let slots = n as u64 * k as u64;
-    let device = |name: &str, bytes: u64| ctx.create_buffer(name, bytes, MemoryKind::Device);
-    let ids = device("cloud neighbours", slots * 4)?;
-    let distances = device("cloud distances", slots * 4)?;
-    let found = device("cloud found", n as u64 * 8)?;
-    let results = device("cloud normals", n as u64 * 16)?;
     let knn = Knn::new(ctx, 2)?;
     let normals = PointNormals::new(ctx)?;
-    let orienter = NormalOrienter::new(ctx, n)?;
     let output = KnnOutput {
         ids: Slice::whole(&ids),
         distances2: Slice::whole(&distances),

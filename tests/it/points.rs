@@ -545,3 +545,31 @@ fn canopy_points_strength_writes_the_field() {
         assert!(!refused.status.success(), "{bad} accepted");
     }
 }
+
+#[test]
+fn a_cloud_the_device_cannot_hold_is_refused_with_the_count_that_fits() {
+    let ctx = context();
+    canopy::points::check_device_memory(&ctx, 100_000, 16).unwrap();
+    // No point takes less than a byte: as many points as the device has bytes cannot fit.
+    let device = ctx.caps().device_local_bytes;
+    let error = canopy::points::check_device_memory(&ctx, device, 16)
+        .unwrap_err()
+        .to_string();
+    println!("{error}");
+    let fit: u64 = error
+        .split("at most ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|count| count.parse().ok())
+        .unwrap_or_else(|| panic!("no count in: {error}"));
+    assert!(
+        error.contains(&format!("{device} points at k = 16 need about")),
+        "{error}"
+    );
+    // The count that fits is at the edge: it passes, a tenth more does not (past u32 points,
+    // whatever the device holds, a cloud is refused too).
+    canopy::points::check_device_memory(&ctx, fit, 16).unwrap();
+    assert!(canopy::points::check_device_memory(&ctx, fit + fit / 10 + 1, 16).is_err());
+    assert!(canopy::points::check_device_memory(&ctx, 1 << 33, 1).is_err());
+    assert_valid(&ctx);
+}
