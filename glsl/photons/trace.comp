@@ -1,6 +1,6 @@
 #version 460
 // Caustic photons of a frame (seed 000 §5.3; Jensen 2001), in steps (STEP):
-//   TARGETS  per triangle: the bounds of every mirror and glass material (the targets photons
+//   TARGETS  per triangle: the bounds of every mirror, glass and metallic material (the targets photons
 //            are aimed at: the projection map, from the objects' bounds) and of the scene;
 //   SPHERES  per triangle: each target's bounding sphere about its box's centre, as far as
 //            its farthest vertex (a sphere's own radius, not its box's half diagonal, which
@@ -13,7 +13,9 @@
 //   EMIT     per photon: its ray, uniform in the cone about the target (point light) or
 //            uniform over the disc across it (directional), the path list's first entries;
 //   SCATTER  per photon of a bounce's list and its closest hit: at a diffuse surface after
-//            at least one specular event the photon is stored (position, power) and ends;
+//            at least one specular event the photon is stored (position, power) and ends,
+//            unless the surface is metallic and a draw below its metallic share reflects it
+//            as a mirror (power times the colour);
 //            a mirror reflects it (power times reflectance); glass reflects it with the
 //            Fresnel reflectance's probability (power unchanged) and refracts it otherwise
 //            (power times the tint), total internal reflection always reflecting; a miss or
@@ -85,6 +87,12 @@ void grow_target(uint t, vec3 lo, vec3 hi) {
     }
 }
 
+// Whether photons are aimed at `m`'s objects: mirrors, glass, and metallic diffuse surfaces
+// (by their metallic factor; a texture may lower it), which reflect them.
+bool is_target(Material m) {
+    return m.kind != MATERIAL_DIFFUSE || m.metallic > 0.0;
+}
+
 void targets_step(uint t) {
     if (t >= pc.triangle_count) {
         return;
@@ -98,7 +106,7 @@ void targets_step(uint t) {
     vec3 hi = max(a, max(b, c));
     grow_target(pc.material_count, lo, hi);
     uint material = U32s(pc.scene.triangle_materials).v[t];
-    if (material < pc.material_count && scene_material(pc.scene, material).kind != MATERIAL_DIFFUSE) {
+    if (material < pc.material_count && is_target(scene_material(pc.scene, material))) {
         grow_target(material, lo, hi);
     }
 }
@@ -109,7 +117,7 @@ void spheres_step(uint t) {
         return;
     }
     uint material = U32s(pc.scene.triangle_materials).v[t];
-    if (material >= pc.material_count || scene_material(pc.scene, material).kind == MATERIAL_DIFFUSE) {
+    if (material >= pc.material_count || !is_target(scene_material(pc.scene, material))) {
         return;
     }
     vec3 centre = 0.5 * (target_lo(material) + target_hi(material));
@@ -238,7 +246,12 @@ void scatter_step(uint i, bool in_list) {
         if (hit.triangle != MISS) {
             SurfacePoint s = surface_at(pc.scene, ray, hit, 0.0);
             position = s.position;
-            if (s.kind == MATERIAL_DIFFUSE) {
+            // A diffuse surface's metallic share reflects photons as a mirror tinted by its
+            // colour (with that probability, as the shading reflects that share of light);
+            // the rest is stored.
+            bool metal = s.kind == MATERIAL_DIFFUSE && s.metallic > 0.0
+                && random_unit(pc.seed, photon, 2u + pc.bounce) < s.metallic;
+            if (s.kind == MATERIAL_DIFFUSE && !metal) {
                 stored_count = pc.bounce > 0 ? 1u : 0u;
             } else if (pc.spawn != 0u) {
                 vec3 d = normalize(ray.direction);
@@ -246,7 +259,7 @@ void scatter_step(uint i, bool in_list) {
                 vec3 above = offset_origin(s.position, s.geometric_normal, pc.surface_offset);
                 vec3 below = offset_origin(s.position, -s.geometric_normal, pc.surface_offset);
                 scattered = Ray(above, 0.0, reflect_about(d, n), INF);
-                if (s.kind == MATERIAL_MIRROR) {
+                if (s.kind != MATERIAL_GLASS) {
                     power *= s.colour;
                 } else {
                     float eta = s.front ? 1.0 / s.ior : s.ior;

@@ -1,7 +1,8 @@
 #version 460
 // The caustic gathers of one bounce (seed 000 §5.3): every path of the bounce's list whose
 // closest hit is a diffuse surface appends a gather point, its position and the weight its
-// caustic radiance is added with (the path's throughput times the surface's albedo) to its
+// caustic radiance is added with (the path's throughput times the surface's diffuse albedo,
+// its colour times 1 - metallic, as the shading takes it) to its
 // pixel, for glsl/photons/estimate.comp once the bounces are done. Appends past the list's
 // capacity are counted, not written (close_lists.comp clamps the count).
 #include "../common/prelude.glsl"
@@ -38,6 +39,7 @@ void main() {
     uint slot = append_slots(pc.counters_address, diffuse ? 1u : 0u);
     if (diffuse && slot < pc.gather_capacity) {
         Vec3s(pc.positions_address).v[slot] = s.position;
-        RayPayloads(pc.payloads_address).v[slot] = RayPayload(payload.weight * s.colour, payload.pixel);
+        RayPayloads(pc.payloads_address).v[slot] =
+            RayPayload(payload.weight * s.colour * (1.0 - s.metallic), payload.pixel);
     }
 }

@@ -14,7 +14,7 @@ use canopy::render::photons::{GatherPoints, GatherScratch, PhotonMap, PhotonPara
 use canopy::render::{
     Camera, Light, Material, RayPayload, RenderParams, Renderer, SceneGpu, ShadingParams, Surfaces,
 };
-use canopy::scene::{Mesh, shapes};
+use canopy::scene::{Mesh, TextureRef, shapes};
 use canopy::vk::{Context, Count, MemoryKind, Slice};
 use common::{assert_valid, context};
 use glam::Vec3;
@@ -65,6 +65,20 @@ impl Stage {
                     intensity: Vec3::splat(6.0),
                 },
             ],
+        )
+    }
+
+    /// A metallic sphere (70% metal, gold-tinted) and a glass one over the ground.
+    fn metal_and_glass() -> Self {
+        let glass_and_mirror = Self::glass_and_mirror();
+        Self::new(
+            &[([-0.8, 0.7, 0.0], 0.6, 1), ([0.9, 0.6, 0.3], 0.5, 2)],
+            vec![
+                Material::checker([0.8, 0.8, 0.8], 0.5),
+                Material::glass(1.5, [1.0, 0.95, 0.9]),
+                Material::diffuse([0.9, 0.7, 0.3]).with_metal(0.7, 0.0, TextureRef::NONE),
+            ],
+            glass_and_mirror.lights,
         )
     }
 
@@ -181,12 +195,19 @@ fn total(photons: &[Photon]) -> Vec3 {
 #[test]
 fn gpu_photons_follow_the_cpu_reference() {
     let ctx = context();
-    let stage = Stage::glass_and_mirror();
     let params = params(20_000);
-    let cpu = trace_photons(&stage.cpu(), &params, OFFSET, params.seed);
-    for through in [StructureKind::Lbvh, StructureKind::KdTree] {
+    // Metal reflects photons as mirrors do, with its metallic share's probability.
+    let stages = [
+        ("glass and mirror", Stage::glass_and_mirror()),
+        ("metal and glass", Stage::metal_and_glass()),
+    ];
+    for ((name, stage), through) in stages
+        .iter()
+        .flat_map(|s| [(s, StructureKind::Lbvh), (s, StructureKind::KdTree)])
+    {
+        let cpu = trace_photons(&stage.cpu(), &params, OFFSET, params.seed);
         let (_, gpu, stats) = stage.gpu_photons(&ctx, params, through);
-        let label = format!("{through:?}");
+        let label = format!("{name}, {through:?}");
         assert_eq!(stats.counters.emitters, cpu.emitters, "{label}");
         assert_eq!(stats.counters.emitted, cpu.emitted, "{label}");
         // The same photons up to a few whose paths the two traversals round apart.

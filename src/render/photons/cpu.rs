@@ -58,7 +58,7 @@ fn basis(w: Vec3) -> (Vec3, Vec3) {
     (u, w.cross(u))
 }
 
-/// The bounds of each mirror and glass material's triangles with the radius of the sphere
+/// The bounds of each mirror, glass and metallic material's triangles with the radius of the sphere
 /// about their centre reaching every vertex, and the scene's bounds.
 #[allow(clippy::type_complexity)]
 fn targets(scene: &CpuScene) -> (Vec<Option<(Vec3, Vec3, f32)>>, (Vec3, Vec3)) {
@@ -70,7 +70,8 @@ fn targets(scene: &CpuScene) -> (Vec<Option<(Vec3, Vec3, f32)>>, (Vec3, Vec3)) {
         let (lo, hi) = (a.min(b.min(c)), a.max(b.max(c)));
         all = (all.0.min(lo), all.1.max(hi));
         let m = scene.surfaces.triangle_materials[t] as usize;
-        if scene.surfaces.materials[m].kind() != Some(MaterialKind::Diffuse) {
+        let material = &scene.surfaces.materials[m];
+        if material.kind() != Some(MaterialKind::Diffuse) || material.metallic > 0.0 {
             let slot = per_material[m].get_or_insert((lo, hi, 0.0));
             *slot = (slot.0.min(lo), slot.1.max(hi), 0.0);
         }
@@ -219,7 +220,10 @@ pub fn trace_photons(
                     break;
                 }
                 let s = scene.surface_at(&ray, &hit, 0.0);
-                if s.kind == MaterialKind::Diffuse {
+                let metal = s.kind == MaterialKind::Diffuse
+                    && s.metallic > 0.0
+                    && random_unit(seed, photon, 2 + bounce) < s.metallic;
+                if s.kind == MaterialKind::Diffuse && !metal {
                     if bounce > 0 {
                         out.stored.push(Photon {
                             position: s.position,
@@ -236,7 +240,7 @@ pub fn trace_photons(
                 let above = offset_origin(s.position, s.geometric_normal, surface_offset);
                 let below = offset_origin(s.position, -s.geometric_normal, surface_offset);
                 let (mut origin, mut direction) = (above, reflect_about(d, n));
-                if s.kind == MaterialKind::Mirror {
+                if s.kind != MaterialKind::Glass {
                     power *= s.colour;
                 } else {
                     let eta = if s.front { 1.0 / s.ior } else { s.ior };
