@@ -333,13 +333,18 @@ impl Texture {
 
     /// The texture with every mip level down to one texel made from its level 0 (see the
     /// module docs), colour averaged in linear light where `srgb`. They take at most a third
-    /// of level 0's texels again.
+    /// of level 0's texels again. A texture whose texels do not fill its level 0 is returned
+    /// as it is (uploading it reports the mismatch).
     pub fn with_mip_levels(mut self, srgb: bool) -> Self {
         let level_0 = self.width as usize * self.height as usize;
+        if self.texels.len() < level_0 || level_0 == 0 {
+            return self;
+        }
         self.texels.truncate(level_0);
         let full = full_level_count(self.width, self.height);
         self.texels
             .reserve(texel_count(self.width, self.height, full) as usize - level_0);
+        let linear = srgb.then(|| std::array::from_fn(|b| srgb_decode(b as f32 / 255.0)));
         let mut start = 0;
         for level in 1..full {
             let (w, h) = level_size(self.width, self.height, level - 1);
@@ -348,9 +353,10 @@ impl Texture {
                 let rows = [2 * y, (2 * y + 1).min(h - 1)];
                 for x in 0..half_w {
                     let columns = [2 * x, (2 * x + 1).min(w - 1)];
-                    let quad =
-                        rows.map(|r| columns.map(|c| self.texels[start + (r * w + c) as usize]));
-                    self.texels.push(mean_texel(quad.as_flattened(), srgb));
+                    let texel =
+                        |row: u32, column: u32| self.texels[start + (row * w + column) as usize];
+                    let [[a, b], [c, d]] = rows.map(|row| columns.map(|column| texel(row, column)));
+                    self.texels.push(mean_texel([a, b, c, d], linear.as_ref()));
                 }
             }
             start += w as usize * h as usize;
@@ -434,17 +440,17 @@ fn mix(x: f32, y: f32, t: f32) -> f32 {
     x * (1.0 - t) + y * t
 }
 
-/// The mean of four RGBA8 texels, rounded to the nearest: colour in linear light and encoded
-/// back to sRGB where `srgb`, else byte by byte; alpha byte by byte.
-fn mean_texel(quad: &[u32], srgb: bool) -> u32 {
-    let bytes: Vec<[u8; 4]> = quad.iter().map(|t| t.to_le_bytes()).collect();
-    let mean: [u8; 4] = std::array::from_fn(|k| {
-        if srgb && k < 3 {
-            let linear: f32 = bytes.iter().map(|b| srgb_decode(b[k] as f32 / 255.0)).sum();
-            (srgb_encode(linear * 0.25) * 255.0).round() as u8
-        } else {
-            ((bytes.iter().map(|b| b[k] as u32).sum::<u32>() + 2) / 4) as u8
+/// The mean of four RGBA8 texels, rounded to the nearest: colour in linear light (`linear`:
+/// each sRGB byte decoded) and encoded back to sRGB, or without `linear` byte by byte; alpha
+/// byte by byte.
+fn mean_texel(quad: [u32; 4], linear: Option<&[f32; 256]>) -> u32 {
+    let bytes = quad.map(u32::to_le_bytes);
+    let mean: [u8; 4] = std::array::from_fn(|k| match linear {
+        Some(decoded) if k < 3 => {
+            let sum: f32 = bytes.iter().map(|b| decoded[b[k] as usize]).sum();
+            (srgb_encode(sum * 0.25) * 255.0).round() as u8
         }
+        _ => ((bytes.iter().map(|b| b[k] as u32).sum::<u32>() + 2) / 4) as u8,
     });
     u32::from_le_bytes(mean)
 }
