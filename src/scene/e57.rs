@@ -6,9 +6,9 @@
 //! in `f64`), printed by `canopy points` and named in a PLY written from the cloud.
 //!
 //! **Hostile files.** Before the `e57` crate reads a file, its header's sizes (the XML
-//! section's place and length, the page size) are checked against the file's; a scan may
-//! declare at most [`MAX_POINTS_PER_BYTE`] points per byte of the file; a panic inside the
-//! crate is an error naming the file, not a crash.
+//! section's place and length, the page size) are checked against the file's; its scans may
+//! declare at most [`MAX_POINTS_PER_BYTE`] points per byte of the file in all; a panic inside
+//! the crate is an error naming the file, not a crash.
 
 use super::gltf_source::guarded;
 use super::mesh::SceneError;
@@ -42,15 +42,17 @@ pub fn load(path: &Path) -> Result<OffsetCloud, SceneError> {
     let mut reader = guarded(path, "header", || e57::E57Reader::from_file(path))?
         .map_err(|e| malformed("header", e))?;
     let mut absolute: Vec<[f64; 3]> = Vec::new();
+    let mut declared = 0u64;
     for (scan, cloud) in reader.pointclouds().iter().enumerate() {
         let location = format!("scan {scan}");
-        if cloud.records > size.saturating_mul(MAX_POINTS_PER_BYTE) {
+        declared = declared.saturating_add(cloud.records);
+        if declared > size.saturating_mul(MAX_POINTS_PER_BYTE) {
             return Err(SceneError::malformed(
                 path,
                 location,
                 format!(
-                    "{} points declared in a file of {size} bytes",
-                    cloud.records
+                    "{} points declared in a file of {size} bytes (with the scans before it)",
+                    declared
                 ),
             ));
         }

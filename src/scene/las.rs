@@ -99,7 +99,12 @@ pub fn write_with_values(
         ));
     }
     let mut builder = las::Builder::from(header);
-    builder.point_format.extra_bytes += 4 * fields.len() as u16;
+    let added = u16::try_from(4 * fields.len()).ok();
+    builder.point_format.extra_bytes = added
+        .and_then(|added| builder.point_format.extra_bytes.checked_add(added))
+        .ok_or_else(|| {
+            SceneError::malformed(output, "extra bytes", "more than a point record can hold")
+        })?;
     builder.point_format.is_compressed = is_compressed(output);
     let mut descriptors = extra_bytes_descriptors(&builder.vlrs);
     for (name, _) in fields {
