@@ -66,6 +66,9 @@ run() {
     local B=/tmp/gpu-bench/canopy J=/tmp/gpu-bench/json D=/tmp/gpu-bench/data
     [ "$part" = tests ] || {
         $B info 2>&1 | sed -n 1,4p
+        # A throwaway run first: a freshly started GPU measures slow for its first seconds
+        # (docs/lab/2026-11-27-bench-clock-warm-up.md).
+        timeout 120 $B --validation off bench render --triangles 1000000 --repeats 60 >/dev/null 2>&1
         # Each structure in its own process: builds timed beside others' CPU work were noisy.
         bench() { local name=$1; shift; echo "== $name: canopy $*"; timeout 300 $B "$@" --json $J/$name.json 2>&1; echo "rc $?"; }
         local R="--repeats 15 --rays 1024 --reference-up-to 0"
