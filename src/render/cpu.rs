@@ -254,7 +254,7 @@ impl CpuScene<'_> {
             let uv = self
                 .interpolated(surfaces.texcoords, triangle, u, v)
                 .to_array();
-            let footprint = self.texture_footprint(ray, hit, cone_spread);
+            let footprint = self.texture_footprint(ray, hit, [a, b, c], cone_spread);
             let sample = |r: TextureRef, srgb: bool| {
                 let texture = &surfaces.textures[r.texture as usize];
                 let lod = footprint.level_of_detail(&r, texture);
@@ -310,14 +310,19 @@ impl CpuScene<'_> {
     }
 
     /// `texture_footprint` of shading.glsl: where the cone of `ray`, `hit.t * cone_spread`
-    /// wide, meets the hit triangle, in its texture coordinates.
-    fn texture_footprint(&self, ray: &Ray, hit: &Hit, cone_spread: f32) -> Footprint {
+    /// wide, meets the hit triangle (its corners `[a, b, c]`), in its texture coordinates.
+    fn texture_footprint(
+        &self,
+        ray: &Ray,
+        hit: &Hit,
+        [a, b, c]: [Vec3; 3],
+        cone_spread: f32,
+    ) -> Footprint {
         let width = hit.t * cone_spread;
         if width.is_nan() || width <= 0.0 {
             return Footprint::NONE;
         }
         let t = self.triangles[hit.triangle as usize];
-        let [a, b, c] = t.map(|i| Vec3::from(self.positions[i as usize]));
         let edges = (b - a).cross(c - a);
         let world_area = edges.length();
         let cosine = (edges / world_area).dot(Vec3::from(ray.direction).normalize());
