@@ -3,7 +3,7 @@
 //! precision, through the library and `canopy points`; and bad files, each named. The files
 //! are made here with the `e57` crate.
 
-use crate::common::files::{TempFolder, canopy_in};
+use crate::common::files::{TempFolder, canopy_in, succeeded};
 use canopy::scene::e57 as scan_files;
 use e57::{Quaternion, Record, RecordValue, Transform, Translation};
 use std::path::{Path, PathBuf};
@@ -142,12 +142,7 @@ fn scans_are_posed_into_one_frame_and_keep_their_precision() {
         .args(["points", "normals", "site.e57", "-k", "8"])
         .output()
         .unwrap();
-    let printed = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{printed}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    succeeded(&run);
     let ply = std::fs::read(folder.0.join("site_normals.ply")).unwrap();
     let [x, y, z] = cloud.origin;
     let head = String::from_utf8_lossy(&ply[..200]);

@@ -3,7 +3,7 @@
 //! every original field exact, through the library and `canopy points`; and bad files, each
 //! named in its error. The files are made here with the `las` crate.
 
-use crate::common::files::{TempFolder, canopy_in};
+use crate::common::files::{TempFolder, canopy_in, succeeded};
 use canopy::scene::las as cloud_files;
 use canopy::scene::offset_cloud::OffsetCloud;
 use std::path::{Path, PathBuf};
@@ -168,12 +168,7 @@ fn points_normals_writes_las_with_normals_as_extra_bytes() {
         .args(["points", "normals", "sphere.las", "-k", "12"])
         .output()
         .unwrap();
-    let printed = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{printed}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let printed = succeeded(&run);
     assert!(printed.contains("relative to the origin"), "{printed}");
     let (header, written) = read_back(&folder.0.join("sphere_normals.las"));
     assert_eq!(header.point_format().extra_bytes, 16, "nx ny nz density");

@@ -64,6 +64,18 @@ pub fn canopy(args: &[&str]) -> Output {
         .expect("the canopy binary runs")
 }
 
+/// The standard output of a `canopy` run that must have succeeded (its output and errors
+/// printed where it did not).
+pub fn succeeded(run: &Output) -> String {
+    let printed = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(
+        run.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    printed
+}
+
 /// The width, height and pixels of the PNG file at `path`, or why it does not decode.
 pub fn read_png(path: &Path) -> Result<(u32, u32, Vec<u8>), String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
