@@ -35,7 +35,7 @@ layout(push_constant, scalar) uniform Push {
 // The walk's leaf test: the leaf's triangle, past cut-outs.
 bool bvh_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint mode, inout float t,
                   inout uint triangle, inout vec2 uv) {
-    return hit_leaf(q, leaves, leaf, pc.cutouts_address, t, triangle, uv);
+    return hit_leaf(q, leaves, leaf, 0u, pc.cutouts_address, t, triangle, uv);
 }
 
 void main() {

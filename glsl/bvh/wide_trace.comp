@@ -192,7 +192,7 @@ void main() {
                 ++work.primitives_tested;
             }
             uint k = bases.y + bitCount(bases.z & ((1u << j) - 1u));
-            found = hit_leaf(q, leaves, k, pc.cutouts_address, t, triangle, uv) && ANY_HIT;
+            found = hit_leaf(q, leaves, k, 0u, pc.cutouts_address, t, triangle, uv) && ANY_HIT;
         }
         if (found) {
             break;

@@ -14,6 +14,7 @@ use canopy::accel::bih::build::{
     BihTask, LargeBinsPush, LargePartitionPush, LargeSplitPush, SmallNodesPush,
 };
 use canopy::accel::bih::trace::TraceBihPush;
+use canopy::accel::bvh::instances::{BvhInstance, InstanceBoxesPush, TraceInstancesPush};
 use canopy::accel::bvh::lbvh::ClimbPush;
 use canopy::accel::bvh::refit::RefitPush;
 use canopy::accel::bvh::trace::TracePush;
@@ -335,6 +336,33 @@ fn push_constant_layouts() -> Vec<(Kernel, Expected)> {
                 primitive_count,
                 work_address,
                 cutouts_address
+            })),
+        ),
+        (
+            shaders::BVH_INSTANCE_BOXES,
+            Rust(rust_layout!(InstanceBoxesPush {
+                staged_address,
+                instances_address,
+                corners_address,
+                count,
+                pad
+            })),
+        ),
+        (
+            shaders::BVH_TRACE_INSTANCES,
+            Rust(rust_layout!(TraceInstancesPush {
+                top_nodes_address,
+                top_leaves_address,
+                instances_address,
+                rays_address,
+                hits_address,
+                count_address,
+                host_count,
+                instance_count,
+                work_address,
+                cutouts_address,
+                ray_mask,
+                pad
             })),
         ),
         (
@@ -1033,6 +1061,31 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
             shape: &["vec4<f32>", "vec4<f32>", "vec4<f32>"],
             rust: rust_layout!(LeafTriangle { a, b, c }),
             offsets: &[0, 16, 32],
+        },
+        SharedStruct {
+            kernel: shaders::BVH_TRACE_INSTANCES,
+            name: "BvhInstance",
+            shape: &[
+                "[vec4<f32>; 3]",
+                "[vec4<f32>; 3]",
+                "u64",
+                "u64",
+                "u32",
+                "u32",
+                "u32",
+                "u32",
+            ],
+            rust: rust_layout!(BvhInstance {
+                world_to_object,
+                object_to_world,
+                nodes_address,
+                leaves_address,
+                first_triangle,
+                triangle_count,
+                mask,
+                pad
+            }),
+            offsets: &[0, 48, 96, 104, 112, 116, 120, 124],
         },
         SharedStruct {
             kernel: shaders::BVH_TRACE,

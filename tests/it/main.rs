@@ -44,6 +44,7 @@ mod shared_output;
 mod subdivision;
 mod textures;
 mod trace_work;
+mod two_level;
 mod validation;
 mod wide_bvh;
 mod work_counts;

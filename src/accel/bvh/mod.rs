@@ -10,6 +10,7 @@
 //! (inverted) box, so that it is never entered.
 
 pub mod cpu;
+pub mod instances;
 pub mod lbvh;
 pub mod ploc;
 pub mod refit;

@@ -1,0 +1,405 @@
+//! Two levels (`accel::bvh::instances`): rays through instances of meshes hit what brute force
+//! hits in the same scene with every instance's triangles copied out in instance order, for
+//! rotated, scaled, mirrored and thousands of instances; a rigid instance moves without its
+//! mesh's tree being built again; a refitted mesh is seen through its instances; masks hide
+//! instances; the work counts add the top level's to the mesh's; and bad instances are refused
+//! with errors that name them.
+
+use crate::common;
+
+use canopy::accel::bvh::instances::{Instance, InstanceTriangle, TwoLevelBvh};
+use canopy::accel::bvh::lbvh::{LbvhParams, LbvhStructure};
+use canopy::accel::{RayStructure, submit_until_complete};
+use canopy::geom::ray::{Hit, MISS, Query, Ray, RayWork};
+use canopy::scene::Mesh;
+use canopy::trace::Tracer;
+use canopy::vk::{Context, Count, MemoryKind, Slice};
+use common::{
+    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, random_mesh,
+    random_rays, trace,
+};
+
+/// A mesh's tree, built once.
+fn mesh_tree(ctx: &Context, mesh: &DeviceMesh) -> LbvhStructure {
+    let mut structure = LbvhStructure::new(ctx, LbvhParams::default(), mesh.count.max(1)).unwrap();
+    submit_until_complete(ctx, &mut structure, |rec, s| {
+        s.record_build(rec, &mesh.input(), 0)
+    })
+    .unwrap();
+    structure
+}
+
+/// The top tree over `instances` of `trees`, built and waited for.
+fn built(
+    ctx: &Context,
+    two_level: &mut TwoLevelBvh,
+    trees: &[&LbvhStructure],
+    instances: &[Instance],
+) {
+    let meshes: Vec<_> = trees.iter().map(|t| t.bvh()).collect();
+    ctx.submit_and_wait(|rec| two_level.record_build(rec, &meshes, instances))
+        .unwrap();
+    assert_valid(ctx);
+}
+
+/// `p` through the transform `m`, rounded once from double precision.
+fn apply(m: &[[f32; 4]; 3], p: [f32; 3]) -> [f32; 3] {
+    std::array::from_fn(|r| {
+        ((0..3).map(|c| m[r][c] as f64 * p[c] as f64).sum::<f64>() + m[r][3] as f64) as f32
+    })
+}
+
+/// The scene with every instance's mesh copied out in instance order, transformed; instances
+/// rays cannot see (`visible` false) keep their place in the numbering as triangles of zero
+/// area, which nothing hits.
+fn flattened(meshes: &[Mesh], instances: &[Instance], visible: impl Fn(&Instance) -> bool) -> Mesh {
+    let mut flat = Mesh::default();
+    for instance in instances {
+        let mesh = &meshes[instance.mesh as usize];
+        let base = flat.positions.len() as u32;
+        flat.positions.extend(mesh.positions.iter().map(|&p| {
+            if visible(instance) {
+                apply(&instance.transform, p)
+            } else {
+                [0.0; 3]
+            }
+        }));
+        flat.triangles
+            .extend(mesh.triangles.iter().map(|t| t.map(|v| base + v)));
+    }
+    flat
+}
+
+/// A random rotation (about a random axis), scale (per axis, from 0.3 to 2, each side mirrored
+/// with odds 1 in 4) and translation within `spread`.
+fn random_transform(rng: &mut Rng, spread: f32) -> [[f32; 4]; 3] {
+    let axis = loop {
+        let v: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-1.0, 1.0));
+        let length = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if length > 0.1 {
+            break v.map(|x| x / length);
+        }
+    };
+    let (s, c) = rng.f32_in(0.0, std::f32::consts::TAU).sin_cos();
+    let [x, y, z] = axis;
+    // Rodrigues' rotation matrix.
+    let rotation = [
+        [
+            c + x * x * (1.0 - c),
+            x * y * (1.0 - c) - z * s,
+            x * z * (1.0 - c) + y * s,
+        ],
+        [
+            y * x * (1.0 - c) + z * s,
+            c + y * y * (1.0 - c),
+            y * z * (1.0 - c) - x * s,
+        ],
+        [
+            z * x * (1.0 - c) - y * s,
+            z * y * (1.0 - c) + x * s,
+            c + z * z * (1.0 - c),
+        ],
+    ];
+    let scale: [f32; 3] = std::array::from_fn(|_| {
+        let size = rng.f32_in(0.3, 2.0);
+        if rng.below(4) == 0 { -size } else { size }
+    });
+    std::array::from_fn(|r| {
+        let mut row = [0.0; 4];
+        for k in 0..3 {
+            row[k] = rotation[r][k] * scale[k];
+        }
+        row[3] = rng.f32_in(-spread, spread);
+        row
+    })
+}
+
+/// Closest and any hits of `rays` through `tree`.
+fn hits(ctx: &Context, tree: &TwoLevelBvh, rays: &[Ray]) -> (Vec<Hit>, Vec<Hit>) {
+    (
+        trace(ctx, tree, rays, Query::Closest),
+        trace(ctx, tree, rays, Query::Any),
+    )
+}
+
+#[test]
+fn rays_through_instances_hit_what_the_flattened_scene_is_hit_at() {
+    let ctx = context();
+    let mut rng = Rng::new(4401);
+    let meshes: Vec<Mesh> = [1, 2, 60, 400]
+        .iter()
+        .map(|&n| random_mesh(&mut rng, n, 1.0, 0.4))
+        .collect();
+    let device: Vec<DeviceMesh> = meshes.iter().map(|m| DeviceMesh::new(&ctx, m)).collect();
+    let trees: Vec<LbvhStructure> = device.iter().map(|m| mesh_tree(&ctx, m)).collect();
+    let tree_refs: Vec<&LbvhStructure> = trees.iter().collect();
+    let mut two_level = TwoLevelBvh::new(&ctx, 3000).unwrap();
+    // One instance, a few, and thousands (of small meshes, so that brute force stays quick).
+    for (count, spread, kinds) in [(1, 0.0, 4), (7, 3.0, 4), (3000, 40.0, 2)] {
+        let label = format!("{count} instances");
+        let instances: Vec<Instance> = (0..count)
+            .map(|i| {
+                let transform = if i == 0 {
+                    Instance::IDENTITY
+                } else {
+                    random_transform(&mut rng, spread)
+                };
+                Instance::new(((i * 7 + 3) % kinds) as u32, transform)
+            })
+            .collect();
+        built(&ctx, &mut two_level, &tree_refs, &instances);
+        let flat = flattened(&meshes, &instances, |_| true);
+        assert_eq!(
+            two_level.triangle_count() as usize,
+            flat.triangles.len(),
+            "{label}"
+        );
+        let rays = random_rays(&mut rng, &flat, 1500);
+        let (closest, any) = hits(&ctx, &two_level, &rays);
+        assert_hits_match_brute_force(&flat, &rays, &closest, &any, &label);
+    }
+}
+
+#[test]
+fn a_rigid_instance_moves_without_its_mesh_tree_being_built_again() {
+    let ctx = context();
+    let mut rng = Rng::new(4402);
+    let mesh = random_mesh(&mut rng, 300, 1.0, 0.3);
+    let device = DeviceMesh::new(&ctx, &mesh);
+    let tree = mesh_tree(&ctx, &device);
+    let (nodes_before, leaves_before) = tree.bvh().download(&ctx).unwrap();
+    let mut two_level = TwoLevelBvh::new(&ctx, 4).unwrap();
+    let mut instances = vec![
+        Instance::new(0, random_transform(&mut rng, 2.0)),
+        Instance::new(0, random_transform(&mut rng, 2.0)),
+    ];
+    for frame in 0..3 {
+        // The second instance moves every frame; the first stays.
+        instances[1].transform = random_transform(&mut rng, 2.0);
+        built(&ctx, &mut two_level, &[&tree], &instances);
+        let meshes = std::slice::from_ref(&mesh);
+        let flat = flattened(meshes, &instances, |_| true);
+        let rays = random_rays(&mut rng, &flat, 1000);
+        let (closest, any) = hits(&ctx, &two_level, &rays);
+        assert_hits_match_brute_force(&flat, &rays, &closest, &any, &format!("frame {frame}"));
+    }
+    assert_eq!(
+        tree.bvh().download(&ctx).unwrap(),
+        (nodes_before, leaves_before),
+        "the mesh's tree is untouched"
+    );
+}
+
+#[test]
+fn a_refitted_mesh_is_seen_through_its_instances() {
+    let ctx = context();
+    let mut rng = Rng::new(4403);
+    let mesh = random_mesh(&mut rng, 500, 1.0, 0.3);
+    let moved = Mesh {
+        positions: mesh
+            .positions
+            .iter()
+            .map(|p| [p[0], p[1] + (p[0] * 2.0).sin() * 0.5, p[2] * 1.5])
+            .collect(),
+        ..mesh.clone()
+    };
+    let (old, new) = (DeviceMesh::new(&ctx, &mesh), DeviceMesh::new(&ctx, &moved));
+    let mut tree = mesh_tree(&ctx, &old);
+    let mut two_level = TwoLevelBvh::new(&ctx, 8).unwrap();
+    let instances: Vec<Instance> = (0..8)
+        .map(|_| Instance::new(0, random_transform(&mut rng, 3.0)))
+        .collect();
+    built(&ctx, &mut two_level, &[&tree], &instances);
+    // The mesh deforms: its tree is refitted, and the top tree built again over the new
+    // boxes, in one command buffer.
+    ctx.submit_and_wait(|rec| {
+        tree.record_refit(rec, &new.input())?;
+        two_level.record_build(rec, &[tree.bvh()], &instances)
+    })
+    .unwrap();
+    assert_valid(&ctx);
+    let flat = flattened(std::slice::from_ref(&moved), &instances, |_| true);
+    let rays = random_rays(&mut rng, &flat, 1500);
+    let (closest, any) = hits(&ctx, &two_level, &rays);
+    assert_hits_match_brute_force(&flat, &rays, &closest, &any, "refitted");
+}
+
+#[test]
+fn masks_hide_instances_and_ids_locate_their_instance() {
+    let ctx = context();
+    let mut rng = Rng::new(4404);
+    let meshes = vec![
+        random_mesh(&mut rng, 50, 1.0, 0.4),
+        random_mesh(&mut rng, 80, 1.0, 0.4),
+    ];
+    let device: Vec<DeviceMesh> = meshes.iter().map(|m| DeviceMesh::new(&ctx, m)).collect();
+    let trees: Vec<LbvhStructure> = device.iter().map(|m| mesh_tree(&ctx, m)).collect();
+    let mut two_level = TwoLevelBvh::new(&ctx, 6).unwrap();
+    let mut instances: Vec<Instance> = (0..6)
+        .map(|i| Instance::new(i % 2, random_transform(&mut rng, 2.0)))
+        .collect();
+    for (i, instance) in instances.iter_mut().enumerate() {
+        instance.mask = [1, 2, 3, 0, 2, 1][i];
+    }
+    built(&ctx, &mut two_level, &[&trees[0], &trees[1]], &instances);
+    for ray_mask in [1u32, 2, u32::MAX] {
+        two_level.set_ray_mask(ray_mask);
+        let sees = |i: &Instance| i.mask & ray_mask != 0;
+        let flat = flattened(&meshes, &instances, sees);
+        // Rays aimed at the instances this mask sees.
+        let seen: Vec<Instance> = instances.iter().copied().filter(sees).collect();
+        let rays = random_rays(&mut rng, &flattened(&meshes, &seen, |_| true), 1500);
+        let (closest, any) = hits(&ctx, &two_level, &rays);
+        assert_hits_match_brute_force(
+            &flat,
+            &rays,
+            &closest,
+            &any,
+            &format!("ray mask {ray_mask}"),
+        );
+    }
+    // Instance 2 holds mesh 0's 50 triangles from 50 + 80 = 130 on.
+    assert_eq!(
+        two_level.locate(130 + 7),
+        Some(InstanceTriangle {
+            instance: 2,
+            triangle: 7
+        })
+    );
+    assert_eq!(
+        two_level.locate(0),
+        Some(InstanceTriangle {
+            instance: 0,
+            triangle: 0
+        })
+    );
+    assert_eq!(two_level.locate(two_level.triangle_count()), None);
+    assert_eq!(two_level.locate(MISS), None);
+}
+
+#[test]
+fn work_counts_add_the_top_level_to_the_mesh_s() {
+    let ctx = context();
+    let mut rng = Rng::new(4405);
+    let mesh = random_mesh(&mut rng, 700, 1.0, 0.3);
+    let device = DeviceMesh::new(&ctx, &mesh);
+    let tree = mesh_tree(&ctx, &device);
+    let mut two_level = TwoLevelBvh::new(&ctx, 1).unwrap();
+    built(
+        &ctx,
+        &mut two_level,
+        &[&tree],
+        &[Instance::new(0, Instance::IDENTITY)],
+    );
+    let rays = random_rays(&mut rng, &mesh, 1000);
+    let counted = |structure: &dyn canopy::accel::Traversable| -> (Vec<Hit>, Vec<RayWork>) {
+        let tracer = Tracer::new(&ctx).unwrap();
+        let ray_buffer = ctx.create_buffer_with("rays", &rays).unwrap();
+        let n = rays.len() as u64;
+        let hits = ctx
+            .create_buffer("hits", 16 * n, MemoryKind::Device)
+            .unwrap();
+        let work = ctx
+            .create_buffer("work", 8 * n, MemoryKind::Device)
+            .unwrap();
+        ctx.submit_and_wait(|rec| {
+            tracer.record_counted(
+                rec,
+                structure,
+                Query::Closest,
+                Slice::whole(&ray_buffer),
+                Slice::whole(&hits),
+                Slice::whole(&work),
+                Count::Host(rays.len() as u32),
+            )
+        })
+        .unwrap();
+        assert_valid(&ctx);
+        (
+            ctx.download(&hits, 0, rays.len()).unwrap(),
+            ctx.download(&work, 0, rays.len()).unwrap(),
+        )
+    };
+    let (mesh_hits, mesh_work) = counted(tree.bvh());
+    let (two_level_hits, two_level_work) = counted(&two_level);
+    assert_eq!(
+        two_level_hits, mesh_hits,
+        "an identity instance hits what its mesh does"
+    );
+    let (lo, hi) = mesh.bounds().unwrap();
+    let mut entered = 0;
+    for (i, ray) in rays.iter().enumerate() {
+        let (mesh, both) = (mesh_work[i], two_level_work[i]);
+        // The top tree of one instance is its root; a ray that enters the instance's box
+        // tests the instance's leaf (a primitive of the top tree) and walks the mesh.
+        if both.primitives_tested == 0 {
+            assert_eq!(
+                both,
+                RayWork {
+                    nodes_visited: 1,
+                    primitives_tested: 0
+                },
+                "ray {i}"
+            );
+            let outside = ray
+                .origin
+                .iter()
+                .enumerate()
+                .any(|(a, &o)| o < lo[a] || o > hi[a]);
+            assert!(
+                outside || mesh_hits[i].triangle == MISS,
+                "ray {i} starts inside and misses the box"
+            );
+        } else {
+            entered += 1;
+            let expected = RayWork {
+                nodes_visited: mesh.nodes_visited + 1,
+                primitives_tested: mesh.primitives_tested + 1,
+            };
+            assert_eq!(both, expected, "ray {i}");
+        }
+    }
+    assert!(
+        entered * 2 > rays.len(),
+        "{entered} rays entered the instance"
+    );
+}
+
+#[test]
+fn bad_instances_are_refused_with_errors_that_name_them() {
+    let ctx = context();
+    let mut rng = Rng::new(4406);
+    let mesh = random_mesh(&mut rng, 10, 1.0, 0.3);
+    let device = DeviceMesh::new(&ctx, &mesh);
+    let tree = mesh_tree(&ctx, &device);
+    let mut two_level = TwoLevelBvh::new(&ctx, 2).unwrap();
+    let good = Instance::new(0, Instance::IDENTITY);
+    let mut singular = good;
+    singular.transform[1] = [0.0; 4];
+    let mut not_a_number = good;
+    not_a_number.transform[2][3] = f32::NAN;
+    let cases = [
+        (vec![good, singular], "instance 1: its transform"),
+        (vec![not_a_number], "instance 0: its transform"),
+        (
+            vec![good, Instance::new(1, Instance::IDENTITY)],
+            "instance 1: mesh 1 out of range (1 meshes)",
+        ),
+        (vec![good; 3], "3 instances into one for 2"),
+    ];
+    for (instances, expected) in cases {
+        let error = ctx
+            .submit_and_wait(|rec| two_level.record_build(rec, &[tree.bvh()], &instances))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(expected),
+            "{error:?} should say {expected:?}"
+        );
+    }
+    // The tree is still usable after the refusals.
+    built(&ctx, &mut two_level, &[&tree], &[good]);
+    let rays = random_rays(&mut rng, &mesh, 300);
+    let (closest, any) = hits(&ctx, &two_level, &rays);
+    assert_hits_match_brute_force(&mesh, &rays, &closest, &any, "after refusals");
+}
