@@ -92,6 +92,9 @@ enum BenchCommand {
     /// The fixed cost of a dispatch and its barrier in a chain, the copy bandwidth, and the
     /// fraction of it an LBVH traversal's node reads reach.
     Dispatch(cli::bench_dispatch::DispatchBenchArgs),
+    /// Two levels: the top tree's rebuild over many instances of a few meshes, and rays
+    /// through both levels beside the same scene flattened into one mesh.
+    Instances(cli::bench_instances::InstancesBenchArgs),
     /// A GPU run's JSON files (tools/gpu-bench.sh) against canopy's targets, as Markdown rows.
     Report(cli::bench_report::ReportArgs),
 }
@@ -166,6 +169,9 @@ fn run(args: &Args) -> Result<(), cli::CliError> {
         }
         Command::Bench(BenchCommand::Dispatch(ref bench)) => {
             cli::bench_dispatch::run(&cli::context(&options)?, bench)
+        }
+        Command::Bench(BenchCommand::Instances(ref bench)) => {
+            cli::bench_instances::run(&cli::context(&options)?, bench)
         }
         Command::Bench(BenchCommand::Knn(ref bench)) => {
             cli::bench_knn::run(&cli::context(&options)?, bench)

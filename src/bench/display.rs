@@ -5,6 +5,7 @@
 use super::animation::AnimationReport;
 use super::dispatch::{ChainReport, CopyReport, NodeReadReport};
 use super::frames::FrameReport;
+use super::instances::InstancesReport;
 use super::prims::{PrimRow, PrimsReport, Yardsticks};
 use super::structures::StructureReport;
 use super::traversal::{NativeTrace, TraversalReport};
@@ -592,6 +593,38 @@ impl Display for NodeReadReport {
                 row.node_fraction_of_copy,
                 row.fetched_bytes_per_s * 1e-9
             )?;
+        }
+        Ok(())
+    }
+}
+
+impl Display for InstancesReport {
+    /// The scene, the top tree's rebuild with its stages, the flattened build, then each kind
+    /// of rays through both trees.
+    fn fmt(&self, f: &mut Formatter) -> Result {
+        writeln!(
+            f,
+            "{} instances of {} meshes ({} triangles; {} flattened)",
+            self.instances, self.meshes, self.mesh_triangles, self.triangles
+        )?;
+        write!(f, "top tree rebuild {:.4} ms", self.top_build.median_ms)?;
+        for stage in &self.top_build.stages {
+            write!(f, "  [{} {:.4}]", stage.name, stage.ms)?;
+        }
+        write!(
+            f,
+            "\nflattened scene's LBVH build {:.4} ms",
+            self.flattened_build.median_ms
+        )?;
+        for trace in &self.traversal {
+            write!(
+                f,
+                "\n  flattened {}\n  two-level {}",
+                trace.flattened, trace.two_level
+            )?;
+            if let Some(ratio) = trace.time_ratio {
+                write!(f, "\n  two-level time / flattened time: {ratio:.3}")?;
+            }
         }
         Ok(())
     }

@@ -11,6 +11,8 @@
 //!   mesh: times, work, memory, tree shape and SAH cost, traversal work ([`traversal`]), the
 //!   driver's builder and CPU references beside.
 //! - [`frames`]: whole frames of the renderer and ray casting on their own.
+//! - [`instances`]: two levels: the top tree's rebuild over many instances, and rays through
+//!   both levels beside the flattened scene.
 //! - [`knn`]: point kd-tree builds and neighbour queries over seeded clouds.
 //! - [`animation`]: skinning, Loop subdivision and sequences streamed from disk.
 //! - [`display`]: the reports as text (`Display`), as the commands and targets print them.
@@ -25,6 +27,7 @@ pub mod dispatch;
 pub mod display;
 pub mod frames;
 pub mod harness;
+pub mod instances;
 pub mod knn;
 pub mod meshes;
 pub mod prims;

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod bench_animation;
 pub mod bench_dispatch;
+pub mod bench_instances;
 pub mod bench_knn;
 pub mod bench_render;
 pub mod bench_report;

@@ -403,3 +403,57 @@ fn bad_instances_are_refused_with_errors_that_name_them() {
     let (closest, any) = hits(&ctx, &two_level, &rays);
     assert_hits_match_brute_force(&mesh, &rays, &closest, &any, "after refusals");
 }
+
+/// `canopy bench instances` at a small size: the top tree's rebuild is timed with its stages,
+/// and every kind of rays hits as often through the two levels as through the flattened tree.
+#[test]
+fn the_instances_benchmark_times_the_top_tree_and_traces_both_ways() {
+    use canopy::bench::instances::{InstancesConfig, run};
+    let ctx = common::folding_context();
+    let config = InstancesConfig {
+        instances: 300,
+        meshes: 7,
+        rings: 5,
+        ray_side: 24,
+        repeats: 2,
+    };
+    let report = run(&ctx, &config).unwrap();
+    assert_valid(&ctx);
+    assert_eq!((report.instances, report.meshes), (300, 7));
+    // 4 r (r - 1) triangles a rock; 300 rocks.
+    assert_eq!(report.triangles, 300 * 80);
+    assert_eq!(report.top_build.runs, 2);
+    assert!(
+        report.top_build.stage_ms("two-level: boxes") > 0.0,
+        "{:?}",
+        report.top_build
+    );
+    assert!(
+        report.top_build.stage_ms("lbvh: tree") > 0.0,
+        "{:?}",
+        report.top_build
+    );
+    assert_eq!(
+        report.traversal.len(),
+        3,
+        "camera, shadow and reflected rays"
+    );
+    for trace in &report.traversal {
+        let (flat, two) = (&trace.flattened, &trace.two_level);
+        assert_eq!((two.rays, two.work.rays), (flat.rays, flat.work.rays));
+        // The same hits, but for a ray grazing an edge, which rounding may decide apart
+        // in the two spaces.
+        assert!(
+            two.hits.abs_diff(flat.hits) <= 2,
+            "{:?} rays: {} and {}",
+            flat.rays,
+            two.hits,
+            flat.hits
+        );
+        assert!(trace.time_ratio.is_some_and(|r| r > 0.0 && r.is_finite()));
+    }
+    assert!(
+        report.traversal[0].flattened.hits > 24 * 24 / 10,
+        "the camera sees the rocks"
+    );
+}
