@@ -4,7 +4,9 @@
 //! pipeline on canopy's device with ash, and records its dispatch after canopy's build in one
 //! command buffer. The kernel takes the application's camera rays and writes, per ray, the
 //! closest hit, whether anything is hit and how many surfaces the ray crosses (every hit, to
-//! the application's callback), and shades the closest hit with a sun and its shadow ray.
+//! the application's callback), and shades the closest hit with a sun and its shadow ray. The
+//! same scene as one instance under a two-level tree ([`TwoLevelBvh`]) is traced too, through
+//! the include's `canopy_trace_instances_closest` and `_any`: the same hits.
 //! Every answer is checked against brute force, and the shaded image is written as a PGM.
 //!
 //! `cargo run --release --example own_shader -- [IMAGE.pgm]` (default `own_shader.pgm`); exits
@@ -12,6 +14,7 @@
 
 use ash::vk;
 use canopy::accel::bvh::Bvh;
+use canopy::accel::bvh::instances::{Instance, ShaderInstances, TwoLevelBvh};
 use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::geom::TriangleInput;
 use canopy::geom::ray::{Ray, closest_hit_brute_force, intersect_triangle};
@@ -38,6 +41,7 @@ struct Push {
     pixels: u64,
     primitive_count: u32,
     ray_count: u32,
+    scene: ShaderInstances,
 }
 
 /// What the kernel writes per ray (`PixelOut` in trace.comp).
@@ -52,6 +56,11 @@ struct PixelOut {
     crossed: u32,
     grey: f32,
     pad: u32,
+    /// Through the two-level tree: the closest hit's t and triangle, and any hit.
+    instances_t: f32,
+    instances_triangle: u32,
+    instances_any_hit: u32,
+    pad2: u32,
 }
 
 /// The application's compute pipeline: its module, layout and pipeline, destroyed on drop.
@@ -158,6 +167,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let pixels = ctx.create_buffer("app pixels", pixel_bytes, MemoryKind::Device)?;
     let builder = LbvhBuilder::new(&ctx, LbvhParams::default(), n)?;
     let mut bvh = Bvh::new(&ctx, n)?;
+    // The same scene as one instance of the mesh, under a top tree.
+    let mut two_level = TwoLevelBvh::new(&ctx, 1)?;
     let pipeline = AppPipeline::new(ctx.device(), &compile_kernel()?)?;
 
     ctx.submit_and_wait(|rec| {
@@ -167,6 +178,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             &mut bvh,
         )?;
         rec.barrier_compute_to_compute();
+        two_level.record_build(rec, &[&bvh], &[Instance::new(0, Instance::IDENTITY)])?;
         let push = Push {
             nodes: bvh.nodes.address(),
             leaves: bvh.leaf_triangles.address(),
@@ -176,6 +188,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             pixels: pixels.address(),
             primitive_count: n,
             ray_count: rays.len() as u32,
+            scene: two_level.shader_view(),
         };
         let cmd = rec.command_buffer();
         let device = ctx.device();
@@ -210,7 +223,15 @@ fn main() -> Result<(), Box<dyn Error>> {
             .count() as u32;
         let same_closest = out.triangle == closest.triangle
             && (out.t - closest.t).abs() <= 1e-6 * closest.t.abs().max(1.0);
-        let same = same_closest && (out.any_hit == 1) == closest.is_hit() && out.crossed == crossed;
+        let same_instances = (
+            out.instances_t,
+            out.instances_triangle,
+            out.instances_any_hit,
+        ) == (out.t, out.triangle, out.any_hit);
+        let same = same_closest
+            && (out.any_hit == 1) == closest.is_hit()
+            && out.crossed == crossed
+            && same_instances;
         if !same && wrong < 5 {
             eprintln!("ray {ray:?}: got {out:?}, brute force {closest:?} and {crossed} hits");
         }
@@ -226,7 +247,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     std::fs::write(&image_path, pgm)?;
     println!(
         "{n} triangles, {} rays traced by the application's kernel on {}: {wrong} differing \
-         from brute force (closest, any, every hit; up to {most_crossed} surfaces crossed); \
+         from brute force (closest, any, every hit, and through two levels; up to {most_crossed} \
+         surfaces crossed); \
          image {image_path}",
         rays.len(),
         ctx.caps().name

@@ -4,7 +4,8 @@
 // hit with a sun (its shadow ray an any-hit query) and counts the surfaces the ray passes
 // through (every hit, through the application's canopy_on_hit). It writes, per pixel, the hit,
 // whether the camera ray hits anything at all (the any-hit query of the same ray), the count
-// and a grey level.
+// and a grey level; and the closest and any hit of the same ray through the same scene as one
+// instance under a two-level tree.
 layout(local_size_x = 64) in;
 
 #define CANOPY_ALL_HITS
@@ -24,6 +25,10 @@ struct PixelOut {
     uint crossed;
     float grey;
     uint pad;
+    float instances_t;       // through the two-level tree: the closest hit's t,
+    uint instances_triangle; // its triangle,
+    uint instances_any_hit;  // and any hit
+    uint pad2;
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer PixelOuts { PixelOut v[]; };
 layout(buffer_reference, scalar, buffer_reference_align = 4) buffer Positions { vec3 v[]; };
@@ -40,6 +45,7 @@ layout(push_constant, scalar) uniform Push {
     uint64_t pixels;    // out: PixelOut per ray
     uint primitive_count;
     uint ray_count;
+    CanopyInstances scene; // the same mesh as one instance under a top tree
 } pc;
 
 void main() {
@@ -69,5 +75,10 @@ void main() {
             && !canopy_trace_any(pc.nodes, pc.leaves, pc.primitive_count, point, to_sun, 0.0, 1e30);
         grey = 0.1 + (lit ? 0.8 * dot(n, to_sun) : 0.0);
     }
-    PixelOuts(pc.pixels).v[i] = PixelOut(hit, any_hit ? 1u : 0u, surfaces_crossed, grey, 0u);
+    CanopyHit through_instances = canopy_trace_instances_closest(pc.scene, eye, direction,
+                                                                 ray.tmin, ray.tmax);
+    bool any_instance = canopy_trace_instances_any(pc.scene, eye, direction, ray.tmin, ray.tmax);
+    PixelOuts(pc.pixels).v[i] = PixelOut(hit, any_hit ? 1u : 0u, surfaces_crossed, grey, 0u,
+                                         through_instances.t, through_instances.triangle,
+                                         any_instance ? 1u : 0u, 0u);
 }

@@ -30,4 +30,10 @@ struct LeafTriangle {
 };
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer LeafTriangles { LeafTriangle v[]; };
 
+// What a walk of the tree looks for (bvh/walk.glsl, bvh/walk_instances.glsl): the closest hit,
+// any hit (occlusion), or every hit.
+const uint BVH_CLOSEST = 0u;
+const uint BVH_ANY = 1u;
+const uint BVH_ALL = 2u;
+
 #endif

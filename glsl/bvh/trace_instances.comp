@@ -2,13 +2,12 @@
 // Closest-hit or any-hit queries of a batch of rays against a two-level BVH
 // (src/accel/bvh/instances.rs): a top tree over the instances' world boxes, whose leaf names
 // an instance in its triangle id, and below it each instance's mesh tree. One invocation per
-// ray walks the top tree (bvh/walk.glsl as instance_walk). At an instance's leaf the ray is
-// taken into the instance's object space by its world-to-object transform, the direction not
-// normalized so that t means the same in both spaces, and walks the mesh's tree (bvh_walk)
-// against the closest hit so far. A hit's triangle is the instance's first_triangle + the
-// mesh's triangle id: the instances' triangles numbered one after another, as a scene with
-// every instance's triangles copied out in instance order numbers them. Instances whose mask
-// shares no bit with the batch's ray mask are skipped.
+// ray walks both levels in one loop (bvh/walk_instances.glsl): at an instance the ray is taken
+// into the instance's object space and walks the mesh's tree against the closest hit so far.
+// A hit's triangle is the instance's first_triangle + the mesh's triangle id: the instances'
+// triangles numbered one after another, as a scene with every instance's triangles copied out
+// in instance order numbers them. Instances whose mask shares no bit with the batch's ray mask
+// are skipped.
 //
 // With COUNT_WORK, each ray also writes its RayWork: the internal nodes of both levels it
 // visited, and the primitives it tested, triangles and instance leaves alike.
@@ -17,6 +16,7 @@
 #include "bvh/instance_format.glsl"
 #include "../common/ray.glsl"
 #include "bvh/leaf_hit.glsl"
+#include "bvh/walk_instances.glsl"
 
 layout(constant_id = 2) const bool ANY_HIT = false;
 layout(constant_id = 3) const bool COUNT_WORK = false;
@@ -36,63 +36,29 @@ layout(push_constant, scalar) uniform Push {
     uint pad;
 } pc;
 
-// What the two walks share: the ray in world space, the first triangle id of the instance
-// being walked, and the mesh walks' counts.
-Ray world_ray;
-uint first_triangle;
-RayWork mesh_work;
-
-// The mesh walk's leaf test: the leaf's triangle, numbered in the instance's range.
-bool bvh_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint mode, inout float t,
-                  inout uint triangle, inout vec2 uv) {
+// The walk's leaf test: the leaf's triangle, past cut-outs.
+bool bvh_instance_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint first_triangle,
+                       inout float t, inout uint triangle, inout vec2 uv) {
     return hit_leaf(q, leaves, leaf, first_triangle, pc.cutouts_address, t, triangle, uv);
 }
-
-#include "bvh/walk.glsl"
-
-// The top walk's leaf test: the instance's mesh, walked in its object space.
-bool instance_leaf_hit(RayQuery world, LeafTriangles top_leaves, uint leaf, uint mode,
-                       inout float t, inout uint triangle, inout vec2 uv) {
-    BvhInstance instance = BvhInstances(pc.instances_address).v[floatBitsToUint(top_leaves.v[leaf].a.w)];
-    if ((instance.mask & pc.ray_mask) == 0u) {
-        return false;
-    }
-    Ray local = world_ray;
-    for (int row = 0; row < 3; ++row) {
-        vec4 m = instance.world_to_object[row];
-        local.origin[row] = dot(m.xyz, world_ray.origin) + m.w;
-        local.direction[row] = dot(m.xyz, world_ray.direction);
-    }
-    first_triangle = instance.first_triangle;
-    float before = t;
-    bvh_walk(BvhNodes(instance.nodes_address), LeafTriangles(instance.leaves_address),
-             ray_query(local), mode, COUNT_WORK, t, triangle, uv, mesh_work);
-    return t < before;
-}
-
-#define BVH_WALK instance_walk
-#define BVH_LEAF_HIT instance_leaf_hit
-#include "bvh/walk.glsl"
 
 void main() {
     uint i = flat_workgroup_id() * WORKGROUP_SIZE + gl_LocalInvocationIndex;
     if (i >= element_count(pc.count_address, pc.host_count)) {
         return;
     }
-    world_ray = Rays(pc.rays_address).v[i];
-    mesh_work = RayWork(0u, 0u);
-    float t = world_ray.tmax;
+    Ray ray = Rays(pc.rays_address).v[i];
+    float t = ray.tmax;
     uint triangle = MISS;
     vec2 uv = vec2(0.0);
     RayWork work = RayWork(0u, 0u);
     if (pc.instance_count != 0u) {
-        instance_walk(BvhNodes(pc.top_nodes_address), LeafTriangles(pc.top_leaves_address),
-                      ray_query(world_ray), ANY_HIT ? BVH_ANY : BVH_CLOSEST, COUNT_WORK, t,
-                      triangle, uv, work);
+        bvh_walk_instances(BvhNodes(pc.top_nodes_address), LeafTriangles(pc.top_leaves_address),
+                      BvhInstances(pc.instances_address), ray, pc.ray_mask,
+                      ANY_HIT ? BVH_ANY : BVH_CLOSEST, COUNT_WORK, t, triangle, uv, work);
     }
     Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
     if (COUNT_WORK) {
-        RayWorks(pc.work_address).v[i] = RayWork(work.nodes_visited + mesh_work.nodes_visited,
-                                                 work.primitives_tested + mesh_work.primitives_tested);
+        RayWorks(pc.work_address).v[i] = work;
     }
 }

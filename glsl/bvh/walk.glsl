@@ -18,13 +18,6 @@
 // the leaf tests run. src/accel/bvh/traverse.rs trace_bvh walks in the same order and counts
 // the same way.
 //
-// A kernel that walks two kinds of tree (bvh/trace_instances.comp: instances above, meshes
-// below) includes this file once per walk, naming the walk and its leaf test before each:
-//     #define BVH_WALK instance_walk
-//     #define BVH_LEAF_HIT instance_leaf_hit
-//     #include "bvh/walk.glsl"
-// Without them the walk is bvh_walk and its leaf test bvh_leaf_hit.
-//
 // The stack bound: a ray holds at most one pushed node per level below the root. A radix tree
 // over b-bit keys and n < 2^32 primitives is at most b + 32 levels deep (96 covers 63-bit
 // codes); a clustered tree is checked against MAX_TRAVERSAL_HEIGHT after its build, and one too
@@ -35,23 +28,14 @@
 #include "bvh/format.glsl"
 #include "../common/ray.glsl"
 
-const uint BVH_CLOSEST = 0u;
-const uint BVH_ANY = 1u;
-const uint BVH_ALL = 2u;
 const uint BVH_STACK_SIZE = 96;
-#endif
 
-#ifndef BVH_WALK
-#define BVH_WALK bvh_walk
-#define BVH_LEAF_HIT bvh_leaf_hit
-#endif
-
-bool BVH_LEAF_HIT(RayQuery q, LeafTriangles leaves, uint leaf, uint mode, inout float t,
+bool bvh_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint mode, inout float t,
                   inout uint triangle, inout vec2 uv);
 
 // Walks the tree of internal nodes `nodes` and leaves `leaves` (at least one primitive) from
 // its root for ray `q` in `mode`; the leaf test updates t, triangle and uv.
-void BVH_WALK(BvhNodes nodes, LeafTriangles leaves, RayQuery q, uint mode, bool count_work,
+void bvh_walk(BvhNodes nodes, LeafTriangles leaves, RayQuery q, uint mode, bool count_work,
               inout float t, inout uint triangle, inout vec2 uv, inout RayWork work) {
     uint stack_node[BVH_STACK_SIZE];
     float stack_t[BVH_STACK_SIZE];
@@ -72,7 +56,7 @@ void BVH_WALK(BvhNodes nodes, LeafTriangles leaves, RayQuery q, uint mode, bool 
             if (count_work) {
                 ++work.primitives_tested;
             }
-            if (BVH_LEAF_HIT(q, leaves, n.left & ~LEAF_BIT, mode, t, triangle, uv) && ends_on_hit) {
+            if (bvh_leaf_hit(q, leaves, n.left & ~LEAF_BIT, mode, t, triangle, uv) && ends_on_hit) {
                 return;
             }
         }
@@ -81,7 +65,7 @@ void BVH_WALK(BvhNodes nodes, LeafTriangles leaves, RayQuery q, uint mode, bool 
             if (count_work) {
                 ++work.primitives_tested;
             }
-            if (BVH_LEAF_HIT(q, leaves, n.right & ~LEAF_BIT, mode, t, triangle, uv) && ends_on_hit) {
+            if (bvh_leaf_hit(q, leaves, n.right & ~LEAF_BIT, mode, t, triangle, uv) && ends_on_hit) {
                 return;
             }
         }
@@ -118,5 +102,4 @@ void BVH_WALK(BvhNodes nodes, LeafTriangles leaves, RayQuery q, uint mode, bool 
     }
 }
 
-#undef BVH_WALK
-#undef BVH_LEAF_HIT
+#endif

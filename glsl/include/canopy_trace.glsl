@@ -6,9 +6,10 @@
 // `layout(local_size_x = ...) in;`, with canopy's `glsl/` folder (`canopy::GLSL_DIR`) on the
 // include path, e.g. `glslc --target-env=vulkan1.2 -I $GLSL_DIR app.comp -o app.spv`. It requires
 // the device features canopy requires (bufferDeviceAddress, scalarBlockLayout, shaderInt64) and
-// declares canopy's GLSL names (Ray, Hit, RayQuery, BvhNode, LeafTriangle, their buffer
-// references, U32s, F32s, ... and everything prefixed canopy_ or bvh_): an application's own
-// names must differ. It declares no specialization constants, push constants or descriptors.
+// declares canopy's GLSL names (Ray, Hit, RayQuery, BvhNode, LeafTriangle, BvhInstance, their
+// buffer references, U32s, F32s, ... and everything prefixed canopy_ or bvh_): an
+// application's own names must differ. It declares no specialization constants, push
+// constants or descriptors.
 //
 // The tree: `nodes` is `Bvh::nodes.address()` (BvhNode per internal node, 64 bytes, root at
 // 0; see bvh/format.glsl), `leaves` is `Bvh::leaf_triangles.address()` (a LeafTriangle of 48
@@ -21,6 +22,11 @@
 //
 // - canopy_trace_closest: the closest hit, or triangle == MISS (t = tmax).
 // - canopy_trace_any: whether anything is hit (occlusion).
+// - canopy_trace_instances_closest, canopy_trace_instances_any: the same through a two-level
+//   BVH (instances of meshes under a top tree, TwoLevelBvh), handed over as a CanopyInstances
+//   (TwoLevelBvh::shader_view, 32 bytes: the top tree's and the instances' addresses, the
+//   instance count and the rays' mask); a hit's triangle numbers the instances' triangles one
+//   after another in instance order (TwoLevelBvh::locate turns it back into an instance).
 // - canopy_trace_all: with CANOPY_ALL_HITS defined before the include, every hit in (tmin,
 //   tmax), in no set order, handed to the application's
 //     bool canopy_on_hit(uint ray_id, float t, uint triangle, vec2 uv)
@@ -31,12 +37,22 @@
 #include "../common/ray.glsl"
 #include "../bvh/format.glsl"
 #include "../bvh/walk.glsl"
+#include "../bvh/walk_instances.glsl"
 
 // A hit as canopy_trace_closest returns it.
 struct CanopyHit {
     float t;       // along the ray's direction; tmax for a miss
     uint triangle; // the triangle's id, MISS for none
     vec2 uv;       // weights of its second and third vertices
+};
+
+// A two-level BVH (TwoLevelBvh) as its TwoLevelBvh::shader_view gives it.
+struct CanopyInstances {
+    uint64_t top_nodes;  // the top tree's BvhNode array
+    uint64_t top_leaves; // its LeafTriangle array (a leaf's id names an instance)
+    uint64_t instances;  // the BvhInstance records
+    uint instance_count; // instances in the top tree; 0: every ray misses
+    uint ray_mask;       // instances sharing no bit with it are skipped
 };
 
 #ifdef CANOPY_ALL_HITS
@@ -89,6 +105,44 @@ bool canopy_trace_any(uint64_t nodes, uint64_t leaves, uint primitive_count, vec
                       vec3 direction, float tmin, float tmax) {
     return canopy_walk(nodes, leaves, primitive_count, origin, direction, tmin, tmax, BVH_ANY)
                .triangle != MISS;
+}
+
+// The two-level walk's leaf test: the leaf's triangle, numbered in its instance's range.
+bool bvh_instance_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint first_triangle,
+                       inout float t, inout uint triangle, inout vec2 uv) {
+    LeafTriangle l = leaves.v[leaf];
+    float candidate = t;
+    vec2 weights;
+    if (!intersect_triangle(q, l.a.xyz, l.b.xyz, l.c.xyz, candidate, weights)) {
+        return false;
+    }
+    t = candidate;
+    triangle = first_triangle + floatBitsToUint(l.a.w);
+    uv = weights;
+    return true;
+}
+
+// The two-level walk for one ray in `mode` (BVH_CLOSEST or BVH_ANY).
+CanopyHit canopy_walk_instances(CanopyInstances scene, vec3 origin, vec3 direction, float tmin,
+                                float tmax, uint mode) {
+    CanopyHit hit = CanopyHit(tmax, MISS, vec2(0.0));
+    if (scene.instance_count != 0u) {
+        RayWork unused = RayWork(0u, 0u);
+        bvh_walk_instances(BvhNodes(scene.top_nodes), LeafTriangles(scene.top_leaves),
+                      BvhInstances(scene.instances), Ray(origin, tmin, direction, tmax),
+                      scene.ray_mask, mode, false, hit.t, hit.triangle, hit.uv, unused);
+    }
+    return hit;
+}
+
+CanopyHit canopy_trace_instances_closest(CanopyInstances scene, vec3 origin, vec3 direction,
+                                         float tmin, float tmax) {
+    return canopy_walk_instances(scene, origin, direction, tmin, tmax, BVH_CLOSEST);
+}
+
+bool canopy_trace_instances_any(CanopyInstances scene, vec3 origin, vec3 direction, float tmin,
+                                float tmax) {
+    return canopy_walk_instances(scene, origin, direction, tmin, tmax, BVH_ANY).triangle != MISS;
 }
 
 #ifdef CANOPY_ALL_HITS

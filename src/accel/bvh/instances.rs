@@ -133,6 +133,24 @@ pub struct TraceInstancesPush {
     pub pad: u32,
 }
 
+/// A two-level BVH as an application's own shader takes it: `CanopyInstances` in
+/// `glsl/include/canopy_trace.glsl`, for `canopy_trace_instances_closest` and
+/// `canopy_trace_instances_any` ([`TwoLevelBvh::shader_view`]).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ShaderInstances {
+    /// The top tree's internal nodes.
+    pub top_nodes: u64,
+    /// The top tree's leaves.
+    pub top_leaves: u64,
+    /// The instance records.
+    pub instances: u64,
+    /// Instances in the top tree (0: every ray misses).
+    pub instance_count: u32,
+    /// The rays' mask.
+    pub ray_mask: u32,
+}
+
 /// Where a two-level hit's triangle lies ([`TwoLevelBvh::locate`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstanceTriangle {
@@ -313,6 +331,19 @@ impl TwoLevelBvh {
         self.ranges = ranges;
         self.triangle_count = first_triangle as u32;
         Ok(records)
+    }
+
+    /// The tree as an application's own shader traces it through the GLSL include
+    /// ([`crate::GLSL_DIR`], `include/canopy_trace.glsl`), with the current ray mask: valid
+    /// while the tree's last build is.
+    pub fn shader_view(&self) -> ShaderInstances {
+        ShaderInstances {
+            top_nodes: self.top.nodes.address(),
+            top_leaves: self.top.leaf_triangles.address(),
+            instances: self.instances.address(),
+            instance_count: self.top.primitive_count(),
+            ray_mask: self.ray_mask,
+        }
     }
 
     /// The instance and the triangle of its mesh that a hit's triangle id names, for the last
