@@ -38,6 +38,13 @@
 //! `alphaCutoff`; `BLEND` is rendered as a mask at one half. `occlusionTexture` (its red,
 //! times its `strength`) darkens the ambient term alone, the light no ray traces
 //! ([`Material::occlusion_texture`]).
+//!
+//! `EXT_mesh_gpu_instancing` places a node's mesh once per instance of its `TRANSLATION`,
+//! `ROTATION` (float, or normalized 8 or 16 bit) and `SCALE` accessors, each placement after the
+//! node's own transform; every placement is a copy of the mesh's triangles. A node of more than
+//! [`MAX_NODE_INSTANCES`] instances, or a file whose placed copies would make more than
+//! [`MAX_PLACED_TRIANGLES`] triangles, is refused before any copy is made (a file of a few
+//! bytes can place a mesh many times).
 
 use std::path::Path;
 
@@ -55,6 +62,14 @@ use super::{MaterialMesh, Mesh, SceneError};
 
 /// The glTF extension that transforms a texture's coordinates.
 const TEXTURE_TRANSFORM: &str = "KHR_texture_transform";
+/// The glTF extension that places a node's mesh many times.
+const MESH_INSTANCING: &str = "EXT_mesh_gpu_instancing";
+/// The most triangles a file's meshes may make once each is copied for every node and
+/// instance that places it (2^28: 3 GiB of vertex indices alone).
+pub const MAX_PLACED_TRIANGLES: u64 = 1 << 28;
+/// The most instances one node's `EXT_mesh_gpu_instancing` may hold (its accessors are read
+/// before its mesh's size is known).
+pub const MAX_NODE_INSTANCES: usize = 1 << 20;
 
 /// Reads the glTF or GLB file at `path` and the buffers it refers to (from the model's folder
 /// only, see [`AssetAccess`]). The mesh is not [validated](Mesh::validate).
@@ -328,8 +343,12 @@ fn sampler(sampler: &gltf::texture::Sampler) -> Sampler {
 pub(super) struct VisitedPrimitive<'a> {
     /// The node.
     pub node: gltf::Node<'a>,
-    /// Its world transform.
+    /// Where this copy of the node's mesh goes: the node's world transform times
+    /// [`Self::placement`].
     pub world: Mat4,
+    /// The placement within the node of this copy of its mesh (`EXT_mesh_gpu_instancing`),
+    /// the identity for a node without instances.
+    pub placement: Mat4,
     /// The node's mesh.
     pub mesh: gltf::Mesh<'a>,
     /// The primitive.
@@ -418,6 +437,7 @@ pub(super) fn walk_primitives(
     };
     let with_materials = document.materials().len() > 0;
     let mut visited = vec![false; document.nodes().len()];
+    let mut placed: u64 = 0;
     // Nodes still to visit with their parents' world transform, the next one last.
     let mut pending: Vec<_> = scene.nodes().map(|n| (n, Mat4::IDENTITY)).collect();
     pending.reverse();
@@ -431,6 +451,7 @@ pub(super) fn walk_primitives(
         }
         let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
         if let Some(node_mesh) = node.mesh() {
+            let placements = placements(path, file, &node)?;
             for primitive in node_mesh.primitives() {
                 let Some(PrimitiveRead {
                     part,
@@ -466,20 +487,34 @@ pub(super) fn walk_primitives(
                 };
                 let normal_texture =
                     material.map(|id| appearance.materials[id as usize].normal_texture);
-                visit(VisitedPrimitive {
-                    node: node.clone(),
-                    world,
-                    mesh: node_mesh.clone(),
-                    primitive,
-                    part,
-                    texcoords,
-                    material,
-                    file_tangents: tangents,
-                    normal_set: normal_texture
-                        .filter(TextureRef::is_some)
-                        .map(|t| t.texcoord_set),
-                    colours,
-                })?;
+                placed += part.triangle_count() as u64 * placements.len() as u64;
+                if placed > MAX_PLACED_TRIANGLES {
+                    return Err(SceneError::malformed(
+                        path,
+                        format!("node {}", node.index()),
+                        format!(
+                            "the meshes placed up to this node make {placed} triangles, more \
+                             than canopy reads ({MAX_PLACED_TRIANGLES})"
+                        ),
+                    ));
+                }
+                for &placement in &placements {
+                    visit(VisitedPrimitive {
+                        node: node.clone(),
+                        world: world * placement,
+                        placement,
+                        mesh: node_mesh.clone(),
+                        primitive: primitive.clone(),
+                        part: part.clone(),
+                        texcoords: texcoords.clone(),
+                        material,
+                        file_tangents: tangents.clone(),
+                        normal_set: normal_texture
+                            .filter(TextureRef::is_some)
+                            .map(|t| t.texcoord_set),
+                        colours: colours.clone(),
+                    })?;
+                }
             }
         }
         let first_child = pending.len();
@@ -564,6 +599,116 @@ pub(super) fn node_names(document: &gltf::Document) -> Vec<Option<String>> {
     document
         .nodes()
         .map(|n| n.name().map(String::from))
+        .collect()
+}
+
+/// Where `node`'s mesh is placed within the node: each instance of its
+/// `EXT_mesh_gpu_instancing` (translation, rotation and scale, each the identity where its
+/// accessor is absent), or the identity alone for a node without the extension.
+fn placements(path: &Path, file: &GltfFile, node: &gltf::Node) -> Result<Vec<Mat4>, SceneError> {
+    let Some(extension) = node.extension_value(MESH_INSTANCING) else {
+        return Ok(vec![Mat4::IDENTITY]);
+    };
+    let location = format!("node {} {MESH_INSTANCING}", node.index());
+    let malformed = |what: String| SceneError::malformed(path, location.clone(), what);
+    let attributes = extension
+        .get("attributes")
+        .and_then(serde_json::Value::as_object)
+        .ok_or_else(|| malformed("it has no \"attributes\" object".into()))?;
+    let buffer = |b: gltf::Buffer| file.buffers.get(b.index()).map(|data| &data[..]);
+    // The attribute `name`'s accessor, checked to be of `dimensions` and one of `types`.
+    let accessor = |name: &str, dimensions: Dimensions, types: &[DataType]| {
+        let Some(index) = attributes.get(name) else {
+            return Ok(None);
+        };
+        let accessor = index
+            .as_u64()
+            .and_then(|i| file.document.accessors().nth(usize::try_from(i).ok()?))
+            .ok_or_else(|| malformed(format!("{name} names no accessor ({index})")))?;
+        if accessor.count() > MAX_NODE_INSTANCES {
+            return Err(malformed(format!(
+                "{name} holds {} instances, more than canopy reads ({MAX_NODE_INSTANCES})",
+                accessor.count()
+            )));
+        }
+        if accessor.dimensions() != dimensions || !types.contains(&accessor.data_type()) {
+            return Err(malformed(format!(
+                "{name} is {:?} {:?}, expected {dimensions:?} of {types:?}",
+                accessor.data_type(),
+                accessor.dimensions()
+            )));
+        }
+        Ok(Some(accessor))
+    };
+    let outside = |name: &str| malformed(format!("{name} data lies outside its buffer"));
+    let vec3 = |name: &str| -> Result<Option<Vec<[f32; 3]>>, SceneError> {
+        match accessor(name, Dimensions::Vec3, &[DataType::F32])? {
+            Some(a) => Ok(Some(
+                accessor::Iter::new(a, buffer)
+                    .ok_or_else(|| outside(name))?
+                    .collect(),
+            )),
+            None => Ok(None),
+        }
+    };
+    let translations = vec3("TRANSLATION")?;
+    let scales = vec3("SCALE")?;
+    let rotation_types = [DataType::F32, DataType::I8, DataType::I16];
+    let rotations: Option<Vec<[f32; 4]>> =
+        match accessor("ROTATION", Dimensions::Vec4, &rotation_types)? {
+            None => None,
+            Some(a) => {
+                let outside = || outside("ROTATION");
+                Some(match a.data_type() {
+                    DataType::I8 => accessor::Iter::<[i8; 4]>::new(a, buffer)
+                        .ok_or_else(outside)?
+                        .map(|q| q.map(|c| (c as f32 / 127.0).max(-1.0)))
+                        .collect(),
+                    DataType::I16 => accessor::Iter::<[i16; 4]>::new(a, buffer)
+                        .ok_or_else(outside)?
+                        .map(|q| q.map(|c| (c as f32 / 32767.0).max(-1.0)))
+                        .collect(),
+                    _ => accessor::Iter::<[f32; 4]>::new(a, buffer)
+                        .ok_or_else(outside)?
+                        .collect(),
+                })
+            }
+        };
+    let counts: Vec<usize> = [
+        translations.as_ref().map(Vec::len),
+        rotations.as_ref().map(Vec::len),
+        scales.as_ref().map(Vec::len),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let count = *counts
+        .first()
+        .ok_or_else(|| malformed("it names none of TRANSLATION, ROTATION and SCALE".into()))?;
+    if counts.iter().any(|&c| c != count) {
+        return Err(malformed(format!(
+            "its accessors hold different counts of instances ({counts:?})"
+        )));
+    }
+    (0..count)
+        .map(|i| {
+            let t = translations.as_ref().map_or([0.0; 3], |v| v[i]);
+            let r = rotations.as_ref().map_or([0.0, 0.0, 0.0, 1.0], |v| v[i]);
+            let s = scales.as_ref().map_or([1.0; 3], |v| v[i]);
+            let rotation = glam::Quat::from_array(r);
+            let length = rotation.length();
+            if !t.iter().chain(&r).chain(&s).all(|x| x.is_finite()) || length.is_nan() || length <= 1e-6 {
+                return Err(malformed(format!(
+                    "instance {i}: translation {t:?}, rotation {r:?}, scale {s:?} is not a \
+                     placement"
+                )));
+            }
+            Ok(Mat4::from_scale_rotation_translation(
+                s.into(),
+                rotation / length,
+                t.into(),
+            ))
+        })
         .collect()
 }
 

@@ -5,7 +5,9 @@
 //! What is checked, so that reading a primitive, skin or animation afterwards cannot panic or
 //! allocate more than the input holds:
 //! - the document passes the `gltf` crate's own validation (every index in range), which runs
-//!   under [`std::panic::catch_unwind`] because some of its checks index without a bound;
+//!   under [`std::panic::catch_unwind`] because some of its checks index without a bound (a
+//!   required extension canopy reads from the JSON itself, `EXT_mesh_gpu_instancing`, is not
+//!   held against the file);
 //! - every buffer holds the bytes its `byteLength` declares, and every view lies inside its
 //!   buffer with a stride of 4 to 252 bytes;
 //! - every accessor's elements, and a sparse accessor's indices and values, lie inside their
@@ -54,9 +56,19 @@ impl GltfFile {
     pub fn open(path: &Path, access: AssetAccess) -> Result<Self, SceneError> {
         let bytes = read_regular_file(path, None).map_err(|e| SceneError::io(path, e))?;
         check_glb_length(path, &bytes)?;
-        let gltf::Gltf { document, blob } =
-            guarded(path, "document", || gltf::Gltf::from_slice(&bytes))?
-                .map_err(|e| SceneError::malformed(path, "document", e.to_string()))?;
+        let gltf::Gltf { document, blob } = guarded(path, "document", || {
+            let read = gltf::Gltf::from_slice_without_validation(&bytes)?;
+            // The crate refuses a required extension it does not model, even one canopy
+            // reads from the JSON itself.
+            let mut json = read.document.into_json();
+            json.extensions_required
+                .retain(|name| !READ_FROM_JSON.contains(&name.as_str()));
+            Ok::<_, gltf::Error>(gltf::Gltf {
+                document: gltf::Document::from_json(json)?,
+                blob: read.blob,
+            })
+        })?
+        .map_err(|e| SceneError::malformed(path, "document", e.to_string()))?;
         let buffers = read_buffers(path, &document, blob, access)?;
         let input_bytes = bytes.len() as u64 + buffers.iter().map(|b| b.len() as u64).sum::<u64>();
         check_views(path, &document, &buffers)?;
@@ -100,6 +112,9 @@ impl GltfFile {
         |b: gltf::Buffer| self.buffers.get(b.index()).map(|data| &data[..])
     }
 }
+
+/// The extensions canopy reads from the document's JSON itself, which a file may require.
+const READ_FROM_JSON: [&str; 1] = ["EXT_mesh_gpu_instancing"];
 
 /// The largest image file read.
 pub(super) const MAX_IMAGE_FILE_BYTES: u64 = 1 << 30;

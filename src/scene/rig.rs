@@ -520,6 +520,17 @@ impl PartsRead {
         }
         let first_offset = self.morph_offsets.len() as u32;
         let targets = read_morph_targets(path, file, visited, &location, &mut self.morph_offsets)?;
+        // A copy placed by EXT_mesh_gpu_instancing moves rigidly with its node: its rest
+        // vertices are placed. A skin's or morph target's offsets would need the same.
+        let placed = visited.placement != Mat4::IDENTITY;
+        if placed && (skin.is_some() || targets > 0) {
+            return Err(SceneError::malformed(
+                path,
+                location,
+                "EXT_mesh_gpu_instancing places a skinned or morphed mesh, which canopy does \
+                 not animate",
+            ));
+        }
         let palette_len = self.palette_len;
         if palette_len > MAX_PALETTE {
             return Err(SceneError::malformed(
@@ -547,7 +558,12 @@ impl PartsRead {
         ));
         self.joints.extend(influences.joints);
         self.weights.extend(influences.weights);
-        self.rest.append(&visited.part);
+        if placed {
+            self.rest
+                .append(&visited.part.transformed(visited.placement));
+        } else {
+            self.rest.append(&visited.part);
+        }
         self.texcoords.extend_from_slice(&visited.texcoords);
         self.colours
             .extend(visited.colours.clone(), vertex_count as usize, [1.0; 4]);

@@ -1217,3 +1217,215 @@ fn triangles_keep_their_instances() {
     assert_eq!(rest.triangle_instances, still.triangle_instances);
     assert_eq!(rest.instances, still.instances);
 }
+
+/// A GLB of a mesh of `triangles` copies of one triangle, placed by node 0 (moved by +10 in x)
+/// through `EXT_mesh_gpu_instancing`, whose `attributes` JSON and extra accessors (from index
+/// 1, over buffer views from index 1 given in `views`) are given; `data` opens the binary
+/// chunk, the triangles follow it.
+fn instanced_glb(
+    triangles: usize,
+    attributes: &str,
+    accessors: &str,
+    views: &str,
+    data: &[u8],
+) -> Vec<u8> {
+    let triangle: [[f32; 3]; 3] = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]];
+    let mut bin = data.to_vec();
+    bin.resize(bin.len().next_multiple_of(4), 0);
+    let offset = bin.len();
+    for _ in 0..triangles {
+        bin.extend_from_slice(bytemuck::cast_slice(&triangle));
+    }
+    let json = format!(
+        r#"{{
+        "asset": {{"version": "2.0"}},
+        "extensionsUsed": ["EXT_mesh_gpu_instancing"],
+        "extensionsRequired": ["EXT_mesh_gpu_instancing"],
+        "scene": 0,
+        "scenes": [{{"nodes": [0]}}],
+        "nodes": [{{"mesh": 0, "translation": [10, 0, 0],
+                    "extensions": {{"EXT_mesh_gpu_instancing": {{"attributes": {attributes}}}}}}}],
+        "meshes": [{{"primitives": [{{"attributes": {{"POSITION": 0}}}}]}}],
+        "buffers": [{{"byteLength": BIN_LENGTH}}],
+        "bufferViews": [{{"buffer": 0, "byteOffset": {offset}, "byteLength": {}}}{views}],
+        "accessors": [
+            {{"bufferView": 0, "componentType": 5126, "count": {}, "type": "VEC3",
+             "min": [0, 0, 0], "max": [1, 1, 0]}}{accessors}
+        ]
+    }}"#,
+        36 * triangles,
+        3 * triangles
+    );
+    glb(&json, &bin)
+}
+
+/// `EXT_mesh_gpu_instancing`: each instance's translation, rotation (float or normalized
+/// 16-bit) and scale places a copy of the node's mesh, after the node's own transform.
+#[test]
+fn gpu_instancing_places_a_copy_of_the_mesh_per_instance() {
+    let translations: [[f32; 3]; 3] = [[0.0, 0.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, -3.0]];
+    let quarter_turn = Quat::from_rotation_z(std::f32::consts::FRAC_PI_2);
+    let rotations: [[f32; 4]; 3] = [
+        [0.0, 0.0, 0.0, 1.0],
+        quarter_turn.to_array(),
+        [0.0, 0.0, 0.0, 1.0],
+    ];
+    let scales: [[f32; 3]; 3] = [[1.0; 3], [1.0; 3], [2.0, 2.0, 2.0]];
+    let rotations_i16: Vec<[i16; 4]> = rotations
+        .iter()
+        .map(|q| q.map(|c| (c * 32767.0).round() as i16))
+        .collect();
+    let expected = |q: [f32; 4], i: usize| -> Vec<[f32; 3]> {
+        let placement = Mat4::from_scale_rotation_translation(
+            scales[i].into(),
+            Quat::from_array(q),
+            translations[i].into(),
+        );
+        let node = Mat4::from_translation(Vec3::new(10.0, 0.0, 0.0));
+        [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+            .iter()
+            .map(|&p| (node * placement).transform_point3(p.into()).into())
+            .collect()
+    };
+    for sixteen_bit in [false, true] {
+        let mut data = bytemuck::cast_slice::<_, u8>(&translations).to_vec();
+        data.extend_from_slice(bytemuck::cast_slice(&scales));
+        let (rotation_type, rotation_bytes) = if sixteen_bit {
+            data.extend_from_slice(bytemuck::cast_slice(&rotations_i16));
+            (r#""componentType": 5122, "normalized": true"#, 24)
+        } else {
+            data.extend_from_slice(bytemuck::cast_slice(&rotations));
+            (r#""componentType": 5126"#, 48)
+        };
+        let views = format!(
+            r#", {{"buffer": 0, "byteOffset": 0, "byteLength": 36}},
+                {{"buffer": 0, "byteOffset": 36, "byteLength": 36}},
+                {{"buffer": 0, "byteOffset": 72, "byteLength": {rotation_bytes}}}"#
+        );
+        let accessors = format!(
+            r#", {{"bufferView": 1, "componentType": 5126, "count": 3, "type": "VEC3"}},
+                {{"bufferView": 2, "componentType": 5126, "count": 3, "type": "VEC3"}},
+                {{"bufferView": 3, {rotation_type}, "count": 3, "type": "VEC4"}}"#
+        );
+        let attributes = r#"{"TRANSLATION": 1, "SCALE": 2, "ROTATION": 3}"#;
+        let file = TempFile::new(
+            "instanced.glb",
+            instanced_glb(1, attributes, &accessors, &views, &data),
+        );
+        let mesh = Mesh::load(&file.0).unwrap();
+        assert_eq!(mesh.triangle_count(), 3, "one copy per instance");
+        // Animated through a rig, each copy's rest vertices are placed within the node,
+        // whose own transform the rig poses.
+        let rest = canopy::scene::rig::Rig::load(&file.0).unwrap().rest.mesh;
+        let unmoved = Mat4::from_translation(Vec3::new(-10.0, 0.0, 0.0));
+        let rest_of = |i: usize| -> Vec<[f32; 3]> {
+            rest.triangles[i]
+                .iter()
+                .map(|&v| rest.positions[v as usize])
+                .collect()
+        };
+        for i in 0..3 {
+            let got: Vec<[f32; 3]> = mesh.triangles[i]
+                .iter()
+                .map(|&v| mesh.positions[v as usize])
+                .collect();
+            let q = if sixteen_bit {
+                rotations_i16[i].map(|c| c as f32 / 32767.0)
+            } else {
+                rotations[i]
+            };
+            let in_node: Vec<[f32; 3]> = expected(q, i)
+                .iter()
+                .map(|&p| unmoved.transform_point3(p.into()).into())
+                .collect();
+            for (got, expected) in [(got, expected(q, i)), (rest_of(i), in_node)] {
+                for (g, e) in got.iter().zip(&expected) {
+                    for k in 0..3 {
+                        assert!(
+                            (g[k] - e[k]).abs() < 1e-4,
+                            "16-bit {sixteen_bit}, instance {i}: {got:?}, expected {expected:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Malformed `EXT_mesh_gpu_instancing`: each an error naming the node and what is wrong; a
+/// node of too many instances, and a file placing more triangles than canopy reads, are
+/// refused before any copy is made.
+#[test]
+fn malformed_gpu_instancing_is_named() {
+    let translations: [[f32; 3]; 2] = [[0.0; 3], [f32::NAN, 0.0, 0.0]];
+    let two = bytemuck::cast_slice::<_, u8>(&translations).to_vec();
+    let view = r#", {"buffer": 0, "byteOffset": 0, "byteLength": 24}"#;
+    let vec3 = r#", {"bufferView": 1, "componentType": 5126, "count": 2, "type": "VEC3"}"#;
+    let one_vec3 = r#", {"bufferView": 1, "componentType": 5126, "count": 1, "type": "VEC3"}"#;
+    let two_vec3 = r#", {"bufferView": 1, "componentType": 5126, "count": 1, "type": "VEC3"},
+        {"bufferView": 1, "componentType": 5126, "count": 2, "type": "VEC3"}"#;
+    let scalar = r#", {"bufferView": 1, "componentType": 5126, "count": 2, "type": "SCALAR"}"#;
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            r#"{"TRANSLATION": 1}"#,
+            vec3,
+            "instance 1: translation [NaN, 0.0, 0.0]",
+        ),
+        (r#"{"SCALE": 7}"#, vec3, "SCALE names no accessor (7)"),
+        (
+            r#"{"TRANSLATION": 1}"#,
+            scalar,
+            "TRANSLATION is F32 Scalar, expected Vec3",
+        ),
+        (
+            r#"{"TRANSLATION": 1, "SCALE": 2}"#,
+            two_vec3,
+            "different counts of instances ([1, 2])",
+        ),
+        (
+            r#"{}"#,
+            one_vec3,
+            "names none of TRANSLATION, ROTATION and SCALE",
+        ),
+    ];
+    for (attributes, accessors, expected) in cases {
+        let file = TempFile::new(
+            "bad.glb",
+            instanced_glb(1, attributes, accessors, view, &two),
+        );
+        let error = Mesh::load(&file.0).unwrap_err().to_string();
+        assert!(
+            error.contains("node 0 EXT_mesh_gpu_instancing") && error.contains(expected),
+            "{error:?} should say {expected:?}"
+        );
+    }
+    // Zeros for 2^20 + 1 instances of one triangle, then for 2^20 instances of 300 triangles:
+    // 315 million triangles placed.
+    let many = |count: usize, triangles: usize| {
+        let data = vec![0u8; 12 * count];
+        let view = format!(
+            r#", {{"buffer": 0, "byteOffset": 0, "byteLength": {}}}"#,
+            12 * count
+        );
+        let accessor = format!(
+            r#", {{"bufferView": 1, "componentType": 5126, "count": {count}, "type": "VEC3"}}"#
+        );
+        TempFile::new(
+            "many.glb",
+            instanced_glb(triangles, r#"{"TRANSLATION": 1}"#, &accessor, &view, &data),
+        )
+    };
+    let error = Mesh::load(&many((1 << 20) + 1, 1).0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("holds 1048577 instances, more than canopy reads (1048576)"),
+        "{error}"
+    );
+    let error = Mesh::load(&many(1 << 20, 300).0).unwrap_err().to_string();
+    assert!(
+        error.contains("node 0")
+            && error.contains("make 314572800 triangles, more than canopy reads (268435456)"),
+        "{error}"
+    );
+}
