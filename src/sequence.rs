@@ -14,6 +14,8 @@
 //! so are the frames in flight behind it, whose builds ran with the old lists. No frame
 //! reaches the sink with an incomplete tree.
 
+use crate::accel::bvh::instances::PlacedMeshes;
+use crate::accel::bvh::lbvh::BvhLayout;
 use crate::accel::{BuildParams, RayStructure, StructureKind, StructureSize};
 use crate::render::photons::PhotonParams;
 use crate::render::{Camera, FrameSource, ImageReadback, RenderParams, Renderer, ShadingParams};
@@ -66,6 +68,11 @@ pub struct SequenceConfig {
     /// readbacks would take more, fewer are kept in flight, but not fewer than two, so that the
     /// ring is sized from the output ([`FrameSequence::frames_in_flight`] says how many).
     pub readback_budget: u64,
+    /// Whether a still scene that places a mesh more than once
+    /// ([`FrameSource::placements`]) is traced through two levels (each mesh's tree built
+    /// once, the top tree over the copies every frame: [`PlacedMeshes`]) where `structure` is
+    /// the LBVH in its binary layout; true by default. False: one tree over every copy.
+    pub two_levels: bool,
 }
 
 impl Default for SequenceConfig {
@@ -84,6 +91,7 @@ impl Default for SequenceConfig {
             channels: Vec::new(),
             frames_in_flight: DEFAULT_FRAMES_IN_FLIGHT,
             readback_budget: DEFAULT_READBACK_BUDGET,
+            two_levels: true,
         }
     }
 }
@@ -207,10 +215,19 @@ impl<'a> FrameSequence<'a> {
             triangles: scene.triangle_count,
             vertices: scene.vertex_count,
         };
-        let structure = config
-            .structure
-            .create(ctx, &config.build, size, slots)?
-            .into_rays()?;
+        let structure: Box<dyn RayStructure> = match source.placements() {
+            Some(placements)
+                if config.two_levels
+                    && config.structure == StructureKind::Lbvh
+                    && config.build.lbvh.layout == BvhLayout::Binary =>
+            {
+                Box::new(PlacedMeshes::new(ctx, config.build.lbvh, placements)?)
+            }
+            _ => config
+                .structure
+                .create(ctx, &config.build, size, slots)?
+                .into_rays()?,
+        };
         Ok(Self {
             profilers: (0..slots)
                 .map(|_| Profiler::new(ctx, STAGES_PER_FRAME))

@@ -213,6 +213,12 @@ pub struct RenderArgs {
     /// compressed tree) [default: binary].
     #[arg(long, value_enum)]
     pub bvh_layout: Option<LayoutArg>,
+    /// Trace one tree over every copy of a mesh a glTF file places more than once (nodes
+    /// sharing a mesh, EXT_mesh_gpu_instancing), rebuilt every frame, instead of two levels:
+    /// each mesh's tree built once and a top tree over the copies every frame (the default
+    /// with the binary LBVH).
+    #[arg(long)]
+    pub flatten: bool,
     /// Caustics by photon mapping: every frame, photons are traced from the lights towards the
     /// mirror and glass objects, the caustic ones stored and their kd-tree built, and each
     /// diffuse hit gathers the light of its nearest photons. Off by default (it costs a photon
@@ -1073,6 +1079,7 @@ fn sequence_config(
         channels,
         frames_in_flight: args.frames_in_flight.into(),
         readback_budget: args.readback_budget_mib << 20,
+        two_levels: !args.flatten,
     })
 }
 

@@ -13,7 +13,7 @@ use crate::scene::animated::{AnimatedMesh, Displacement, FrameTime, MeshInput, V
 use crate::scene::default_scene::{
     DefaultScene, GLASS_MATERIAL, GROUND_MATERIAL, MIRROR_MATERIAL, TORUS_MATERIAL,
 };
-use crate::scene::{Framing, MaterialMesh, Mesh, SceneError, shapes};
+use crate::scene::{Framing, MaterialMesh, Mesh, Placements, SceneError, shapes};
 use crate::vk::{Context, Error, Recorder, Result};
 use glam::{Mat4, Quat, Vec3};
 
@@ -213,6 +213,9 @@ pub struct MeshStage {
     pub colours: Vec<[f32; 4]>,
     /// The studio lights around the mesh.
     pub lights: Vec<Light>,
+    /// The meshes `mesh` copies out and where (the file's, then the ground once), when the
+    /// file places a mesh more than once ([`MaterialMesh::placements`]).
+    pub placements: Option<Box<Placements>>,
     /// Centre of the fitted mesh's bounding box.
     pub centre: Vec3,
     /// Half the diagonal of the fitted mesh's bounding box (1, or less for a flat mesh).
@@ -227,7 +230,13 @@ impl MeshStage {
         if up != Vec3::Y {
             loaded.transform(Mat4::from_quat(Quat::from_rotation_arc(up, Vec3::Y)));
         }
-        loaded.mesh.fit_unit_sphere();
+        let framing = loaded.mesh.fit_unit_sphere();
+        if let Some(placements) = &mut loaded.placements {
+            placements.transform(
+                Mat4::from_scale(Vec3::splat(framing.scale as f32))
+                    * Mat4::from_translation(-framing.centre.as_vec3()),
+            );
+        }
         let (lo, hi) = loaded.mesh.bounds().unwrap_or_default();
         let has_normals = loaded.mesh.normals.len() == loaded.mesh.positions.len();
         match look.shading {
@@ -292,6 +301,13 @@ impl MeshStage {
         let colours = extended(loaded.colours, [1.0; 4]);
         mesh.append(&ground);
         triangle_materials.extend([ground_material; 2]);
+        let placements = loaded.placements.map(|mut placements| {
+            placements
+                .copies
+                .push((placements.meshes.len() as u32, Mat4::IDENTITY));
+            placements.meshes.push(ground);
+            placements
+        });
         Self {
             mesh,
             triangle_materials,
@@ -303,6 +319,7 @@ impl MeshStage {
             tangents,
             colours,
             lights: studio_lights(centre, radius),
+            placements,
             centre,
             radius,
         }
@@ -376,6 +393,9 @@ pub struct Subject {
     pub camera_overrides: CameraOverrides,
     /// The name of each instance, by the id the `instance_id` channel holds.
     pub instances: Vec<Option<String>>,
+    /// The meshes a still mesh file's scene copies out and where, when it places a mesh more
+    /// than once ([`MeshStage::placements`]).
+    pub placements: Option<Box<Placements>>,
 }
 
 impl Subject {
@@ -390,6 +410,7 @@ impl Subject {
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
             instances: DEFAULT_SCENE_INSTANCES.map(|n| Some(n.into())).to_vec(),
+            placements: None,
         })
     }
 
@@ -405,6 +426,7 @@ impl Subject {
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
             instances: stage.instances,
+            placements: stage.placements,
         })
     }
 
@@ -474,6 +496,7 @@ impl Subject {
             textures: dressed.textures.clone(),
             tangents: Vec::new(),
             colours: smoothed(&dressed.colours),
+            placements: None,
         };
         // The vertices move on the GPU; their tangents would not.
         loaded.drop_normal_textures();
@@ -527,6 +550,7 @@ impl Subject {
             gltf_camera: None,
             camera_overrides: CameraOverrides::default(),
             instances: stage.instances,
+            placements: None,
         })
     }
 }
@@ -538,6 +562,10 @@ impl FrameSource for Subject {
 
     fn instances(&self) -> &[Option<String>] {
         &self.instances
+    }
+
+    fn placements(&self) -> Option<&Placements> {
+        self.placements.as_deref()
     }
 
     /// The default scene's deformation and its lights ([`default_scene_lights`]), a mesh

@@ -5,6 +5,7 @@
 //! application implements it for.
 
 use super::{Camera, SceneGpu, ShadingParams};
+use crate::scene::Placements;
 use crate::scene::animated::FrameTime;
 use crate::vk::{Recorder, Result};
 
@@ -48,5 +49,13 @@ pub trait FrameSource {
     /// instance without a name); none (the default) where the source names none.
     fn instances(&self) -> &[Option<String>] {
         &[]
+    }
+
+    /// The meshes the scene's triangles copy out and where each copy goes, for a still scene
+    /// that places a mesh more than once ([`crate::scene::MaterialMesh::placements`]):
+    /// a sequence may trace it through two levels, building each mesh's tree once. None (the
+    /// default): the scene is one mesh.
+    fn placements(&self) -> Option<&Placements> {
+        None
     }
 }

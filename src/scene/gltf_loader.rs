@@ -58,7 +58,7 @@ use super::material::Material;
 use super::mesh::{push_fan, push_strip, transform_tangents};
 use super::tangents::mikktspace_tangents;
 use super::texture::{Filter, MipFilter, Sampler, Texture, TextureRef, Wrap};
-use super::{MaterialMesh, Mesh, SceneError};
+use super::{MaterialMesh, Mesh, Placements, SceneError};
 
 /// The glTF extension that transforms a texture's coordinates.
 const TEXTURE_TRANSFORM: &str = "KHR_texture_transform";
@@ -349,6 +349,9 @@ pub(super) struct VisitedPrimitive<'a> {
     /// The placement within the node of this copy of its mesh (`EXT_mesh_gpu_instancing`),
     /// the identity for a node without instances.
     pub placement: Mat4,
+    /// Which copy of the node's mesh this is (0 for a node without instances): every
+    /// primitive of a copy is visited before the next copy's.
+    pub copy: u32,
     /// The node's mesh.
     pub mesh: gltf::Mesh<'a>,
     /// The primitive.
@@ -452,20 +455,17 @@ pub(super) fn walk_primitives(
         let world = parent * Mat4::from_cols_array_2d(&node.transform().matrix());
         if let Some(node_mesh) = node.mesh() {
             let placements = placements(path, file, &node)?;
+            // Every primitive is read once, then visited once per copy, a copy's primitives
+            // one after another.
+            let mut reads = Vec::new();
             for primitive in node_mesh.primitives() {
-                let Some(PrimitiveRead {
-                    part,
-                    texcoords,
-                    sets: present,
-                    tangents,
-                    colours,
-                }) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
+                let Some(read) = read_primitive(path, &node_mesh, &primitive, &file.buffers)?
                 else {
                     continue;
                 };
                 let material = if with_materials {
                     let (id, sets) = appearance.material_id(path, file, &primitive.material())?;
-                    if let Some(set) = (0..2).find(|set| sets & !present & 1 << set != 0) {
+                    if let Some(set) = (0..2).find(|set| sets & !read.sets & 1 << set != 0) {
                         return Err(SceneError::malformed(
                             path,
                             format!("mesh {} primitive {}", node_mesh.index(), primitive.index()),
@@ -485,9 +485,7 @@ pub(super) fn walk_primitives(
                 } else {
                     None
                 };
-                let normal_texture =
-                    material.map(|id| appearance.materials[id as usize].normal_texture);
-                placed += part.triangle_count() as u64 * placements.len() as u64;
+                placed += read.part.triangle_count() as u64 * placements.len() as u64;
                 if placed > MAX_PLACED_TRIANGLES {
                     return Err(SceneError::malformed(
                         path,
@@ -498,21 +496,27 @@ pub(super) fn walk_primitives(
                         ),
                     ));
                 }
-                for &placement in &placements {
+                reads.push((primitive, read, material));
+            }
+            for (copy, &placement) in placements.iter().enumerate() {
+                for (primitive, read, material) in &reads {
+                    let normal_texture =
+                        material.map(|id| appearance.materials[id as usize].normal_texture);
                     visit(VisitedPrimitive {
                         node: node.clone(),
                         world: world * placement,
                         placement,
+                        copy: copy as u32,
                         mesh: node_mesh.clone(),
                         primitive: primitive.clone(),
-                        part: part.clone(),
-                        texcoords: texcoords.clone(),
-                        material,
-                        file_tangents: tangents.clone(),
+                        part: read.part.clone(),
+                        texcoords: read.texcoords.clone(),
+                        material: *material,
+                        file_tangents: read.tangents.clone(),
                         normal_set: normal_texture
                             .filter(TextureRef::is_some)
                             .map(|t| t.texcoord_set),
-                        colours: colours.clone(),
+                        colours: read.colours.clone(),
                     })?;
                 }
             }
@@ -544,7 +548,9 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
     let mut texcoords = Vec::new();
     let mut tangents = VertexValues::default();
     let mut colours = VertexValues::default();
+    let mut placed = PlacementsRead::default();
     let appearance = walk_primitives(path, file, |visited| {
+        placed.visit(&visited);
         mesh.append(&visited.part.transformed(visited.world));
         texcoords.extend_from_slice(&visited.texcoords);
         let vertices = visited.part.positions.len();
@@ -590,7 +596,49 @@ fn read_static_mesh(path: &Path, file: &GltfFile) -> Result<MaterialMesh, SceneE
         textures,
         tangents: tangents.finish(),
         colours: colours.finish(),
+        placements: placed.finish(),
     })
+}
+
+/// The placements of a walk's copies ([`MaterialMesh::placements`]), gathered as
+/// [`walk_primitives`] visits them.
+#[derive(Default)]
+struct PlacementsRead {
+    placements: Placements,
+    /// The placements' mesh of each glTF mesh seen.
+    mesh_ids: std::collections::HashMap<usize, u32>,
+    /// The last copy visited: its node and copy, and whether its mesh is being read (its
+    /// first copy).
+    current: Option<(usize, u32, bool)>,
+}
+
+impl PlacementsRead {
+    fn visit(&mut self, visited: &VisitedPrimitive) {
+        let key = (visited.node.index(), visited.copy);
+        if self
+            .current
+            .is_none_or(|(node, copy, _)| (node, copy) != key)
+        {
+            let next = self.mesh_ids.len() as u32;
+            let id = *self.mesh_ids.entry(visited.mesh.index()).or_insert(next);
+            let first = id == next;
+            if first {
+                self.placements.meshes.push(Mesh::default());
+            }
+            self.placements.copies.push((id, visited.world));
+            self.current = Some((key.0, key.1, first));
+        }
+        if let Some((_, _, true)) = self.current {
+            let id = self.placements.copies.last().expect("a copy is open").0;
+            self.placements.meshes[id as usize].append(&visited.part);
+        }
+    }
+
+    /// The placements, when some mesh is placed more than once.
+    fn finish(self) -> Option<Box<Placements>> {
+        (self.placements.copies.len() > self.placements.meshes.len())
+            .then(|| Box::new(self.placements))
+    }
 }
 
 /// The name of each node of `document`, in the file's order: the instances of a mesh read
@@ -697,7 +745,10 @@ fn placements(path: &Path, file: &GltfFile, node: &gltf::Node) -> Result<Vec<Mat
             let s = scales.as_ref().map_or([1.0; 3], |v| v[i]);
             let rotation = glam::Quat::from_array(r);
             let length = rotation.length();
-            if !t.iter().chain(&r).chain(&s).all(|x| x.is_finite()) || length.is_nan() || length <= 1e-6 {
+            if !t.iter().chain(&r).chain(&s).all(|x| x.is_finite())
+                || length.is_nan()
+                || length <= 1e-6
+            {
                 return Err(malformed(format!(
                     "instance {i}: translation {t:?}, rotation {r:?}, scale {s:?} is not a \
                      placement"

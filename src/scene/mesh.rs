@@ -463,6 +463,30 @@ pub struct MaterialMesh {
     /// Colour of each vertex (linear RGBA, glTF's `COLOR_0`), multiplying the base colour and
     /// alpha; empty when no vertex has one, white where a vertex lacks it.
     pub colours: Vec<[f32; 4]>,
+    /// The meshes `mesh` copies out and where each copy goes, when a file places a mesh more
+    /// than once (glTF nodes sharing a mesh, `EXT_mesh_gpu_instancing`): what tracing through
+    /// two levels needs. None otherwise.
+    pub placements: Option<Box<Placements>>,
+}
+
+/// The copies a mesh of placed meshes is made of ([`MaterialMesh::placements`]): copy i's
+/// triangles follow copy i - 1's, each copy's in its mesh's order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Placements {
+    /// Each mesh in its own space.
+    pub meshes: Vec<Mesh>,
+    /// Each copy: its mesh (an index into `meshes`) and its transform into the copied-out
+    /// mesh's space.
+    pub copies: Vec<(u32, Mat4)>,
+}
+
+impl Placements {
+    /// Moves every copy by `m` after its own transform.
+    pub fn transform(&mut self, m: Mat4) {
+        for (_, placement) in &mut self.copies {
+            *placement = m * *placement;
+        }
+    }
 }
 
 impl MaterialMesh {
@@ -503,6 +527,9 @@ impl MaterialMesh {
     pub fn transform(&mut self, m: Mat4) {
         self.mesh = self.mesh.transformed(m);
         transform_tangents(&mut self.tangents, m);
+        if let Some(placements) = &mut self.placements {
+            placements.transform(m);
+        }
     }
 
     /// Loads the mesh in `path` as [`Mesh::load`] does, with the materials of a glTF file

@@ -23,5 +23,5 @@ pub mod texture;
 pub use environment::Environment;
 pub use gltf_source::AssetAccess;
 pub use material::{AlphaMode, GpuLight, Light, Material, MaterialKind};
-pub use mesh::{Framing, MaterialMesh, Mesh, SceneError};
+pub use mesh::{Framing, MaterialMesh, Mesh, Placements, SceneError};
 pub use texture::{Texture, TextureRef};

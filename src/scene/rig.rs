@@ -233,6 +233,7 @@ impl Rig {
             textures: appearance.textures,
             tangents: Vec::new(),
             colours: parts.colours.finish(),
+            placements: None,
         };
         rest.drop_normal_textures();
         Ok(Self {

@@ -1083,7 +1083,7 @@ fn shared_struct_layouts() -> Vec<SharedStruct> {
                 first_triangle,
                 triangle_count,
                 mask,
-                pad
+                flags
             }),
             offsets: &[0, 48, 96, 104, 112, 116, 120, 124],
         },

@@ -457,3 +457,178 @@ fn the_instances_benchmark_times_the_top_tree_and_traces_both_ways() {
         "the camera sees the rocks"
     );
 }
+
+/// A GLB placing a sphere 27 times through `EXT_mesh_gpu_instancing` (node 0: turned, scaled
+/// and moved copies on a grid), once more through a second node sharing its mesh (node 1),
+/// and a cube once (node 2).
+fn placed_spheres_glb() -> Vec<u8> {
+    use canopy::scene::shapes::{cube, uv_sphere};
+    let sphere = uv_sphere([0.0; 3], 0.4, 6);
+    let block = cube([-0.5, -0.5, -0.5], 1.0);
+    let mut translations = Vec::new();
+    let mut rotations = Vec::new();
+    let mut scales = Vec::new();
+    for i in 0..27u32 {
+        let at = [i % 3, i / 3 % 3, i / 9].map(|k| k as f32 * 1.2);
+        translations.push(at);
+        let q = glam::Quat::from_rotation_y(i as f32 * 0.4) * glam::Quat::from_rotation_x(0.3);
+        rotations.push(q.to_array());
+        scales.push([
+            1.0 + 0.05 * i as f32,
+            1.0,
+            if i % 4 == 0 { -0.8 } else { 0.8 },
+        ]);
+    }
+    let mut bin: Vec<u8> = Vec::new();
+    let mut views = Vec::new();
+    let mut push = |bytes: &[u8]| {
+        views.push(format!(
+            r#"{{"buffer": 0, "byteOffset": {}, "byteLength": {}}}"#,
+            bin.len(),
+            bytes.len()
+        ));
+        bin.extend_from_slice(bytes);
+    };
+    push(bytemuck::cast_slice(&sphere.positions));
+    push(bytemuck::cast_slice(&sphere.triangles));
+    push(bytemuck::cast_slice(&block.positions));
+    push(bytemuck::cast_slice(&block.triangles));
+    push(bytemuck::cast_slice(&translations));
+    push(bytemuck::cast_slice(&rotations));
+    push(bytemuck::cast_slice(&scales));
+    let bounds = |m: &Mesh| {
+        let (lo, hi) = m.bounds().unwrap();
+        format!(r#""min": {lo:?}, "max": {hi:?}"#)
+    };
+    let json = format!(
+        r#"{{
+        "asset": {{"version": "2.0"}},
+        "extensionsUsed": ["EXT_mesh_gpu_instancing"],
+        "scene": 0,
+        "scenes": [{{"nodes": [0, 1, 2]}}],
+        "nodes": [
+            {{"mesh": 0, "extensions": {{"EXT_mesh_gpu_instancing":
+                {{"attributes": {{"TRANSLATION": 4, "ROTATION": 5, "SCALE": 6}}}}}}}},
+            {{"mesh": 0, "translation": [-1.5, 0.5, 1.0]}},
+            {{"mesh": 1, "translation": [1.2, -1.6, 1.2], "scale": [3, 0.4, 3]}}
+        ],
+        "meshes": [
+            {{"primitives": [{{"attributes": {{"POSITION": 0}}, "indices": 1}}]}},
+            {{"primitives": [{{"attributes": {{"POSITION": 2}}, "indices": 3}}]}}
+        ],
+        "buffers": [{{"byteLength": BIN_LENGTH}}],
+        "bufferViews": [{}],
+        "accessors": [
+            {{"bufferView": 0, "componentType": 5126, "count": {}, "type": "VEC3", {}}},
+            {{"bufferView": 1, "componentType": 5125, "count": {}, "type": "SCALAR"}},
+            {{"bufferView": 2, "componentType": 5126, "count": {}, "type": "VEC3", {}}},
+            {{"bufferView": 3, "componentType": 5125, "count": {}, "type": "SCALAR"}},
+            {{"bufferView": 4, "componentType": 5126, "count": 27, "type": "VEC3"}},
+            {{"bufferView": 5, "componentType": 5126, "count": 27, "type": "VEC4"}},
+            {{"bufferView": 6, "componentType": 5126, "count": 27, "type": "VEC3"}}
+        ]
+    }}"#,
+        views.join(", "),
+        sphere.positions.len(),
+        bounds(&sphere),
+        3 * sphere.triangles.len(),
+        block.positions.len(),
+        bounds(&block),
+        3 * block.triangles.len(),
+    );
+    common::files::glb(&json, &bin)
+}
+
+/// A glTF file placing a mesh many times is read as the meshes and their copies, and renders
+/// through two levels (each mesh's tree built once, the top tree every frame) as through one
+/// tree over every copy.
+#[test]
+fn a_file_placing_a_mesh_many_times_renders_through_two_levels_as_flattened() {
+    use canopy::render::presets::{MeshLook, MeshShading, Subject};
+    use canopy::scene::MaterialMesh;
+    use canopy::sequence::{Flow, FrameSequence, SequenceConfig};
+    let ctx = context();
+    let folder = common::files::TempFolder::new("placed");
+    let path = folder.0.join("spheres.glb");
+    std::fs::write(&path, placed_spheres_glb()).unwrap();
+    let loaded = MaterialMesh::load(&path).unwrap();
+    let placements = loaded
+        .placements
+        .clone()
+        .expect("the sphere is placed 28 times");
+    assert_eq!(placements.meshes.len(), 2);
+    let copies: Vec<u32> = placements.copies.iter().map(|c| c.0).collect();
+    assert_eq!(copies, [vec![0; 28], vec![1]].concat());
+    // Each copy, placed, is the copied-out mesh's slice of triangles.
+    let mut first = 0;
+    for &(mesh, placement) in &placements.copies {
+        let mesh = &placements.meshes[mesh as usize];
+        for (t, triangle) in mesh.triangles.iter().enumerate() {
+            let flat = loaded.mesh.triangles[first + t];
+            // A mirrored copy's triangles are wound the other way.
+            let flat = if placement.determinant() < 0.0 {
+                [flat[0], flat[2], flat[1]]
+            } else {
+                flat
+            };
+            for (v, f) in triangle.iter().zip(flat) {
+                let placed = placement.transform_point3(mesh.positions[*v as usize].into());
+                let copied = glam::Vec3::from(loaded.mesh.positions[f as usize]);
+                assert!(
+                    placed.distance(copied) < 1e-5,
+                    "triangle {}: {placed} {copied}",
+                    first + t
+                );
+            }
+        }
+        first += mesh.triangle_count();
+    }
+    assert_eq!(first, loaded.mesh.triangle_count());
+
+    // Smooth normals, so that shading reads each hit's weights.
+    let look = MeshLook {
+        shading: MeshShading::Smooth,
+        ..MeshLook::default()
+    };
+    let subject = Subject::mesh(&ctx, loaded, &look).unwrap();
+    let frame = |two_levels: bool| -> (Vec<u8>, bool) {
+        let config = SequenceConfig {
+            width: 96,
+            height: 72,
+            two_levels,
+            ..SequenceConfig::default()
+        };
+        let mut sequence = FrameSequence::new(&ctx, &subject, config).unwrap();
+        let mut image = (Vec::new(), false);
+        sequence
+            .render(&[0, 1], |finished| {
+                let stages = finished.profiler.results()?;
+                image = (
+                    finished.image.rgba8().to_vec(),
+                    stages.iter().any(|(name, _)| name == "two-level: boxes"),
+                );
+                Ok::<_, canopy::vk::Error>(Flow::Continue)
+            })
+            .unwrap();
+        assert_valid(&ctx);
+        image
+    };
+    let (two_levels, through_two) = frame(true);
+    let (flattened, through_one) = frame(false);
+    assert!(
+        through_two && !through_one,
+        "the top tree is built only for two levels"
+    );
+    // The same image, but for pixels whose ray grazes an edge, which the two spaces may
+    // round apart.
+    let differing = two_levels
+        .chunks(4)
+        .zip(flattened.chunks(4))
+        .filter(|(a, b)| a.iter().zip(*b).any(|(x, y)| x.abs_diff(*y) > 8))
+        .count();
+    assert!(differing <= 96 * 72 / 1000, "{differing} pixels differ");
+    // Not an empty picture: a sixth of the pixels or more are not the corner's (the sky's).
+    let sky = &two_levels[..4];
+    let seen = two_levels.chunks(4).filter(|p| p != &sky).count();
+    assert!(seen * 6 > 96 * 72, "{seen} pixels show something");
+}

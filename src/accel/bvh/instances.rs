@@ -2,7 +2,7 @@
 //! every frame ([`TwoLevelBvh`]).
 //!
 //! Each mesh has its own binary [`Bvh`], built once by [`LbvhBuilder`] (or an
-//! [`LbvhStructure`](super::lbvh::LbvhStructure)) and refitted or rebuilt only when the mesh
+//! [`LbvhStructure`]) and refitted or rebuilt only when the mesh
 //! deforms; a mesh that moves rigidly moves by its instance's transform alone.
 //! [`TwoLevelBvh::record_build`] records the top tree over the instances in two steps:
 //! 1. `glsl/bvh/instance_boxes.comp`: each instance's record copied to device memory, and its
@@ -21,13 +21,21 @@
 //! out in instance order ("flattened"), so code written for one mesh reads two-level hits
 //! unchanged (cut-outs included: the appearance buffer is indexed by these ids);
 //! [`TwoLevelBvh::locate`] turns an id back into its instance and the triangle of its mesh.
+//!
+//! [`PlacedMeshes`] is the same behind [`RayStructure`], over a file's placed meshes
+//! ([`Placements`]): what a frame sequence traces a still glTF scene that places a mesh more
+//! than once through.
 
 use super::Bvh;
-use super::lbvh::{LbvhBuilder, LbvhParams};
-use crate::accel::{Traversable, TraversalBatch};
+use super::cpu::check_invariants;
+use super::lbvh::{BvhLayout, LbvhBuilder, LbvhParams, LbvhStructure};
+use crate::accel::{
+    HostMesh, RayStructure, Structure, StructureKind, Traversable, TraversalBatch, TreeShape,
+};
 use crate::geom::TriangleInput;
 use crate::geom::ray::MISS;
 use crate::prims::{Groups, WORKGROUP_SIZE};
+use crate::scene::Placements;
 use crate::shaders;
 use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
 use std::sync::Arc;
@@ -43,6 +51,10 @@ pub struct Instance {
     /// Rays see the instance when it shares a bit with their mask
     /// ([`TwoLevelBvh::set_ray_mask`]); 0 hides it.
     pub mask: u32,
+    /// Report a hit's weights swapped (`u` for the triangle's third vertex, `v` for its
+    /// second): the weights of a copied-out scene that reverses the winding of a mirrored
+    /// copy's triangles, as [`crate::scene::Mesh::transformed`] does. False by default.
+    pub swap_weights: bool,
 }
 
 impl Instance {
@@ -59,6 +71,7 @@ impl Instance {
             transform,
             mesh,
             mask: u32::MAX,
+            swap_weights: false,
         }
     }
 }
@@ -81,11 +94,14 @@ pub struct BvhInstance {
     pub triangle_count: u32,
     /// The instance's mask.
     pub mask: u32,
-    /// Padding.
-    pub pad: u32,
+    /// [`INSTANCE_SWAP_WEIGHTS`] where the instance swaps its hits' weights.
+    pub flags: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<BvhInstance>() == 128);
+
+/// The flag of an instance whose hits' weights are swapped ([`Instance::swap_weights`]).
+pub const INSTANCE_SWAP_WEIGHTS: u32 = 1;
 
 /// Push constants of `instance_boxes.comp`.
 #[repr(C)]
@@ -169,6 +185,8 @@ pub struct TwoLevelBvh {
     boxes: Arc<Pipeline>,
     /// The host's records of the last build (host-visible).
     staged: Buffer,
+    /// What `staged` holds.
+    staged_records: Vec<BvhInstance>,
     /// The same, in device memory.
     instances: Buffer,
     /// Two corners per instance: the top tree's input vertices.
@@ -176,8 +194,6 @@ pub struct TwoLevelBvh {
     /// The triangle (2i, 2i + 1, 2i + 1) per instance, written once.
     corner_triangles: Buffer,
     capacity: u32,
-    /// Instances in the top tree of the last build (those with triangles and a mask).
-    tree_instances: u32,
     /// (first triangle, instance) of each instance in the top tree, in instance order.
     ranges: Vec<(u32, u32)>,
     /// Triangles of every instance of the last build.
@@ -204,8 +220,8 @@ impl TwoLevelBvh {
             corner_triangles: ctx
                 .create_buffer_with("instance corner triangles", &corner_triangles)?,
             builder,
+            staged_records: Vec::new(),
             capacity,
-            tree_instances: 0,
             ranges: Vec::new(),
             triangle_count: 0,
             ray_mask: u32::MAX,
@@ -244,9 +260,10 @@ impl TwoLevelBvh {
     ///
     /// Synchronisation and lifetimes: the mesh trees' builds are recorded before, with their
     /// barrier (or have run). The trees must stay alive, in the same buffers, while rays are
-    /// traced through this tree, which reads them by address. The previous build's
-    /// submission must have completed (the instances are staged in host-visible memory the
-    /// build reads). Ends with a compute → compute barrier, so traces recorded after it see
+    /// traced through this tree, which reads them by address. Where the instances' records
+    /// change, the previous build's submission must have completed (they are staged in
+    /// host-visible memory the build reads; a build over the same records as the last writes
+    /// nothing there). Ends with a compute → compute barrier, so traces recorded after it see
     /// the tree.
     pub fn record_build(
         &mut self,
@@ -255,15 +272,19 @@ impl TwoLevelBvh {
         instances: &[Instance],
     ) -> Result<()> {
         let records = self.records(meshes, instances)?;
-        self.tree_instances = records.len() as u32;
         self.top.set_primitive_count(0);
         if records.is_empty() {
             return Ok(());
         }
-        let staged = self.staged.mapped_mut().expect("upload buffers are mapped");
-        let bytes: &[u8] = bytemuck::cast_slice(&records);
-        staged[..bytes.len()].copy_from_slice(bytes);
-        let count = records.len() as u32;
+        // A build over the records of the last writes nothing to the host-visible staging,
+        // so that a still scene can be built again with earlier frames still reading it.
+        if records != self.staged_records {
+            let staged = self.staged.mapped_mut().expect("upload buffers are mapped");
+            let bytes: &[u8] = bytemuck::cast_slice(&records);
+            staged[..bytes.len()].copy_from_slice(bytes);
+            self.staged_records = records;
+        }
+        let count = self.staged_records.len() as u32;
         rec.begin_stage("two-level: boxes");
         let push = InstanceBoxesPush {
             staged_address: self.staged.address(),
@@ -317,7 +338,11 @@ impl TwoLevelBvh {
                     first_triangle: first_triangle as u32,
                     triangle_count,
                     mask: instance.mask,
-                    pad: 0,
+                    flags: if instance.swap_weights {
+                        INSTANCE_SWAP_WEIGHTS
+                    } else {
+                        0
+                    },
                 });
             }
             first_triangle += triangle_count as u64;
@@ -358,6 +383,134 @@ impl TwoLevelBvh {
             instance,
             triangle: triangle - first,
         })
+    }
+}
+
+/// A scene of placed meshes ([`Placements`]) behind [`RayStructure`]: each mesh's tree built
+/// with the first build and kept, the top tree over the copies built again with every build,
+/// rays traced through both levels. Its triangle ids are those of the copied-out scene, so a
+/// frame sequence traces a still scene that places meshes more than once through it in place
+/// of one tree over every copy ([`crate::sequence::SequenceConfig::two_levels`]). A copy whose
+/// transform cannot be inverted (a node scaled to nothing) is hidden, as its copied-out
+/// triangles, all of zero area, are; a mirrored copy's hits have their weights swapped, as its
+/// copied-out triangles have their winding reversed.
+pub struct PlacedMeshes {
+    /// Each mesh's positions, triangles and tree.
+    meshes: Vec<(Buffer, Buffer, LbvhStructure)>,
+    instances: Vec<Instance>,
+    two_level: TwoLevelBvh,
+    meshes_built: bool,
+}
+
+impl PlacedMeshes {
+    /// The meshes of `placements` on the device and room for their trees (built as `params`
+    /// says, in the binary layout) and the top tree.
+    pub fn new(ctx: &Context, params: LbvhParams, placements: &Placements) -> Result<Self> {
+        let params = LbvhParams {
+            layout: BvhLayout::Binary,
+            ..params
+        };
+        let meshes = placements
+            .meshes
+            .iter()
+            .map(|mesh| {
+                let count = mesh.triangle_count() as u32;
+                Ok((
+                    ctx.create_buffer_with("placed mesh positions", &mesh.positions)?,
+                    ctx.create_buffer_with("placed mesh triangles", &mesh.triangles)?,
+                    LbvhStructure::new(ctx, params, count.max(1))?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let instances = placements
+            .copies
+            .iter()
+            .map(|&(mesh, placement)| {
+                let transform = std::array::from_fn(|r| placement.row(r).to_array());
+                match invert(&transform) {
+                    Some(_) => Instance {
+                        swap_weights: placement.determinant() < 0.0,
+                        ..Instance::new(mesh, transform)
+                    },
+                    None => Instance {
+                        mask: 0,
+                        ..Instance::new(mesh, Instance::IDENTITY)
+                    },
+                }
+            })
+            .collect::<Vec<_>>();
+        Ok(Self {
+            two_level: TwoLevelBvh::new(ctx, instances.len() as u32)?,
+            meshes,
+            instances,
+            meshes_built: false,
+        })
+    }
+
+    /// The copies traced (each mesh's tree once, and the top tree over them).
+    pub fn two_level(&self) -> &TwoLevelBvh {
+        &self.two_level
+    }
+}
+
+impl Structure for PlacedMeshes {
+    fn kind(&self) -> StructureKind {
+        StructureKind::Lbvh
+    }
+
+    /// A mesh's tree too tall for traversal (a high-quality tree) has it built again fast,
+    /// as an LBVH structure does.
+    fn grow_if_overflowed(&mut self, ctx: &Context, slot: usize) -> Result<bool> {
+        let mut again = false;
+        for (_, _, tree) in &mut self.meshes {
+            again |= tree.grow_if_overflowed(ctx, slot)?;
+        }
+        self.meshes_built &= !again;
+        Ok(again)
+    }
+
+    fn tree_bytes(&self) -> u64 {
+        let meshes: u64 = self.meshes.iter().map(|(_, _, t)| t.tree_bytes()).sum();
+        meshes + self.two_level.top.bytes()
+    }
+
+    /// The top tree, checked against the copies' world boxes.
+    fn describe(
+        &self,
+        ctx: &Context,
+        _slot: usize,
+        _mesh: HostMesh,
+    ) -> Result<std::result::Result<TreeShape, String>> {
+        let (nodes, leaves) = self.two_level.top.download(ctx)?;
+        let corners: Vec<[f32; 3]> = ctx.download(&self.two_level.corners, 0, 2 * leaves.len())?;
+        let boxes: Vec<crate::geom::aabb::Bounds> =
+            corners.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+        Ok(check_invariants(&nodes, &leaves, &boxes).map(|stats| stats.shape()))
+    }
+}
+
+impl RayStructure for PlacedMeshes {
+    /// The meshes' trees with the first build (and again after [`Structure::grow_if_overflowed`]
+    /// said so), then the top tree; `input` (the copied-out scene) is not read.
+    fn record_build(
+        &mut self,
+        rec: &mut Recorder,
+        _input: &TriangleInput,
+        _slot: usize,
+    ) -> Result<()> {
+        if !self.meshes_built {
+            for (positions, triangles, tree) in &mut self.meshes {
+                let count = (triangles.size() / 12) as u32;
+                tree.record_build(rec, &TriangleInput::whole(positions, triangles, count), 0)?;
+            }
+            self.meshes_built = true;
+        }
+        let trees: Vec<&Bvh> = self.meshes.iter().map(|(_, _, t)| t.bvh()).collect();
+        self.two_level.record_build(rec, &trees, &self.instances)
+    }
+
+    fn traversable<'a>(&'a self, _input: &TriangleInput<'a>) -> Box<dyn Traversable + 'a> {
+        Box::new(&self.two_level)
     }
 }
 
