@@ -6,7 +6,11 @@
 //! closest hit, whether anything is hit and how many surfaces the ray crosses (every hit, to
 //! the application's callback), and shades the closest hit with a sun and its shadow ray. The
 //! same scene as one instance under a two-level tree ([`TwoLevelBvh`]) is traced too, through
-//! the include's `canopy_trace_instances_closest` and `_any`: the same hits.
+//! the include's `canopy_trace_instances_closest` and `_any`: the same hits. Then 300 spheres,
+//! primitives canopy cannot intersect, go into a tree of their boxes
+//! ([`BoxTreeBuilder`]), and the application's second kernel (`spheres.comp`) traces the same
+//! rays through it, intersecting each sphere whose box a ray reaches itself; checked against
+//! every sphere crossed on the CPU.
 //! Every answer is checked against brute force, and the shaded image is written as a PGM.
 //!
 //! `cargo run --release --example own_shader -- [IMAGE.pgm]` (default `own_shader.pgm`); exits
@@ -14,13 +18,14 @@
 
 use ash::vk;
 use canopy::accel::bvh::Bvh;
+use canopy::accel::bvh::boxes::BoxTreeBuilder;
 use canopy::accel::bvh::instances::{Instance, ShaderInstances, TwoLevelBvh};
 use canopy::accel::bvh::lbvh::{LbvhBuilder, LbvhParams};
 use canopy::geom::TriangleInput;
 use canopy::geom::ray::{Ray, closest_hit_brute_force, intersect_triangle};
 use canopy::render::Camera;
 use canopy::scene::{Mesh, shapes};
-use canopy::vk::{Context, ContextOptions, MemoryKind, Validation};
+use canopy::vk::{Context, ContextOptions, MemoryKind, Slice, Validation};
 use glam::Vec3;
 use std::error::Error;
 use std::path::Path;
@@ -72,13 +77,13 @@ struct AppPipeline<'a> {
 }
 
 impl<'a> AppPipeline<'a> {
-    /// A pipeline of the SPIR-V `words` whose push constants are a `Push`.
-    fn new(device: &'a ash::Device, words: &[u32]) -> Result<Self, vk::Result> {
+    /// A pipeline of the SPIR-V `words` whose push constants are a `P`.
+    fn new<P>(device: &'a ash::Device, words: &[u32]) -> Result<Self, vk::Result> {
         let info = vk::ShaderModuleCreateInfo::default().code(words);
         let module = unsafe { device.create_shader_module(&info, None)? };
         let range = vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .size(size_of::<Push>() as u32);
+            .size(size_of::<P>() as u32);
         let info = vk::PipelineLayoutCreateInfo::default()
             .push_constant_ranges(std::slice::from_ref(&range));
         let layout = unsafe { device.create_pipeline_layout(&info, None)? };
@@ -111,9 +116,12 @@ impl Drop for AppPipeline<'_> {
     }
 }
 
-/// The application's kernel compiled by `glslc` with canopy's GLSL on the include path.
-fn compile_kernel() -> Result<Vec<u32>, Box<dyn Error>> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/own_shader/trace.comp");
+/// The application's kernel `name` (in examples/own_shader/) compiled by `glslc` with
+/// canopy's GLSL on the include path.
+fn compile_kernel(name: &str) -> Result<Vec<u32>, Box<dyn Error>> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/own_shader")
+        .join(name);
     let output = tempfile::NamedTempFile::new()?;
     let status = std::process::Command::new("glslc")
         .args(["--target-env=vulkan1.2", "-O", "-I", canopy::GLSL_DIR])
@@ -169,7 +177,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut bvh = Bvh::new(&ctx, n)?;
     // The same scene as one instance of the mesh, under a top tree.
     let mut two_level = TwoLevelBvh::new(&ctx, 1)?;
-    let pipeline = AppPipeline::new(ctx.device(), &compile_kernel()?)?;
+    let pipeline = AppPipeline::new::<Push>(ctx.device(), &compile_kernel("trace.comp")?)?;
 
     ctx.submit_and_wait(|rec| {
         builder.record(
@@ -253,9 +261,154 @@ fn main() -> Result<(), Box<dyn Error>> {
         rays.len(),
         ctx.caps().name
     );
+    let wrong_spheres = trace_spheres(&ctx, &rays)?;
     ctx.check_validation()?;
-    if wrong > 0 {
-        return Err(format!("{wrong} rays differ from brute force").into());
+    if wrong > 0 || wrong_spheres > 0 {
+        return Err(format!(
+            "{wrong} rays differ from brute force through the triangles, {wrong_spheres} \
+             through the spheres"
+        )
+        .into());
     }
     Ok(())
+}
+
+/// The push constants of spheres.comp.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SpheresPush {
+    nodes: u64,
+    leaves: u64,
+    spheres: u64,
+    rays: u64,
+    out: u64,
+    sphere_count: u32,
+    ray_count: u32,
+}
+
+/// What spheres.comp writes per ray.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct SphereOut {
+    t: f32,
+    sphere: u32,
+    any_hit: u32,
+    crossed: u32,
+}
+
+/// Where `ray` crosses `sphere` (centre, radius) in (tmin, tmax), nearer crossing first, as
+/// spheres.comp computes it; with whether the ray all but grazes it (a discriminant within
+/// rounding of 0, where the GPU and the CPU may decide apart).
+fn cross_sphere(ray: &Ray, [x, y, z, r]: [f32; 4]) -> (Option<f32>, bool) {
+    let to_origin = Vec3::from(ray.origin) - Vec3::new(x, y, z);
+    let direction = Vec3::from(ray.direction);
+    let (a, b) = (direction.dot(direction), to_origin.dot(direction));
+    let c = to_origin.dot(to_origin) - r * r;
+    let discriminant = b * b - a * c;
+    let grazing = discriminant.abs() <= 4e-6 * (b * b).max(a * c.abs());
+    if discriminant < 0.0 {
+        return (None, grazing);
+    }
+    let root = discriminant.sqrt();
+    let (near, far) = ((-b - root) / a, (-b + root) / a);
+    let crossing = if near > ray.tmin { near } else { far };
+    (
+        (crossing > ray.tmin && crossing < ray.tmax).then_some(crossing),
+        grazing,
+    )
+}
+
+/// 300 spheres as primitives only the application intersects: canopy builds a tree over their
+/// boxes (BoxTreeBuilder) and spheres.comp traces `rays` through it from the application's own
+/// kernel; the closest sphere, any hit and the count of spheres met are checked against every
+/// sphere crossed on the CPU. Returns how many rays differ (rays grazing a sphere aside).
+fn trace_spheres(ctx: &Context, rays: &[Ray]) -> Result<usize, Box<dyn Error>> {
+    let mut rng = canopy::rng::Rng::new(40);
+    let spheres: Vec<[f32; 4]> = (0..300)
+        .map(|_| {
+            [
+                rng.f32_in(-2.5, 2.5),
+                rng.f32_in(0.0, 2.0),
+                rng.f32_in(-2.5, 2.5),
+                rng.f32_in(0.05, 0.3),
+            ]
+        })
+        .collect();
+    let boxes: Vec<[[f32; 3]; 2]> = spheres
+        .iter()
+        .map(|&[x, y, z, r]| [[x - r, y - r, z - r], [x + r, y + r, z + r]])
+        .collect();
+    let n = spheres.len() as u32;
+    let box_buffer = ctx.create_buffer_with("app sphere boxes", &boxes)?;
+    let sphere_buffer = ctx.create_buffer_with("app spheres", &spheres)?;
+    let ray_buffer = ctx.create_buffer_with("app rays", rays)?;
+    let out_bytes = rays.len() as u64 * size_of::<SphereOut>() as u64;
+    let out = ctx.create_buffer("app sphere hits", out_bytes, MemoryKind::Device)?;
+    let builder = BoxTreeBuilder::new(ctx, n)?;
+    let mut tree = Bvh::new(ctx, n)?;
+    let pipeline = AppPipeline::new::<SpheresPush>(ctx.device(), &compile_kernel("spheres.comp")?)?;
+    ctx.submit_and_wait(|rec| {
+        builder.record(rec, Slice::whole(&box_buffer), n, &mut tree)?;
+        let push = SpheresPush {
+            nodes: tree.nodes.address(),
+            leaves: tree.leaf_triangles.address(),
+            spheres: sphere_buffer.address(),
+            rays: ray_buffer.address(),
+            out: out.address(),
+            sphere_count: n,
+            ray_count: rays.len() as u32,
+        };
+        let (cmd, device) = (rec.command_buffer(), ctx.device());
+        unsafe {
+            device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
+            device.cmd_push_constants(
+                cmd,
+                pipeline.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(&push),
+            );
+            device.cmd_dispatch(cmd, (rays.len() as u32).div_ceil(64), 1, 1);
+        }
+        Ok(())
+    })?;
+    let got: Vec<SphereOut> = ctx.download(&out, 0, rays.len())?;
+    drop(pipeline);
+    let (mut wrong, mut grazing, mut hit) = (0, 0, 0);
+    for (ray, out) in rays.iter().zip(&got) {
+        let crossings: Vec<(Option<f32>, bool)> =
+            spheres.iter().map(|&s| cross_sphere(ray, s)).collect();
+        if crossings.iter().any(|c| c.1) {
+            grazing += 1;
+            continue;
+        }
+        let closest = crossings
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.0.map(|t| (t, i as u32)))
+            .min_by(|a, b| a.0.total_cmp(&b.0));
+        let crossed = crossings.iter().filter(|c| c.0.is_some()).count() as u32;
+        hit += closest.is_some() as usize;
+        let same = match closest {
+            Some((t, _)) => (out.t - t).abs() <= 1e-5 * t.abs().max(1.0),
+            None => out.sphere == canopy::MISS,
+        } && (out.any_hit == 1) == closest.is_some()
+            && out.crossed == crossed;
+        if !same && wrong < 5 {
+            eprintln!("ray {ray:?}: got {out:?}, on the CPU {closest:?} and {crossed} spheres");
+        }
+        wrong += !same as usize;
+    }
+    println!(
+        "{n} spheres, each in a box of canopy's tree and intersected by the application's \
+         kernel: {} rays, {hit} hitting a sphere, {wrong} differing from every sphere crossed \
+         on the CPU ({grazing} grazing a sphere, not compared)",
+        rays.len()
+    );
+    if grazing * 50 > rays.len() || hit * 20 < rays.len() {
+        return Err(
+            format!("{grazing} rays graze and {hit} hit: the spheres were not seen").into(),
+        );
+    }
+    Ok(wrong)
 }

@@ -13,8 +13,11 @@ struct BvhInstance {
     uint first_triangle;     // the id of its mesh's triangle 0 in hits
     uint triangle_count;     // the mesh's triangles (at least one)
     uint mask;               // seen by rays whose mask shares a bit with it
-    uint pad;
+    uint flags;              // BVH_INSTANCE_SWAP_WEIGHTS
 };
+// A hit's weights are reported swapped: u weighs the triangle's third vertex, v its second
+// (Instance::swap_weights).
+const uint BVH_INSTANCE_SWAP_WEIGHTS = 1u;
 layout(buffer_reference, scalar, buffer_reference_align = 16) buffer BvhInstances { BvhInstance v[]; };
 
 #endif

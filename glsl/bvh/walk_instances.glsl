@@ -9,7 +9,8 @@
 //   mesh's tree from its root; the stack's depth at that moment is kept;
 // - in a mesh's tree, a leaf's triangle is tested at once by the includer's leaf test
 //   bvh_instance_leaf_hit (declared below), which reports it as the instance's first_triangle +
-//   its id in the mesh and returns whether it hit.
+//   its id in the mesh and returns whether it hit; an instance flagged
+//   BVH_INSTANCE_SWAP_WEIGHTS reports the hit's weights swapped (u for the third vertex).
 // When the stack falls back to the kept depth the mesh is done: the walk returns to the world
 // ray and the top tree's entries. One loop rather than a walk nested in a walk, and the world
 // ray's query made again on the way back rather than kept, keep the loop's registers few: on
@@ -57,6 +58,7 @@ void bvh_walk_instances(BvhNodes top_nodes, LeafTriangles top_leaves, BvhInstanc
     BvhNodes nodes = top_nodes;
     LeafTriangles leaves = top_leaves;
     uint first_triangle = 0;
+    bool swap_weights = false;
     uint instance_depth = BVH_IN_TOP_TREE;
     uint node = 0;
     while (true) {
@@ -74,6 +76,7 @@ void bvh_walk_instances(BvhNodes top_nodes, LeafTriangles top_leaves, BvhInstanc
                 nodes = BvhNodes(instance.nodes_address);
                 leaves = LeafTriangles(instance.leaves_address);
                 first_triangle = instance.first_triangle;
+                swap_weights = (instance.flags & BVH_INSTANCE_SWAP_WEIGHTS) != 0u;
                 instance_depth = depth;
                 node = 0;
             }
@@ -94,8 +97,11 @@ void bvh_walk_instances(BvhNodes top_nodes, LeafTriangles top_leaves, BvhInstanc
                         ++work.primitives_tested;
                     }
                     if (bvh_instance_leaf_hit(q, leaves, n.left & ~LEAF_BIT, first_triangle, t,
-                                          triangle, uv) && mode == BVH_ANY) {
-                        return;
+                                              triangle, uv)) {
+                        uv = swap_weights ? uv.yx : uv;
+                        if (mode == BVH_ANY) {
+                            return;
+                        }
                     }
                 }
                 if (enter_right && (n.right & LEAF_BIT) != 0u) {
@@ -104,8 +110,11 @@ void bvh_walk_instances(BvhNodes top_nodes, LeafTriangles top_leaves, BvhInstanc
                         ++work.primitives_tested;
                     }
                     if (bvh_instance_leaf_hit(q, leaves, n.right & ~LEAF_BIT, first_triangle, t,
-                                          triangle, uv) && mode == BVH_ANY) {
-                        return;
+                                              triangle, uv)) {
+                        uv = swap_weights ? uv.yx : uv;
+                        if (mode == BVH_ANY) {
+                            return;
+                        }
                     }
                 }
             }

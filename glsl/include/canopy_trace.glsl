@@ -27,6 +27,13 @@
 //   (TwoLevelBvh::shader_view, 32 bytes: the top tree's and the instances' addresses, the
 //   instance count and the rays' mask); a hit's triangle numbers the instances' triangles one
 //   after another in instance order (TwoLevelBvh::locate turns it back into an instance).
+// - canopy_trace_boxes_closest, canopy_trace_boxes_any, canopy_trace_boxes_all: with
+//   CANOPY_BOX_PRIMITIVES defined before the include, the same through a tree of boxes
+//   (BoxTreeBuilder) around primitives the application intersects itself: each box the ray
+//   reaches goes to the application's
+//     bool canopy_intersect_box(uint box, vec3 origin, vec3 direction, float tmin, inout float t)
+//   (declared here), which returns whether the ray meets its primitive in (tmin, t) and
+//   writes that t; a hit's triangle is the box's index.
 // - canopy_trace_all: with CANOPY_ALL_HITS defined before the include, every hit in (tmin,
 //   tmax), in no set order, handed to the application's
 //     bool canopy_on_hit(uint ray_id, float t, uint triangle, vec2 uv)
@@ -61,14 +68,33 @@ uint canopy_ray_id;
 bool canopy_on_hit(uint ray_id, float t, uint triangle, vec2 uv);
 #endif
 
-// The walk's leaf test: the leaf's triangle; in BVH_ALL mode every hit goes to the
-// application's callback and t stays as it was.
+#ifdef CANOPY_BOX_PRIMITIVES
+// The application's intersection of its primitive inside box `box` (the box's index in the
+// tree's build) with the ray: whether the ray meets it at a t in (tmin, t), that t then
+// written to t.
+bool canopy_intersect_box(uint box, vec3 origin, vec3 direction, float tmin, inout float t);
+// Whether the walk is in a tree of boxes, and its ray.
+bool canopy_walking_boxes = false;
+Ray canopy_box_ray;
+#endif
+
+// The walk's leaf test: the leaf's triangle, or in a tree of boxes the application's
+// primitive in the leaf's box; in BVH_ALL mode every hit goes to the application's callback
+// and t stays as it was.
 bool bvh_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint mode, inout float t,
                   inout uint triangle, inout vec2 uv) {
     LeafTriangle l = leaves.v[leaf];
     uint id = floatBitsToUint(l.a.w);
     float candidate = t;
-    vec2 weights;
+    vec2 weights = vec2(0.0);
+#ifdef CANOPY_BOX_PRIMITIVES
+    if (canopy_walking_boxes) {
+        if (!canopy_intersect_box(id, canopy_box_ray.origin, canopy_box_ray.direction, q.tmin,
+                                  candidate)) {
+            return false;
+        }
+    } else
+#endif
     if (!intersect_triangle(q, l.a.xyz, l.b.xyz, l.c.xyz, candidate, weights)) {
         return false;
     }
@@ -151,6 +177,39 @@ void canopy_trace_all(uint64_t nodes, uint64_t leaves, uint primitive_count, uin
     canopy_ray_id = ray_id;
     canopy_walk(nodes, leaves, primitive_count, origin, direction, tmin, tmax, BVH_ALL);
 }
+#endif
+
+#ifdef CANOPY_BOX_PRIMITIVES
+// The walk of a tree of boxes (BoxTreeBuilder) for one ray in `mode`: a hit's triangle is the
+// box's index, its uv zero.
+CanopyHit canopy_walk_boxes(uint64_t nodes, uint64_t leaves, uint box_count, vec3 origin,
+                            vec3 direction, float tmin, float tmax, uint mode) {
+    canopy_walking_boxes = true;
+    canopy_box_ray = Ray(origin, tmin, direction, tmax);
+    CanopyHit hit = canopy_walk(nodes, leaves, box_count, origin, direction, tmin, tmax, mode);
+    canopy_walking_boxes = false;
+    return hit;
+}
+
+CanopyHit canopy_trace_boxes_closest(uint64_t nodes, uint64_t leaves, uint box_count,
+                                     vec3 origin, vec3 direction, float tmin, float tmax) {
+    return canopy_walk_boxes(nodes, leaves, box_count, origin, direction, tmin, tmax,
+                             BVH_CLOSEST);
+}
+
+bool canopy_trace_boxes_any(uint64_t nodes, uint64_t leaves, uint box_count, vec3 origin,
+                            vec3 direction, float tmin, float tmax) {
+    return canopy_walk_boxes(nodes, leaves, box_count, origin, direction, tmin, tmax, BVH_ANY)
+               .triangle != MISS;
+}
+
+#ifdef CANOPY_ALL_HITS
+void canopy_trace_boxes_all(uint64_t nodes, uint64_t leaves, uint box_count, uint ray_id,
+                            vec3 origin, vec3 direction, float tmin, float tmax) {
+    canopy_ray_id = ray_id;
+    canopy_walk_boxes(nodes, leaves, box_count, origin, direction, tmin, tmax, BVH_ALL);
+}
+#endif
 #endif
 
 #endif

@@ -2,8 +2,9 @@
 //! hits in the same scene with every instance's triangles copied out in instance order, for
 //! rotated, scaled, mirrored and thousands of instances; a rigid instance moves without its
 //! mesh's tree being built again; a refitted mesh is seen through its instances; masks hide
-//! instances; the work counts add the top level's to the mesh's; and bad instances are refused
-//! with errors that name them.
+//! instances; the work counts add the top level's to the mesh's; bad instances are refused with
+//! errors that name them; a glTF file placing a mesh many times renders through two levels as
+//! flattened; and trees over boxes hold each box in a leaf.
 
 use crate::common;
 
@@ -631,4 +632,62 @@ fn a_file_placing_a_mesh_many_times_renders_through_two_levels_as_flattened() {
     let sky = &two_levels[..4];
     let seen = two_levels.chunks(4).filter(|p| p != &sky).count();
     assert!(seen * 6 > 96 * 72, "{seen} pixels show something");
+}
+
+/// A tree over boxes (`BoxTreeBuilder`): every box is a leaf whose box is its own, the tree
+/// passes the BVH invariants over the boxes (corners given either way round), and a build
+/// over more boxes than the builder holds is refused.
+#[test]
+fn box_trees_hold_each_box_in_a_leaf() {
+    use canopy::accel::bvh::Bvh;
+    use canopy::accel::bvh::boxes::BoxTreeBuilder;
+    use canopy::accel::bvh::cpu::check_invariants;
+    let ctx = context();
+    let mut rng = Rng::new(4407);
+    for count in [1u32, 2, 3, 1000] {
+        let boxes: Vec<[[f32; 3]; 2]> = (0..count)
+            .map(|i| {
+                let centre: [f32; 3] = std::array::from_fn(|_| rng.f32_in(-10.0, 10.0));
+                let half: [f32; 3] = std::array::from_fn(|_| rng.f32_in(0.0, 1.0));
+                let lo = std::array::from_fn(|k| centre[k] - half[k]);
+                let hi = std::array::from_fn(|k| centre[k] + half[k]);
+                // Every third box names its corners the other way round.
+                if i % 3 == 2 { [hi, lo] } else { [lo, hi] }
+            })
+            .collect();
+        let buffer = ctx.create_buffer_with("boxes", &boxes).unwrap();
+        let builder = BoxTreeBuilder::new(&ctx, count).unwrap();
+        let mut tree = Bvh::new(&ctx, count).unwrap();
+        ctx.submit_and_wait(|rec| builder.record(rec, Slice::whole(&buffer), count, &mut tree))
+            .unwrap();
+        assert_valid(&ctx);
+        let (nodes, leaves) = tree.download(&ctx).unwrap();
+        let bounds: Vec<canopy::geom::aabb::Bounds> = boxes
+            .iter()
+            .map(|[a, b]| {
+                (
+                    std::array::from_fn(|k| a[k].min(b[k])),
+                    std::array::from_fn(|k| a[k].max(b[k])),
+                )
+            })
+            .collect();
+        check_invariants(&nodes, &leaves, &bounds).unwrap_or_else(|e| panic!("{count} boxes: {e}"));
+        let mut held = leaves.clone();
+        held.sort_unstable();
+        assert_eq!(
+            held,
+            (0..count).collect::<Vec<_>>(),
+            "{count} boxes, each in one leaf"
+        );
+    }
+    let builder = BoxTreeBuilder::new(&ctx, 4).unwrap();
+    let mut tree = Bvh::new(&ctx, 8).unwrap();
+    let buffer = ctx
+        .create_buffer("boxes", 8 * 24, MemoryKind::Device)
+        .unwrap();
+    let error = ctx
+        .submit_and_wait(|rec| builder.record(rec, Slice::whole(&buffer), 5, &mut tree))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("5 boxes with a builder for 4"), "{error}");
 }

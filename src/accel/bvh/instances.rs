@@ -1,15 +1,15 @@
 //! Two levels: meshes placed by transforms ([`Instance`]), under a top tree rebuilt on the GPU
 //! every frame ([`TwoLevelBvh`]).
 //!
-//! Each mesh has its own binary [`Bvh`], built once by [`LbvhBuilder`] (or an
+//! Each mesh has its own binary [`Bvh`], built once by [`super::lbvh::LbvhBuilder`] (or an
 //! [`LbvhStructure`]) and refitted or rebuilt only when the mesh
 //! deforms; a mesh that moves rigidly moves by its instance's transform alone.
 //! [`TwoLevelBvh::record_build`] records the top tree over the instances in two steps:
 //! 1. `glsl/bvh/instance_boxes.comp`: each instance's record copied to device memory, and its
 //!    world box made from its mesh tree's root box (read on the GPU, so that a mesh tree
 //!    rebuilt or refitted earlier in the same command buffer is seen) through its transform;
-//! 2. the LBVH build over those boxes, each handed to [`LbvhBuilder`] as the triangle (min,
-//!    max, max), whose bounds are the box: leaf k's triangle id names the instance.
+//! 2. the tree over those boxes ([`BoxTreeBuilder`]: the LBVH of each box's corners as a
+//!    triangle whose bounds are the box): leaf k's id names the instance.
 //!
 //! Rays go through both levels in one kernel (`glsl/bvh/trace_instances.comp`): the top tree's
 //! walk hands each instance it reaches to a walk of the mesh's tree in the instance's object
@@ -27,8 +27,9 @@
 //! than once through.
 
 use super::Bvh;
+use super::boxes::BoxTreeBuilder;
 use super::cpu::check_invariants;
-use super::lbvh::{BvhLayout, LbvhBuilder, LbvhParams, LbvhStructure};
+use super::lbvh::{BvhLayout, LbvhParams, LbvhStructure};
 use crate::accel::{
     HostMesh, RayStructure, Structure, StructureKind, Traversable, TraversalBatch, TreeShape,
 };
@@ -37,7 +38,7 @@ use crate::geom::ray::MISS;
 use crate::prims::{Groups, WORKGROUP_SIZE};
 use crate::scene::Placements;
 use crate::shaders;
-use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result};
+use crate::vk::{Buffer, Context, Error, MemoryKind, Pipeline, Recorder, Result, Slice};
 use std::sync::Arc;
 
 /// One placement of a mesh in a two-level scene.
@@ -180,19 +181,17 @@ pub struct InstanceTriangle {
 /// instances' device records; rays are traced through it as through any [`Traversable`]
 /// ([`crate::trace::Tracer`]). Reusable every frame.
 pub struct TwoLevelBvh {
-    builder: LbvhBuilder,
+    top_builder: BoxTreeBuilder,
     top: Bvh,
-    boxes: Arc<Pipeline>,
+    instance_boxes: Arc<Pipeline>,
     /// The host's records of the last build (host-visible).
     staged: Buffer,
     /// What `staged` holds.
     staged_records: Vec<BvhInstance>,
     /// The same, in device memory.
     instances: Buffer,
-    /// Two corners per instance: the top tree's input vertices.
+    /// Each instance's world box, its two corners: what the top tree is built over.
     corners: Buffer,
-    /// The triangle (2i, 2i + 1, 2i + 1) per instance, written once.
-    corner_triangles: Buffer,
     capacity: u32,
     /// (first triangle, instance) of each instance in the top tree, in instance order.
     ranges: Vec<(u32, u32)>,
@@ -205,21 +204,15 @@ impl TwoLevelBvh {
     /// Device memory for a top tree over up to `capacity` instances (about 500 bytes an
     /// instance, the builder's scratch included).
     pub fn new(ctx: &Context, capacity: u32) -> Result<Self> {
-        let builder = LbvhBuilder::new(ctx, LbvhParams::default(), capacity)?;
         let n = capacity as u64;
         let record = std::mem::size_of::<BvhInstance>() as u64;
-        let corner_triangles: Vec<[u32; 3]> = (0..capacity)
-            .map(|i| [2 * i, 2 * i + 1, 2 * i + 1])
-            .collect();
         Ok(Self {
+            top_builder: BoxTreeBuilder::new(ctx, capacity)?,
             top: Bvh::new(ctx, capacity)?,
-            boxes: ctx.pipeline(&shaders::BVH_INSTANCE_BOXES, WORKGROUP_SIZE, &[])?,
+            instance_boxes: ctx.pipeline(&shaders::BVH_INSTANCE_BOXES, WORKGROUP_SIZE, &[])?,
             staged: ctx.create_buffer("instances staged", n * record, MemoryKind::Upload)?,
             instances: ctx.create_buffer("instances", n * record, MemoryKind::Device)?,
             corners: ctx.create_buffer("instance corners", n * 24, MemoryKind::Device)?,
-            corner_triangles: ctx
-                .create_buffer_with("instance corner triangles", &corner_triangles)?,
-            builder,
             staged_records: Vec::new(),
             capacity,
             ranges: Vec::new(),
@@ -293,11 +286,11 @@ impl TwoLevelBvh {
             count,
             pad: 0,
         };
-        rec.dispatch(&self.boxes, &push, count.div_ceil(WORKGROUP_SIZE))?;
+        rec.dispatch(&self.instance_boxes, &push, count.div_ceil(WORKGROUP_SIZE))?;
         rec.barrier_compute_to_compute();
         rec.end_stage();
-        let input = TriangleInput::whole(&self.corners, &self.corner_triangles, count);
-        self.builder.record(rec, &input, &mut self.top)
+        self.top_builder
+            .record(rec, Slice::whole(&self.corners), count, &mut self.top)
     }
 
     /// The device records of `instances` over `meshes`, leaving out those no ray can hit; sets

@@ -9,6 +9,7 @@
 //! A tree over one primitive is one node whose right child is [`INVALID_CHILD`] with an empty
 //! (inverted) box, so that it is never entered.
 
+pub mod boxes;
 pub mod cpu;
 pub mod instances;
 pub mod lbvh;
