@@ -586,7 +586,7 @@ mod tests {
             [
                 [1.0, 2.0, 0.0, 0.0],
                 [0.0, 1.0, 0.0, 0.0],
-                [0.0, 0.0, 1e-3, 1e3],
+                [0.0, 0.0, 1e-3, 2.0],
             ],
         ];
         for m in transforms {
@@ -595,8 +595,14 @@ mod tests {
                 let world = apply(&m, p).map(|x| x as f32);
                 let back = apply(&inverse, world);
                 for k in 0..3 {
+                    // Within single precision's rounding of the terms summed (a scale of
+                    // 1e-3 undone multiplies the world point's rounding by 1e3).
+                    let terms = (0..3)
+                        .map(|c| (inverse[k][c] * world[c]).abs() as f64)
+                        .sum::<f64>()
+                        + inverse[k][3].abs() as f64;
                     assert!(
-                        (back[k] - p[k] as f64).abs() < 1e-4,
+                        (back[k] - p[k] as f64).abs() <= 1e-6 * terms.max(1.0),
                         "{m:?}: {p:?} -> {back:?}"
                     );
                 }
@@ -620,9 +626,9 @@ mod tests {
         ];
         // So small a scale that the inverse overflows single precision.
         let tiny = [
-            [1e-30, 0.0, 0.0, 0.0],
-            [0.0, 1e-30, 0.0, 0.0],
-            [0.0, 0.0, 1e-30, 0.0],
+            [1e-39, 0.0, 0.0, 0.0],
+            [0.0, 1e-39, 0.0, 0.0],
+            [0.0, 0.0, 1e-39, 0.0],
         ];
         for m in [flat, nan, infinite, repeated, tiny] {
             assert_eq!(invert(&m), None, "{m:?}");
