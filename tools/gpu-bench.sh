@@ -93,6 +93,7 @@ run() {
         timeout 300 /tmp/gpu-bench/knn-cpu --points 1000000,10000000 --k 16,50 --repeats 3 2>&1
         bench animation bench animation --rig tests/data/gltf/CesiumMan.glb --skin-vertices 100000,1000000,4000000 --control-triangles 50000,200000 --sequence $D/vellum-cloth --frames 240 --size 1920x1080
         bench brainstem bench render --mesh $D/BrainStem.glb --size 1920x1080 --bounces 2
+        bench instances bench instances
         # Caustics: per-stage times of frames at the targets' sizes (no JSON: the profile).
         for size in "1920x1080" "800x600 --photons 200000" "800x600 --photons 400000 --photon-k 40" "1920x1080 --photons 1000000"; do
             echo "== caustics $size"

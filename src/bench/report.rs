@@ -26,6 +26,26 @@ enum Figure {
     SubdivisionMs(u64),
     /// Its streamed sequence's frame rate as a share of the still mesh's, at least the target.
     StreamShare,
+    /// `canopy bench instances`'s rebuild of the top tree in ms, at most the target.
+    TopTreeMs,
+    /// Its rays of a kind through two levels, their time over the flattened tree's, at most
+    /// the target.
+    TwoLevelRatio(&'static str),
+}
+
+impl Figure {
+    /// Whether the figure comes from a benchmark of one report (an object), not one per
+    /// structure and size.
+    fn of_one_report(self) -> bool {
+        matches!(
+            self,
+            Figure::SkinMs(_)
+                | Figure::SubdivisionMs(_)
+                | Figure::StreamShare
+                | Figure::TopTreeMs
+                | Figure::TwoLevelRatio(_)
+        )
+    }
 }
 
 /// One target of the measurement issue.
@@ -209,6 +229,38 @@ const TARGETS: &[Target] = &[
         figure: Figure::StreamShare,
         target: 0.9,
     },
+    Target {
+        label: "two levels: top tree over 10,000 instances of 100 meshes",
+        file: "instances",
+        structure: "",
+        triangles: 0,
+        figure: Figure::TopTreeMs,
+        target: 0.05,
+    },
+    Target {
+        label: "two levels: camera rays, time over the flattened tree's",
+        file: "instances",
+        structure: "",
+        triangles: 0,
+        figure: Figure::TwoLevelRatio("camera"),
+        target: 1.2,
+    },
+    Target {
+        label: "two levels: shadow rays, time over the flattened tree's",
+        file: "instances",
+        structure: "",
+        triangles: 0,
+        figure: Figure::TwoLevelRatio("shadow"),
+        target: 1.2,
+    },
+    Target {
+        label: "two levels: reflected rays, time over the flattened tree's",
+        file: "instances",
+        structure: "",
+        triangles: 0,
+        figure: Figure::TwoLevelRatio("reflected"),
+        target: 1.2,
+    },
 ];
 
 /// The grid's own build stages (its LBVH's are the others).
@@ -281,7 +333,11 @@ fn measure(target: &Target, report: &Value) -> (Option<f64>, Option<f64>) {
                 .and_then(|t| rate(t.get("count")?.as_f64()?, t.get("time")?));
             (ours, driver)
         }
-        Figure::SkinMs(_) | Figure::SubdivisionMs(_) | Figure::StreamShare => (None, None),
+        Figure::SkinMs(_)
+        | Figure::SubdivisionMs(_)
+        | Figure::StreamShare
+        | Figure::TopTreeMs
+        | Figure::TwoLevelRatio(_) => (None, None),
         Figure::GridBuildAndCast => {
             let build: Option<f64> = report
                 .pointer("/build/stages")
@@ -303,8 +359,9 @@ fn measure(target: &Target, report: &Value) -> (Option<f64>, Option<f64>) {
     }
 }
 
-/// The figure of an animation target in `canopy bench animation`'s report.
-fn measure_animation(figure: Figure, report: &Value) -> Option<f64> {
+/// The figure of a target of a benchmark of one report: `canopy bench animation`'s or
+/// `canopy bench instances`'.
+fn measure_one_report(figure: Figure, report: &Value) -> Option<f64> {
     // The entry of `list` whose `key` is nearest `count` (within 10%).
     let nearest = |list: &str, key: &str, count: u64| {
         report
@@ -323,6 +380,14 @@ fn measure_animation(figure: Figure, report: &Value) -> Option<f64> {
             let stream = report.get("stream")?;
             Some(stream.get("streamed_fps")?.as_f64()? / stream.get("still_fps")?.as_f64()?)
         }
+        Figure::TopTreeMs => report.get("top_build").and_then(ms),
+        Figure::TwoLevelRatio(kind) => report
+            .get("traversal")?
+            .as_array()?
+            .iter()
+            .find(|t| t.pointer("/flattened/rays") == Some(&Value::from(kind)))?
+            .get("time_ratio")?
+            .as_f64(),
         _ => None,
     }
 }
@@ -348,13 +413,9 @@ pub fn target_rows(folder: &Path) -> std::io::Result<(Vec<TargetRow>, Option<Val
             .as_ref()
             .and_then(|f| f.get("reports")?.as_array().cloned())
             .unwrap_or_default();
-        let animation = matches!(
-            target.figure,
-            Figure::SkinMs(_) | Figure::SubdivisionMs(_) | Figure::StreamShare
-        );
-        let (report, (figure, driver)) = if animation {
+        let (report, (figure, driver)) = if target.figure.of_one_report() {
             let report = file.as_ref().and_then(|f| f.get("reports"));
-            let figure = report.and_then(|r| measure_animation(target.figure, r));
+            let figure = report.and_then(|r| measure_one_report(target.figure, r));
             (None, (figure, None))
         } else {
             let report = nearest(&reports, target.structure, target.triangles);
@@ -363,6 +424,7 @@ pub fn target_rows(folder: &Path) -> std::io::Result<(Vec<TargetRow>, Option<Val
         let unit = match target.figure {
             Figure::Rays(_) => "G rays/s",
             Figure::StreamShare => "of still",
+            Figure::TwoLevelRatio(_) => "x flattened",
             _ => "ms",
         };
         let met = figure.map(|f| match target.figure {
@@ -416,6 +478,14 @@ mod tests {
             "stream": {"streamed_fps": 450.0, "still_fps": 600.0},
         }});
         std::fs::write(folder.join("animation.json"), animation.to_string()).unwrap();
+        let instances = json!({"reports": {
+            "top_build": timing(0.14),
+            "traversal": [
+                {"flattened": {"rays": "camera"}, "two_level": {"rays": "camera"}, "time_ratio": 1.45},
+                {"flattened": {"rays": "shadow"}, "two_level": {"rays": "shadow"}, "time_ratio": 1.1},
+            ],
+        }});
+        std::fs::write(folder.join("instances.json"), instances.to_string()).unwrap();
         std::fs::write(folder.join("meta.json"), r#"{"commit": "abc"}"#).unwrap();
         let (rows, meta) = target_rows(&folder).unwrap();
         std::fs::remove_dir_all(&folder).unwrap();
@@ -443,5 +513,17 @@ mod tests {
         assert_eq!(row("two Loop levels of a 200K").figure, None);
         let stream = row("sequence streamed");
         assert_eq!((stream.figure, stream.met), (Some(0.75), Some(false)));
+        let top = row("two levels: top tree");
+        assert_eq!((top.figure, top.met), (Some(0.14), Some(false)));
+        let two_level = |kind: &str| {
+            let row = row(&format!("two levels: {kind} rays"));
+            (row.figure, row.met, row.unit)
+        };
+        assert_eq!(
+            two_level("camera"),
+            (Some(1.45), Some(false), "x flattened")
+        );
+        assert_eq!(two_level("shadow"), (Some(1.1), Some(true), "x flattened"));
+        assert_eq!(two_level("reflected"), (None, None, "x flattened"));
     }
 }
