@@ -691,3 +691,61 @@ fn box_trees_hold_each_box_in_a_leaf() {
         .to_string();
     assert!(error.contains("5 boxes with a builder for 4"), "{error}");
 }
+
+/// `PlacedMeshes` (what a frame sequence builds for a file placing meshes more than once)
+/// traces what brute force hits in the copied-out scene, with the copied-out scene's ids and
+/// weights: a mirrored copy (whose copied-out triangles are wound the other way), a copy scaled
+/// to nothing (hidden, as its copied-out triangles of zero area are) and an empty mesh among
+/// them.
+#[test]
+fn placed_meshes_trace_as_their_copies_copied_out() {
+    use canopy::accel::bvh::instances::PlacedMeshes;
+    use canopy::accel::bvh::lbvh::LbvhParams;
+    use canopy::scene::Placements;
+    use glam::{Mat4, Quat, Vec3};
+    let ctx = context();
+    let mut rng = Rng::new(4408);
+    let rock = random_mesh(&mut rng, 300, 1.0, 0.3);
+    let placements = Placements {
+        meshes: vec![Mesh::default(), rock],
+        copies: vec![
+            (1, Mat4::IDENTITY),
+            (0, Mat4::from_translation(Vec3::new(5.0, 0.0, 0.0))),
+            (
+                1,
+                Mat4::from_translation(Vec3::new(3.0, 0.5, 0.0))
+                    * Mat4::from_scale(Vec3::new(-1.0, 1.0, 1.5)),
+            ),
+            (1, Mat4::from_scale(Vec3::ZERO)),
+            (
+                1,
+                Mat4::from_rotation_translation(
+                    Quat::from_rotation_y(0.7),
+                    Vec3::new(0.0, 0.0, 3.0),
+                ),
+            ),
+        ],
+    };
+    let mut flat = Mesh::default();
+    for &(mesh, placement) in &placements.copies {
+        flat.append(&placements.meshes[mesh as usize].transformed(placement));
+    }
+    let device = DeviceMesh::new(&ctx, &flat);
+    let mut placed = PlacedMeshes::new(&ctx, LbvhParams::default(), &placements).unwrap();
+    for frame in 0..2 {
+        submit_until_complete(&ctx, &mut placed, |rec, s| {
+            s.record_build(rec, &device.input(), 0)
+        })
+        .unwrap();
+        assert_valid(&ctx);
+        assert_eq!(
+            placed.two_level().triangle_count() as usize,
+            flat.triangle_count()
+        );
+        let rays = random_rays(&mut rng, &flat, 1500);
+        let traversable = placed.traversable(&device.input());
+        let closest = trace(&ctx, traversable.as_ref(), &rays, Query::Closest);
+        let any = trace(&ctx, traversable.as_ref(), &rays, Query::Any);
+        assert_hits_match_brute_force(&flat, &rays, &closest, &any, &format!("frame {frame}"));
+    }
+}

@@ -2,8 +2,8 @@
 //! every frame ([`TwoLevelBvh`]).
 //!
 //! Each mesh has its own binary [`Bvh`], built once by [`super::lbvh::LbvhBuilder`] (or an
-//! [`LbvhStructure`]) and refitted or rebuilt only when the mesh
-//! deforms; a mesh that moves rigidly moves by its instance's transform alone.
+//! [`LbvhStructure`]) and refitted or rebuilt only when the mesh deforms; a mesh that moves
+//! rigidly moves by its instance's transform alone.
 //! [`TwoLevelBvh::record_build`] records the top tree over the instances in two steps:
 //! 1. `glsl/bvh/instance_boxes.comp`: each instance's record copied to device memory, and its
 //!    world box made from its mesh tree's root box (read on the GPU, so that a mesh tree
@@ -11,9 +11,10 @@
 //! 2. the tree over those boxes ([`BoxTreeBuilder`]: the LBVH of each box's corners as a
 //!    triangle whose bounds are the box): leaf k's id names the instance.
 //!
-//! Rays go through both levels in one kernel (`glsl/bvh/trace_instances.comp`): the top tree's
-//! walk hands each instance it reaches to a walk of the mesh's tree in the instance's object
-//! space, against the closest hit so far.
+//! Rays go through both levels in one kernel (`glsl/bvh/trace_instances.comp`), one loop with
+//! one stack (`glsl/bvh/walk_instances.glsl`): at each instance the top tree's walk reaches, the
+//! loop goes on in the mesh's tree with the ray in the instance's object space, against the
+//! closest hit so far, and comes back to the top tree when the mesh's entries are done.
 //!
 //! **Triangle ids.** A hit names its triangle among the instances' triangles numbered one after
 //! another in instance order: instance i's first triangle is the number of triangles of the
@@ -186,10 +187,10 @@ pub struct TwoLevelBvh {
     instance_boxes: Arc<Pipeline>,
     /// The host's records of the last build (host-visible).
     staged: Buffer,
-    /// What `staged` holds.
-    staged_records: Vec<BvhInstance>,
     /// The same, in device memory.
     instances: Buffer,
+    /// What `staged` holds.
+    staged_records: Vec<BvhInstance>,
     /// Each instance's world box, its two corners: what the top tree is built over.
     corners: Buffer,
     capacity: u32,
@@ -388,11 +389,19 @@ impl TwoLevelBvh {
 /// triangles, all of zero area, are; a mirrored copy's hits have their weights swapped, as its
 /// copied-out triangles have their winding reversed.
 pub struct PlacedMeshes {
-    /// Each mesh's positions, triangles and tree.
-    meshes: Vec<(Buffer, Buffer, LbvhStructure)>,
+    meshes: Vec<MeshTree>,
     instances: Vec<Instance>,
     two_level: TwoLevelBvh,
     meshes_built: bool,
+}
+
+/// A placed mesh on the device and its tree.
+struct MeshTree {
+    positions: Buffer,
+    triangles: Buffer,
+    /// Its triangles (the buffers hold one of zeros for a mesh without any).
+    count: u32,
+    tree: LbvhStructure,
 }
 
 impl PlacedMeshes {
@@ -408,11 +417,16 @@ impl PlacedMeshes {
             .iter()
             .map(|mesh| {
                 let count = mesh.triangle_count() as u32;
-                Ok((
-                    ctx.create_buffer_with("placed mesh positions", &mesh.positions)?,
-                    ctx.create_buffer_with("placed mesh triangles", &mesh.triangles)?,
-                    LbvhStructure::new(ctx, params, count.max(1))?,
-                ))
+                let (positions, triangles): (&[[f32; 3]], &[[u32; 3]]) = match count {
+                    0 => (&[[0.0; 3]], &[[0; 3]]),
+                    _ => (&mesh.positions, &mesh.triangles),
+                };
+                Ok(MeshTree {
+                    positions: ctx.create_buffer_with("placed mesh positions", positions)?,
+                    triangles: ctx.create_buffer_with("placed mesh triangles", triangles)?,
+                    count,
+                    tree: LbvhStructure::new(ctx, params, count.max(1))?,
+                })
             })
             .collect::<Result<_>>()?;
         let instances = placements
@@ -455,15 +469,15 @@ impl Structure for PlacedMeshes {
     /// as an LBVH structure does.
     fn grow_if_overflowed(&mut self, ctx: &Context, slot: usize) -> Result<bool> {
         let mut again = false;
-        for (_, _, tree) in &mut self.meshes {
-            again |= tree.grow_if_overflowed(ctx, slot)?;
+        for mesh in &mut self.meshes {
+            again |= mesh.tree.grow_if_overflowed(ctx, slot)?;
         }
         self.meshes_built &= !again;
         Ok(again)
     }
 
     fn tree_bytes(&self) -> u64 {
-        let meshes: u64 = self.meshes.iter().map(|(_, _, t)| t.tree_bytes()).sum();
+        let meshes: u64 = self.meshes.iter().map(|m| m.tree.tree_bytes()).sum();
         meshes + self.two_level.top.bytes()
     }
 
@@ -492,13 +506,13 @@ impl RayStructure for PlacedMeshes {
         _slot: usize,
     ) -> Result<()> {
         if !self.meshes_built {
-            for (positions, triangles, tree) in &mut self.meshes {
-                let count = (triangles.size() / 12) as u32;
-                tree.record_build(rec, &TriangleInput::whole(positions, triangles, count), 0)?;
+            for mesh in &mut self.meshes {
+                let input = TriangleInput::whole(&mesh.positions, &mesh.triangles, mesh.count);
+                mesh.tree.record_build(rec, &input, 0)?;
             }
             self.meshes_built = true;
         }
-        let trees: Vec<&Bvh> = self.meshes.iter().map(|(_, _, t)| t.bvh()).collect();
+        let trees: Vec<&Bvh> = self.meshes.iter().map(|m| m.tree.bvh()).collect();
         self.two_level.record_build(rec, &trees, &self.instances)
     }
 
