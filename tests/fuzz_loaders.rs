@@ -460,6 +460,45 @@ fn tiny_glb() -> Vec<u8> {
     glb(&json, &bin)
 }
 
+/// A GLB of a triangle placed three times by `EXT_mesh_gpu_instancing` (translations, 16-bit
+/// normalized rotations and scales), the extension required.
+fn instanced_glb() -> Vec<u8> {
+    let mut bin: Vec<u8> = bytemuck::cast_slice(&[0.0f32, 0., 0., 1., 0., 0., 0., 1., 0.]).to_vec();
+    bin.extend(bytemuck::cast_slice(&[
+        0.0f32, 0., 0., 2., 0., 0., 0., 3., 0.,
+    ]));
+    bin.extend(bytemuck::cast_slice(&[
+        0i16, 0, 0, 32767, 0, 23170, 0, 23170, 32767, 0, 0, 0,
+    ]));
+    bin.extend(bytemuck::cast_slice(&[
+        1.0f32, 1., 1., 0.5, 0.5, 0.5, 2., 1., -1.,
+    ]));
+    let json = r#"{
+  "asset": {"version": "2.0"},
+  "extensionsUsed": ["EXT_mesh_gpu_instancing"],
+  "extensionsRequired": ["EXT_mesh_gpu_instancing"],
+  "scene": 0,
+  "scenes": [{"nodes": [0]}],
+  "nodes": [{"mesh": 0, "extensions": {"EXT_mesh_gpu_instancing":
+    {"attributes": {"TRANSLATION": 1, "ROTATION": 2, "SCALE": 3}}}}],
+  "meshes": [{"primitives": [{"attributes": {"POSITION": 0}}]}],
+  "buffers": [{"byteLength": 132}],
+  "bufferViews": [
+    {"buffer": 0, "byteOffset": 0, "byteLength": 36},
+    {"buffer": 0, "byteOffset": 36, "byteLength": 36},
+    {"buffer": 0, "byteOffset": 72, "byteLength": 24},
+    {"buffer": 0, "byteOffset": 96, "byteLength": 36}
+  ],
+  "accessors": [
+    {"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "min": [0, 0, 0], "max": [1, 1, 0]},
+    {"bufferView": 1, "componentType": 5126, "count": 3, "type": "VEC3"},
+    {"bufferView": 2, "componentType": 5122, "normalized": true, "count": 3, "type": "VEC4"},
+    {"bufferView": 3, "componentType": 5126, "count": 3, "type": "VEC3"}
+  ]
+}"#;
+    glb(json, &bin)
+}
+
 fn obj_seeds() -> Vec<Seed> {
     let mut seeds = vec![
         Seed::one("tiny", "case.obj", TINY_OBJ),
@@ -537,6 +576,7 @@ fn gltf_seeds() -> Vec<Seed> {
     vec![
         Seed::one("tiny gltf", "case.gltf", TINY_GLTF),
         Seed::one("tiny glb", "case.glb", tiny_glb()),
+        Seed::one("instanced glb", "case.glb", instanced_glb()),
         Seed::one("RiggedSimple", "case.glb", data("gltf/RiggedSimple.glb")),
         Seed::one("Fox", "case.glb", data("gltf/Fox.glb")),
         Seed::one("CesiumMan", "case.glb", data("gltf/CesiumMan.glb")),

@@ -38,7 +38,7 @@ layout(push_constant, scalar) uniform Push {
 
 // The walk's leaf test: the leaf's triangle, past cut-outs.
 bool bvh_instance_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint first_triangle,
-                       inout float t, inout uint triangle, inout vec2 uv) {
+                           inout float t, inout uint triangle, inout vec2 uv) {
     return hit_leaf(q, leaves, leaf, first_triangle, pc.cutouts_address, t, triangle, uv);
 }
 
@@ -54,8 +54,8 @@ void main() {
     RayWork work = RayWork(0u, 0u);
     if (pc.instance_count != 0u) {
         bvh_walk_instances(BvhNodes(pc.top_nodes_address), LeafTriangles(pc.top_leaves_address),
-                      BvhInstances(pc.instances_address), ray, pc.ray_mask,
-                      ANY_HIT ? BVH_ANY : BVH_CLOSEST, COUNT_WORK, t, triangle, uv, work);
+                           BvhInstances(pc.instances_address), ray, pc.ray_mask,
+                           ANY_HIT ? BVH_ANY : BVH_CLOSEST, COUNT_WORK, t, triangle, uv, work);
     }
     Hits(pc.hits_address).v[i] = Hit(t, triangle, uv.x, uv.y);
     if (COUNT_WORK) {

@@ -33,7 +33,7 @@ const uint BVH_INSTANCE_STACK_SIZE = 192;
 const uint BVH_IN_TOP_TREE = 0xffffffffu;
 
 bool bvh_instance_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint first_triangle,
-                       inout float t, inout uint triangle, inout vec2 uv);
+                           inout float t, inout uint triangle, inout vec2 uv);
 
 // `ray` taken into `instance`'s object space.
 Ray bvh_object_ray(BvhInstance instance, Ray ray) {

@@ -135,7 +135,7 @@ bool canopy_trace_any(uint64_t nodes, uint64_t leaves, uint primitive_count, vec
 
 // The two-level walk's leaf test: the leaf's triangle, numbered in its instance's range.
 bool bvh_instance_leaf_hit(RayQuery q, LeafTriangles leaves, uint leaf, uint first_triangle,
-                       inout float t, inout uint triangle, inout vec2 uv) {
+                           inout float t, inout uint triangle, inout vec2 uv) {
     LeafTriangle l = leaves.v[leaf];
     float candidate = t;
     vec2 weights;
@@ -155,8 +155,8 @@ CanopyHit canopy_walk_instances(CanopyInstances scene, vec3 origin, vec3 directi
     if (scene.instance_count != 0u) {
         RayWork unused = RayWork(0u, 0u);
         bvh_walk_instances(BvhNodes(scene.top_nodes), LeafTriangles(scene.top_leaves),
-                      BvhInstances(scene.instances), Ray(origin, tmin, direction, tmax),
-                      scene.ray_mask, mode, false, hit.t, hit.triangle, hit.uv, unused);
+                           BvhInstances(scene.instances), Ray(origin, tmin, direction, tmax),
+                           scene.ray_mask, mode, false, hit.t, hit.triangle, hit.uv, unused);
     }
     return hit;
 }
