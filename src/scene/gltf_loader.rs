@@ -613,6 +613,8 @@ struct PlacementsRead {
 }
 
 impl PlacementsRead {
+    /// Notes a visited primitive: a new copy where its node or copy is not the last one's, and
+    /// its part added to its mesh while the mesh's first copy is being visited.
     fn visit(&mut self, visited: &VisitedPrimitive) {
         let key = (visited.node.index(), visited.copy);
         if self
