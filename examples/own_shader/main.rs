@@ -106,6 +106,26 @@ impl<'a> AppPipeline<'a> {
     }
 }
 
+impl AppPipeline<'_> {
+    /// Records the kernel over `invocations` (in workgroups of 64) into `cmd`, with `push` as
+    /// its push constants.
+    fn record<P: bytemuck::Pod>(&self, cmd: vk::CommandBuffer, push: &P, invocations: u32) {
+        unsafe {
+            self.device
+                .cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, self.pipeline);
+            self.device.cmd_push_constants(
+                cmd,
+                self.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(push),
+            );
+            self.device
+                .cmd_dispatch(cmd, invocations.div_ceil(64), 1, 1);
+        }
+    }
+}
+
 impl Drop for AppPipeline<'_> {
     fn drop(&mut self) {
         unsafe {
@@ -198,19 +218,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             ray_count: rays.len() as u32,
             scene: two_level.shader_view(),
         };
-        let cmd = rec.command_buffer();
-        let device = ctx.device();
-        unsafe {
-            device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
-            device.cmd_push_constants(
-                cmd,
-                pipeline.layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                bytemuck::bytes_of(&push),
-            );
-            device.cmd_dispatch(cmd, (rays.len() as u32).div_ceil(64), 1, 1);
-        }
+        pipeline.record(rec.command_buffer(), &push, rays.len() as u32);
         Ok(())
     })?;
     let got: Vec<PixelOut> = ctx.download(&pixels, 0, rays.len())?;
@@ -358,18 +366,7 @@ fn trace_spheres(ctx: &Context, rays: &[Ray]) -> Result<usize, Box<dyn Error>> {
             sphere_count: n,
             ray_count: rays.len() as u32,
         };
-        let (cmd, device) = (rec.command_buffer(), ctx.device());
-        unsafe {
-            device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
-            device.cmd_push_constants(
-                cmd,
-                pipeline.layout,
-                vk::ShaderStageFlags::COMPUTE,
-                0,
-                bytemuck::bytes_of(&push),
-            );
-            device.cmd_dispatch(cmd, (rays.len() as u32).div_ceil(64), 1, 1);
-        }
+        pipeline.record(rec.command_buffer(), &push, rays.len() as u32);
         Ok(())
     })?;
     let got: Vec<SphereOut> = ctx.download(&out, 0, rays.len())?;

@@ -4,7 +4,8 @@
 //! mesh's tree being built again; a refitted mesh is seen through its instances; masks hide
 //! instances; the work counts add the top level's to the mesh's; bad instances are refused with
 //! errors that name them; a glTF file placing a mesh many times renders through two levels as
-//! flattened; and trees over boxes hold each box in a leaf.
+//! flattened; trees over boxes hold each box in a leaf; and the instances' world boxes hold
+//! their meshes, folded past the grid limit.
 
 use crate::common;
 
@@ -748,4 +749,68 @@ fn placed_meshes_trace_as_their_copies_copied_out() {
         let any = trace(&ctx, traversable.as_ref(), &rays, Query::Any);
         assert_hits_match_brute_force(&flat, &rays, &closest, &any, &format!("frame {frame}"));
     }
+}
+
+/// The top tree over 20,000 instances, every dispatch grid folded past a pretended limit of 64
+/// workgroups a dimension: each instance's world box holds its mesh's root box carried through
+/// its transform exactly (in double precision) and is no more than rounding larger, and rays
+/// hit what brute force hits in the flattened scene.
+#[test]
+fn world_boxes_hold_their_meshes_and_fold_past_the_grid_limit() {
+    let ctx = common::folding_context();
+    let mut rng = Rng::new(4409);
+    let meshes = vec![
+        random_mesh(&mut rng, 1, 1.0, 0.5),
+        random_mesh(&mut rng, 2, 1.0, 0.5),
+    ];
+    let device: Vec<DeviceMesh> = meshes.iter().map(|m| DeviceMesh::new(&ctx, m)).collect();
+    let trees: Vec<LbvhStructure> = device.iter().map(|m| mesh_tree(&ctx, m)).collect();
+    let count = 20_000;
+    let instances: Vec<Instance> = (0..count)
+        .map(|i| Instance::new(i % 2, random_transform(&mut rng, 60.0)))
+        .collect();
+    let mut two_level = TwoLevelBvh::new(&ctx, count).unwrap();
+    built(&ctx, &mut two_level, &[&trees[0], &trees[1]], &instances);
+    let roots: Vec<([f64; 3], [f64; 3])> = trees
+        .iter()
+        .map(|t| {
+            let (nodes, _) = t.bvh().download(&ctx).unwrap();
+            let root = nodes[0];
+            let lo = std::array::from_fn(|k| root.left_min[k].min(root.right_min[k]) as f64);
+            let hi = std::array::from_fn(|k| root.left_max[k].max(root.right_max[k]) as f64);
+            (lo, hi)
+        })
+        .collect();
+    // The leaves' ids are the instances' indices (every instance has triangles and a mask).
+    let boxes = two_level.world_boxes(&ctx).unwrap();
+    assert_eq!(boxes.len(), count as usize);
+    for (i, (instance, [lo, hi])) in instances.iter().zip(&boxes).enumerate() {
+        let (root_lo, root_hi) = roots[instance.mesh as usize];
+        let m = instance.transform.map(|row| row.map(f64::from));
+        for r in 0..3 {
+            let (mut near, mut far) = (m[r][3], m[r][3]);
+            for c in 0..3 {
+                let (a, b) = (m[r][c] * root_lo[c], m[r][c] * root_hi[c]);
+                near += a.min(b);
+                far += a.max(b);
+            }
+            let slack = 1e-5 * (near.abs().max(far.abs()) + 1.0);
+            assert!(
+                (lo[r] as f64) <= near && (hi[r] as f64) >= far,
+                "instance {i}, axis {r}: [{}, {}] does not hold [{near}, {far}]",
+                lo[r],
+                hi[r]
+            );
+            assert!(
+                near - (lo[r] as f64) <= slack && (hi[r] as f64) - far <= slack,
+                "instance {i}, axis {r}: [{}, {}] is wider than [{near}, {far}]",
+                lo[r],
+                hi[r]
+            );
+        }
+    }
+    let flat = flattened(&meshes, &instances, |_| true);
+    let rays = random_rays(&mut rng, &flat, 300);
+    let (closest, any) = hits(&ctx, &two_level, &rays);
+    assert_hits_match_brute_force(&flat, &rays, &closest, &any, "20,000 instances, folded");
 }

@@ -352,6 +352,13 @@ impl TwoLevelBvh {
         Ok(records)
     }
 
+    /// The world box of each instance in the last build's top tree (in the order of its
+    /// leaves' ids), read back once the build's submission has completed: for inspection and
+    /// tests.
+    pub fn world_boxes(&self, ctx: &Context) -> Result<Vec<[[f32; 3]; 2]>> {
+        ctx.download(&self.corners, 0, self.top.primitive_count() as usize)
+    }
+
     /// The tree as an application's own shader traces it through the GLSL include
     /// ([`crate::GLSL_DIR`], `include/canopy_trace.glsl`), with the current ray mask: valid
     /// while the tree's last build is.
