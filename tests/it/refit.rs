@@ -12,9 +12,8 @@ use canopy::accel::{RayStructure, submit_until_complete};
 use canopy::geom::aabb::triangle_bounds;
 use canopy::geom::ray::Query;
 use canopy::scene::Mesh;
-use canopy::vk::Context;
 use common::{
-    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, random_mesh,
+    DeviceMesh, Rng, assert_hits_match_brute_force, assert_valid, context, lbvh_over, random_mesh,
     random_rays, trace,
 };
 
@@ -36,16 +35,6 @@ fn moved(mesh: &Mesh, rng: &mut Rng, wave: f32, shake: f32) -> Mesh {
     }
 }
 
-/// A structure built over `mesh`.
-fn built(ctx: &Context, params: LbvhParams, mesh: &DeviceMesh) -> LbvhStructure {
-    let mut structure = LbvhStructure::new(ctx, params, mesh.count.max(1)).unwrap();
-    submit_until_complete(ctx, &mut structure, |rec, s| {
-        s.record_build(rec, &mesh.input(), 0)
-    })
-    .unwrap();
-    structure
-}
-
 #[test]
 fn refitted_trees_hit_what_brute_force_hits_after_the_triangles_move() {
     let ctx = context();
@@ -62,7 +51,7 @@ fn refitted_trees_hit_what_brute_force_hits_after_the_triangles_move() {
                     layout,
                     ..LbvhParams::default()
                 };
-                let mut structure = built(&ctx, params, &old);
+                let mut structure = lbvh_over(&ctx, params, &old);
                 let (mut expected, leaves) = structure.bvh().download(&ctx).unwrap();
                 submit_until_complete(&ctx, &mut structure, |rec, s| {
                     s.record_refit(rec, &new.input())
@@ -97,7 +86,7 @@ fn folded_grids_refit_like_the_cpu() {
     let mesh = random_mesh(&mut rng, n, 20.0, 0.3);
     let after = moved(&mesh, &mut rng, 2.0, 0.2);
     let (old, new) = (DeviceMesh::new(&ctx, &mesh), DeviceMesh::new(&ctx, &after));
-    let mut structure = built(&ctx, LbvhParams::default(), &old);
+    let mut structure = lbvh_over(&ctx, LbvhParams::default(), &old);
     let (mut expected, leaves) = structure.bvh().download(&ctx).unwrap();
     ctx.submit_and_wait(|rec| structure.record_refit(rec, &new.input()))
         .unwrap();
@@ -114,10 +103,10 @@ fn the_sah_drift_is_zero_in_place_and_grows_as_the_triangles_move() {
     let mesh = random_mesh(&mut rng, 4000, 5.0, 0.3);
     let drift = |after: &Mesh| {
         let device = DeviceMesh::new(&ctx, after);
-        let mut refitted = built(&ctx, LbvhParams::default(), &DeviceMesh::new(&ctx, &mesh));
+        let mut refitted = lbvh_over(&ctx, LbvhParams::default(), &DeviceMesh::new(&ctx, &mesh));
         ctx.submit_and_wait(|rec| refitted.record_refit(rec, &device.input()))
             .unwrap();
-        let fresh = built(&ctx, LbvhParams::default(), &device);
+        let fresh = lbvh_over(&ctx, LbvhParams::default(), &device);
         let boxes = triangle_bounds(&after.positions, &after.triangles);
         let stats = |s: &LbvhStructure| {
             let (nodes, leaves) = s.bvh().download(&ctx).unwrap();
@@ -147,7 +136,7 @@ fn a_refit_over_another_triangle_count_is_refused() {
     let ctx = context();
     let mut rng = Rng::new(93);
     let mesh = random_mesh(&mut rng, 300, 5.0, 0.5);
-    let mut structure = built(&ctx, LbvhParams::default(), &DeviceMesh::new(&ctx, &mesh));
+    let mut structure = lbvh_over(&ctx, LbvhParams::default(), &DeviceMesh::new(&ctx, &mesh));
     let mut fewer = mesh.clone();
     fewer.triangles.truncate(200);
     let fewer = DeviceMesh::new(&ctx, &fewer);

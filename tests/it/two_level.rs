@@ -23,12 +23,7 @@ use common::{
 
 /// A mesh's tree, built once.
 fn mesh_tree(ctx: &Context, mesh: &DeviceMesh) -> LbvhStructure {
-    let mut structure = LbvhStructure::new(ctx, LbvhParams::default(), mesh.count.max(1)).unwrap();
-    submit_until_complete(ctx, &mut structure, |rec, s| {
-        s.record_build(rec, &mesh.input(), 0)
-    })
-    .unwrap();
-    structure
+    common::lbvh_over(ctx, LbvhParams::default(), mesh)
 }
 
 /// The top tree over `instances` of `trees`, built and waited for.

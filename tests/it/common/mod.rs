@@ -525,3 +525,19 @@ pub fn nested_triangles(count: u32) -> canopy::scene::Mesh {
     }
     mesh
 }
+
+/// An LBVH structure built over `mesh` with `params`, waited for.
+pub fn lbvh_over(
+    ctx: &canopy::vk::Context,
+    params: canopy::accel::bvh::lbvh::LbvhParams,
+    mesh: &DeviceMesh,
+) -> canopy::accel::bvh::lbvh::LbvhStructure {
+    use canopy::accel::RayStructure;
+    let mut structure =
+        canopy::accel::bvh::lbvh::LbvhStructure::new(ctx, params, mesh.count.max(1)).unwrap();
+    canopy::accel::submit_until_complete(ctx, &mut structure, |rec, s| {
+        s.record_build(rec, &mesh.input(), 0)
+    })
+    .unwrap();
+    structure
+}
